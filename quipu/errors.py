@@ -1,0 +1,26 @@
+"""The one error family of quipu.
+
+The library raises these; only ``quipu.cli`` turns them into messages and exit codes.
+Each message ends with how to fix the problem.
+"""
+from __future__ import annotations
+
+
+class FatalError(RuntimeError):
+    """An expected failure the user can fix; the CLI prints it and exits 1."""
+
+
+class NoStore(FatalError):
+    """No memory store could be found or opened."""
+
+
+class InvalidMemory(FatalError):
+    """A memory (or a field of one) does not satisfy the schema."""
+
+
+class ConflictError(FatalError):
+    """A write or an undo cannot be applied cleanly."""
+
+
+class NotFound(FatalError):
+    """A memory, commit or sweep that was named does not exist."""
