@@ -1,0 +1,45 @@
+"""``path-exists``: does this file or directory exist?
+
+Contract: ``{root?: project name or "home", path}``; the path is confined to its root (or an
+allowed absolute root) at validation and again, with links resolved, at check time.
+``pass`` if it exists, ``fail`` if not: a missing path is evidence. Runs no process.
+"""
+from __future__ import annotations
+
+import os.path
+from typing import Mapping
+
+from . import validate as v
+from .base import HOME
+from .base import ArgSpec
+from .base import Args
+from .base import Context
+from .base import ProbeResult
+from .base import Refused
+from .base import failed
+from .base import passed
+from .base import unknown
+
+name = 'path-exists'
+schema: Mapping[str, ArgSpec] = {
+    'root': ArgSpec('string', f'project name, or "{HOME}" (default)', required=False),
+    'path': ArgSpec('string', 'path relative to root, ~/..., or absolute under an allowed root'),
+}
+
+
+def validate(raw_args: object, ctx: Context) -> Args:
+    raw = v.fields(raw_args, schema, ctx)
+    root = v.root_name(raw.get('root', HOME), 'root', ctx)
+    root, path = v.confined_path(root, raw['path'], 'path', ctx)
+    return {'root': root, 'path': path}
+
+
+def check(args: Args, ctx: Context) -> ProbeResult:
+    where = f'{args["path"]} (under {args["root"]})'
+    try:
+        real = v.resolve_path(str(args['root']), str(args['path']), ctx)
+    except Refused as e:
+        return unknown(f'not checked: {e.reason}')
+    if os.path.lexists(real):
+        return passed(f'{where} exists')
+    return failed(f'{where} does not exist')

@@ -1,0 +1,184 @@
+"""The UserPromptSubmit hook: recall on every human prompt, standard library only, fail open.
+
+Contract:
+- Reads the event JSON from stdin through one adapter (``PromptEvent.create``); nothing past it
+  sees the raw dict. Prints nothing, or one JSON object
+  ``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ...}}``.
+- Never fires for machine turns (see ``quipu.transcript``), inside quipu's own model children
+  (``QUIPU_CHILD``), or when the prompt has no topic.
+- A memory injected earlier in the same session is not injected again.
+- Any failure (bad JSON, missing store or index, locked or corrupt index, unreadable transcript)
+  exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``.
+- When the index is behind HEAD, the hook answers from it anyway and starts a detached
+  ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import IO, Any
+
+from quipu import locate, recall, transcript
+
+MAX_STDIN = 1_000_000
+LOG_MAX_BYTES = 1_000_000
+CHILD_ENV = "QUIPU_CHILD"
+_SESSION_RE = re.compile(r"[^A-Za-z0-9_-]")
+REFRESH_MARK_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class PromptEvent:
+    session_id: str
+    transcript_path: str
+    cwd: str
+    prompt: str
+
+    @classmethod
+    def create(cls, raw: bytes) -> PromptEvent | None:
+        data: Any = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            return None
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str):
+            return None
+        event_name = data.get("hook_event_name")
+        if event_name not in (None, "UserPromptSubmit"):
+            return None
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value if isinstance(value, str) else ""
+
+        return cls(text("session_id"), text("transcript_path"), text("cwd"), prompt)
+
+
+def log(message: str) -> None:
+    try:
+        directory = os.path.join(locate.quipu_home(), "logs")
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "hook.log")
+        mode = "w" if os.path.exists(path) and os.path.getsize(path) > LOG_MAX_BYTES else "a"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        with open(path, mode, encoding="utf-8") as fh:
+            fh.write(f"{stamp} prompt-hook {message}"[:2000].replace("\n", " ") + "\n")
+    except Exception:  # noqa: BLE001 - logging must never break the hook
+        pass
+
+
+def _session_file(root: str, session_id: str) -> str | None:
+    clean = _SESSION_RE.sub("", session_id)[:128]
+    if not clean:
+        return None
+    return os.path.join(root, locate.CACHE_DIR_NAME, "sessions", f"{clean}.json")
+
+
+def _seen(path: str | None) -> frozenset[str]:
+    if not path:
+        return frozenset()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            value = json.load(fh)
+        return frozenset(x for x in value if isinstance(x, str)) if isinstance(value, list) else frozenset()
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def _remember(path: str | None, seen: frozenset[str], ids: list[str]) -> None:
+    if not path:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(sorted(seen | set(ids)), fh)
+    os.replace(tmp, path)
+
+
+def _spawn_refresh(root: str) -> None:
+    """Start ``quipu index --refresh`` detached, at most once per REFRESH_MARK_SECONDS."""
+    mark = os.path.join(root, locate.CACHE_DIR_NAME, "refresh.started")
+    try:
+        if time.time() - os.stat(mark).st_mtime < REFRESH_MARK_SECONDS:
+            return
+    except OSError:
+        pass
+    try:
+        with open(mark, "w", encoding="utf-8"):
+            pass
+        devnull = os.devnull
+        env = dict(os.environ)
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-m", "quipu", "--store", root, "index", "--refresh", "--quiet"],
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+            ],
+            setsid=True,
+        )
+    except OSError as exc:
+        log(f"could not start an index refresh: {exc}")
+
+
+def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
+    """The additionalContext for ``event``, or '' to stay silent."""
+    env = dict(os.environ) if env is None else env
+    if env.get(CHILD_ENV):
+        return ""
+    if transcript.is_machine_text(event.prompt):
+        return ""
+    root, _how = locate.find_store_root(None, event.cwd or None, env)
+    index = locate.index_path(root)
+    db = recall.open_index(index)
+    try:
+        meta = recall.index_meta(db)
+        gitdir = locate.git_dir(root)
+        head = locate.read_head(gitdir) if gitdir else None
+        if head and meta.get("head") != head:
+            _spawn_refresh(root)
+        config = recall.index_config(db)
+        session_file = _session_file(root, event.session_id)
+        seen = _seen(session_file)
+        context = ""
+        if event.transcript_path:
+            previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
+            context = f"{previous}\n{assistant}"
+        options = recall.Options.from_config(config, exclude=seen)
+        result = recall.recall(db, event.prompt, context, options)
+    finally:
+        db.close()
+    text = recall.format_context(result.hits, options.max_chars)
+    if text:
+        _remember(session_file, seen, [h.id for h in result.hits])
+    return text
+
+
+def main(stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
+    try:
+        if os.environ.get(CHILD_ENV):
+            return 0
+        raw = (stdin or sys.stdin.buffer).read(MAX_STDIN + 1)
+        if len(raw) > MAX_STDIN:
+            log("event larger than 1 MB ignored")
+            return 0
+        event = PromptEvent.create(raw)
+        if event is None:
+            return 0
+        text = run(event)
+        if text:
+            out = stdout or sys.stdout
+            out.write(
+                json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
+            )
+            out.flush()
+    except BaseException as exc:  # noqa: BLE001 - fail open, always
+        log(f"{type(exc).__name__}: {exc}")
+    return 0

@@ -1,0 +1,446 @@
+"""The SQLite FTS5 index: a cache of the store that can always be rebuilt from git.
+
+Contract:
+- ``<store>/.cache/index.sqlite`` holds one row per memory with every field recall ranks or
+  filters by as a plain column (class, status, labels, created, half-life...), so nothing parses
+  YAML at query time, and an FTS5 table over title, aliases, tags, description and body.
+- ``meta.head`` records the commit the index was built from. ``ensure_fresh`` compares it with
+  HEAD (read from git's files) and re-indexes only the paths that differ between the two trees.
+  A missing, corrupt, foreign or unreadable index, or one whose commit git no longer has, is
+  rebuilt (into a new file that replaces the old one atomically); it never surfaces as an error.
+- Files with malformed frontmatter are skipped and listed in ``problems`` (``quipu doctor``).
+- Index writers serialise on an ``flock``; readers never write.
+- The schema, table names and the ranking SQL live in ``quipu.recall``'s stdlib-only world:
+  this module imports pygit2 and may import yaml; the prompt path never imports it.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from quipu import locate
+from quipu.errors import FatalError
+from quipu.memory import Memory, parse_created, parse_memory
+from quipu.store import CONFIG_NAME, Store
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    description TEXT NOT NULL,
+    aliases TEXT NOT NULL,          -- joined with ' | '
+    tags TEXT NOT NULL,             -- topics and entities, joined with ' | '
+    body TEXT NOT NULL,
+    class TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    fm_status TEXT NOT NULL,        -- the status written in the file
+    status TEXT NOT NULL,           -- after supersession events and links
+    superseded_by TEXT,
+    supersedes TEXT NOT NULL,       -- ids from the frontmatter, space separated
+    labels TEXT NOT NULL,           -- current labels, space separated
+    label_details TEXT NOT NULL,    -- JSON {label: detail}
+    created_ts REAL NOT NULL,       -- unix seconds
+    half_life_days REAL,            -- NULL: never decays
+    session TEXT,
+    project TEXT,
+    always_on INTEGER NOT NULL
+);
+CREATE INDEX memories_class ON memories(class, status);
+-- External-content FTS5 over the text columns of `memories`; rowids are shared.
+-- porter: word-level matching with stemming, so "api" never matches "rapid" (no substrings)
+-- and "deploys" matches "deploy". unicode61 with diacritics removed folds "café" to "cafe".
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+    title, aliases, tags, description, body,
+    content='memories', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+-- Document frequency per stemmed term, for picking the rarest query terms.
+CREATE VIRTUAL TABLE memory_vocab USING fts5vocab(memory_fts, 'row');
+CREATE TABLE events(memory TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(memory, name));
+CREATE TABLE problems(path TEXT PRIMARY KEY, problem TEXT NOT NULL);
+"""
+
+_COLUMNS = (
+    "id", "path", "title", "description", "aliases", "tags", "body", "class", "origin", "fm_status",
+    "status", "superseded_by", "supersedes", "labels", "label_details", "created_ts", "half_life_days",
+    "session", "project", "always_on",
+)
+_FTS_COLUMNS = ("title", "aliases", "tags", "description", "body")
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    action: str  # "fresh", "incremental", "rebuilt"
+    head: str | None
+    changed: int
+    problems: int
+    seconds: float
+
+
+def _row(memory: Memory, path: str) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "path": path,
+        "title": memory.title,
+        "description": memory.description,
+        "aliases": " | ".join(memory.aliases),
+        "tags": " | ".join(memory.topics + memory.entities),
+        "body": memory.body,
+        "class": memory.cls,
+        "origin": memory.origin,
+        "fm_status": memory.status,
+        "status": memory.status,
+        "superseded_by": None,
+        "supersedes": " ".join(memory.supersedes),
+        "labels": "",
+        "label_details": "{}",
+        "created_ts": parse_created(memory.created).timestamp(),
+        "half_life_days": memory.half_life_days,
+        "session": memory.session,
+        "project": memory.project,
+        "always_on": int(memory.always_on),
+    }
+
+
+@contextlib.contextmanager
+def _index_lock(store: Store) -> Iterator[None]:
+    store.cache_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(store.cache_dir / "index.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    db.execute("PRAGMA busy_timeout = 30000")
+    return db
+
+
+def _meta(db: sqlite3.Connection) -> dict[str, str]:
+    return dict(db.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _open_valid(store: Store) -> sqlite3.Connection | None:
+    """The existing index if it is ours and readable, else None (it will be rebuilt)."""
+    path = store.index_path
+    if not path.is_file():
+        return None
+    try:
+        db = connect(path)
+        meta = _meta(db)
+        if meta.get("schema") != SCHEMA_VERSION or meta.get("store") != str(store.root.resolve()):
+            db.close()
+            return None
+        db.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'quipu'").fetchone()
+        return db
+    except sqlite3.DatabaseError:
+        return None
+
+
+def ensure_fresh(store: Store, *, force_rebuild: bool = False) -> RefreshResult:
+    """Bring the index up to HEAD, rebuilding it when it cannot be trusted."""
+    start = time.perf_counter()
+    with _index_lock(store):
+        head = store.head()
+        db = None if force_rebuild else _open_valid(store)
+        if db is not None:
+            try:
+                indexed = _meta(db).get("head")
+                if indexed == head:
+                    db.close()
+                    return RefreshResult("fresh", head, 0, 0, time.perf_counter() - start)
+                changed = _incremental(store, db, indexed, head)
+                problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
+                db.close()
+                if changed is not None:
+                    return RefreshResult("incremental", head, changed, problems, time.perf_counter() - start)
+            except sqlite3.DatabaseError:
+                with contextlib.suppress(sqlite3.Error):
+                    db.close()
+        count, problems = _rebuild(store, head)
+        return RefreshResult("rebuilt", head, count, problems, time.perf_counter() - start)
+
+
+def open_fresh(store: Store) -> sqlite3.Connection:
+    """A read connection to an index that matches HEAD."""
+    ensure_fresh(store)
+    try:
+        return connect(store.index_path)
+    except sqlite3.DatabaseError as exc:  # pragma: no cover - the file was just rebuilt
+        raise FatalError(f"cannot open the index {store.index_path}: {exc}\n- run `quipu index --rebuild`") from exc
+
+
+# ---------------------------------------------------------------- full rebuild
+
+
+def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
+    path = store.index_path
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    db = connect(tmp)
+    try:
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        db.executescript(SCHEMA)
+        db.execute("BEGIN")
+        rows = []
+        problems = []
+        for rel, data in store.iter_memory_files():
+            try:
+                memory = parse_memory(data, rel)
+                _check_path_matches(memory, rel)
+                rows.append(_row(memory, rel))
+            except FatalError as exc:
+                problems.append((rel, str(exc)))
+        _insert_rows(db, rows)
+        db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?)", problems)
+        db.executemany("INSERT INTO events VALUES (?, ?, ?)", _all_events(store))
+        _derive(db, None)
+        _write_meta(db, store, head)
+        db.execute("COMMIT")
+        db.execute("PRAGMA journal_mode = DELETE")
+        db.close()
+        for item in problems:
+            print(f"quipu: skipped {item[1]}", file=sys.stderr)
+        os.replace(tmp, path)
+        return len(rows), len(problems)
+    except BaseException:
+        db.close()
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def _check_path_matches(memory: Memory, rel: str) -> None:
+    if memory.path != rel:
+        raise FatalError(f"{rel}: id '{memory.id}' does not match the file's path (expected {memory.path})")
+
+
+def _insert_rows(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    placeholders = ", ".join(f":{c}" for c in _COLUMNS)
+    db.executemany(f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({placeholders})", rows)
+    cols = ", ".join(_FTS_COLUMNS)
+    db.execute(f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories")
+
+
+def _all_events(store: Store) -> Iterator[tuple[str, str, str]]:
+    repo = store.repo
+    try:
+        events = store._head_tree()["events"]
+    except KeyError:
+        return
+    for shard in repo[events.id]:  # type: ignore[attr-defined]
+        if shard.type_str != "tree":
+            continue
+        for memory in repo[shard.id]:  # type: ignore[attr-defined]
+            if memory.type_str != "tree":
+                continue
+            for entry in repo[memory.id]:  # type: ignore[attr-defined]
+                if entry.type_str == "blob" and entry.name.endswith(".json"):
+                    yield memory.name, entry.name, repo[entry.id].data.decode("utf-8", "replace")  # type: ignore[attr-defined]
+
+
+def _write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
+    recall_cfg = store.config().get("recall", {})
+    values = {
+        "schema": SCHEMA_VERSION,
+        "store": str(store.root.resolve()),
+        "head": head or "",
+        "built_at": str(time.time()),
+        "config": json.dumps(recall_cfg if isinstance(recall_cfg, dict) else {}),
+    }
+    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+
+# ---------------------------------------------------------------- incremental refresh
+
+
+def _incremental(store: Store, db: sqlite3.Connection, indexed: str | None, head: str | None) -> int | None:
+    """Apply the tree difference between ``indexed`` and ``head``; None means rebuild instead."""
+    if not indexed or not head:
+        return None
+    repo = store.repo
+    try:
+        old_tree = repo[indexed].peel(pygit2.Tree)
+        new_tree = repo[head].peel(pygit2.Tree)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    deltas = list(old_tree.diff_to_tree(new_tree).deltas)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if _meta(db).get("head") == head:  # another process refreshed while we waited
+            db.execute("COMMIT")
+            return 0
+        affected: set[str] = set()
+        for delta in deltas:
+            removed = delta.status_char() == "D"
+            rel = delta.old_file.path if removed else delta.new_file.path
+            if removed or delta.status_char() in ("R",):
+                _forget(db, delta.old_file.path, affected)
+            if removed:
+                continue
+            data = repo[delta.new_file.id].data  # type: ignore[attr-defined]
+            _apply(db, rel, data, affected)
+        if affected:
+            _derive(db, affected)
+        _write_meta(db, store, head)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return len(deltas)
+
+
+def _memory_id_of_event(rel: str) -> str | None:
+    parts = rel.split("/")
+    if len(parts) == 4 and parts[0] == "events" and parts[3].endswith(".json"):
+        return parts[2]
+    return None
+
+
+def _forget(db: sqlite3.Connection, rel: str, affected: set[str]) -> None:
+    if rel.startswith("memories/"):
+        old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE path = ?", (rel,)).fetchone()
+        if old:
+            _delete_row(db, old[0])
+            affected.add(old[1])
+            affected.update(old[2].split())
+        db.execute("DELETE FROM problems WHERE path = ?", (rel,))
+    elif (mid := _memory_id_of_event(rel)) is not None:
+        db.execute("DELETE FROM events WHERE memory = ? AND name = ?", (mid, rel.rsplit("/", 1)[1]))
+        affected.add(mid)
+
+
+def _delete_row(db: sqlite3.Connection, rowid: int) -> None:
+    cols = ", ".join(_FTS_COLUMNS)
+    db.execute(
+        f"INSERT INTO memory_fts(memory_fts, rowid, {cols}) SELECT 'delete', rowid, {cols} FROM memories WHERE rowid = ?",
+        (rowid,),
+    )
+    db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+
+
+def _apply(db: sqlite3.Connection, rel: str, data: bytes, affected: set[str]) -> None:
+    if rel.startswith("memories/") and rel.endswith(".md"):
+        old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE path = ?", (rel,)).fetchone()
+        if old:
+            _delete_row(db, old[0])
+            affected.add(old[1])
+            affected.update(old[2].split())
+        try:
+            memory = parse_memory(data, rel)
+            _check_path_matches(memory, rel)
+        except FatalError as exc:
+            db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)", (rel, str(exc)))
+            print(f"quipu: skipped {exc}", file=sys.stderr)
+            return
+        db.execute("DELETE FROM problems WHERE path = ?", (rel,))
+        row = _row(memory, rel)
+        placeholders = ", ".join(f":{c}" for c in _COLUMNS)
+        cur = db.execute(f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({placeholders})", row)
+        cols = ", ".join(_FTS_COLUMNS)
+        db.execute(
+            f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories WHERE rowid = ?",
+            (cur.lastrowid,),
+        )
+        affected.add(memory.id)
+        affected.update(memory.supersedes)
+    elif (mid := _memory_id_of_event(rel)) is not None:
+        db.execute(
+            "INSERT OR REPLACE INTO events VALUES (?, ?, ?)",
+            (mid, rel.rsplit("/", 1)[1], data.decode("utf-8", "replace")),
+        )
+        affected.add(mid)
+
+
+# ---------------------------------------------------------------- derived state
+
+
+def fold_events(events: Iterable[str]) -> tuple[str | None, dict[str, str]]:
+    """Fold a memory's events (oldest first) into (superseded_by, {label: detail})."""
+    superseded_by: str | None = None
+    labels: dict[str, str] = {}
+    for text in events:
+        try:
+            event = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        action = event.get("action")
+        if action == "supersede" and isinstance(event.get("by"), str):
+            superseded_by = event["by"]
+        elif action == "label" and isinstance(event.get("label"), str):
+            if event.get("set", True):
+                labels[event["label"]] = str(event.get("detail") or "")
+            else:
+                labels.pop(event["label"], None)
+    return superseded_by, labels
+
+
+def _derive(db: sqlite3.Connection, ids: set[str] | None) -> None:
+    """Recompute status, superseded_by and labels for ``ids`` (all when None)."""
+    if ids is None:
+        targets = [r[0] for r in db.execute("SELECT id FROM memories")]
+    else:
+        targets = sorted(ids)
+    existing = {r[0] for r in db.execute("SELECT id FROM memories")} if ids is None else None
+    links: dict[str, str] = {}
+    for new_id, supersedes in db.execute("SELECT id, supersedes FROM memories WHERE supersedes != ''"):
+        for old in supersedes.split():
+            links[old] = new_id
+    events: dict[str, list[str]] = {}
+    query = "SELECT memory, data FROM events ORDER BY memory, name"
+    if ids is not None:
+        query = f"SELECT memory, data FROM events WHERE memory IN ({', '.join('?' * len(targets))}) ORDER BY memory, name"
+    for mid, data in db.execute(query, [] if ids is None else targets):
+        events.setdefault(mid, []).append(data)
+    updates = []
+    for mid in targets:
+        if existing is not None and mid not in existing:
+            continue
+        by, labels = fold_events(events.get(mid, []))
+        by = by or links.get(mid)
+        updates.append((by, " ".join(sorted(labels)), json.dumps(labels, sort_keys=True), by, mid))
+    db.executemany(
+        "UPDATE memories SET superseded_by = ?, labels = ?, label_details = ?,"
+        " status = CASE WHEN ? IS NOT NULL THEN 'superseded' ELSE fm_status END WHERE id = ?",
+        updates,
+    )
+
+
+def rows(store: Store, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    db = open_fresh(store)
+    db.row_factory = sqlite3.Row
+    try:
+        return list(db.execute(sql, tuple(params)))
+    finally:
+        db.close()
+
+
+def config_changed(rel: str) -> bool:
+    return rel == CONFIG_NAME
+
+
+__all__ = ["ensure_fresh", "open_fresh", "rows", "fold_events", "RefreshResult", "SCHEMA", "locate"]

@@ -1,0 +1,369 @@
+"""The memory file format: markdown with a closed YAML frontmatter schema.
+
+A memory is one file ``memories/<first two chars of id>/<id>.md``::
+
+    ---
+    id: "3f9a0c12ab7e"
+    title: "Production deploy accident"
+    ...
+    ---
+    body text
+
+Contract:
+- ``parse_memory`` never executes YAML tags and refuses aliases, anchors and explicit tags; it
+  refuses files over ``MAX_FILE_BYTES`` and files that are not UTF-8. Every refusal is an
+  ``InvalidMemory`` naming the file and the problem.
+- ``render_memory`` writes each frontmatter value as a JSON scalar or flow list (JSON is valid
+  YAML), so files quipu wrote parse on a fast path without YAML; hand-written YAML is read with
+  the safe loader.
+- ``Memory.create`` is the one place fields are validated; bad fields name the field and the
+  allowed values.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from quipu.errors import InvalidMemory
+
+MAX_FILE_BYTES = 1_000_000
+
+# Closed set of classes. Half-lives in days; None means the memory never decays.
+# project-note 150 days comes from the design (a project note halves its weight every ~5 months);
+# rules and preferences the user gave are standing instructions and never decay.
+CLASSES: dict[str, float | None] = {
+    "rule": None,
+    "preference": None,
+    "fact": 365.0,
+    "reference": 365.0,
+    "project-note": 150.0,
+    "event": 90.0,
+}
+ORIGINS = ("user", "session", "import")
+STATUSES = ("active", "superseded")
+
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
+_TOPIC_RE = re.compile(r"^[^\x00-\x1f]{1,80}$")
+
+# Frontmatter keys in the order they are written. Anything else is refused.
+FIELDS = (
+    "id",
+    "title",
+    "description",
+    "class",
+    "topics",
+    "entities",
+    "aliases",
+    "origin",
+    "created",
+    "half_life_days",
+    "status",
+    "supersedes",
+    "session",
+    "project",
+    "always_on",
+)
+REQUIRED = ("id", "title", "class", "created")
+
+
+def new_id() -> str:
+    """A fresh random id; its first two characters spread memories over 256 shard folders."""
+    return secrets.token_hex(6)
+
+
+def memory_path(memory_id: str) -> str:
+    """The repository path of a memory; refuses ids that could leave the store."""
+    check_id(memory_id)
+    return f"memories/{memory_id[:2]}/{memory_id}.md"
+
+
+def check_id(memory_id: object, what: str = "id") -> str:
+    if not isinstance(memory_id, str) or not ID_RE.match(memory_id):
+        raise InvalidMemory(
+            f"invalid {what} {memory_id!r}: use 3-64 characters of a-z, 0-9 and '-', "
+            "starting with a letter or digit (no '/', '..', NUL or spaces)"
+        )
+    return memory_id
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: str
+    title: str
+    body: str = ""
+    description: str = ""
+    cls: str = "project-note"
+    topics: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    origin: str = "user"
+    created: str = ""
+    half_life_days: float | None = None
+    status: str = "active"
+    supersedes: tuple[str, ...] = ()
+    session: str | None = None
+    project: str | None = None
+    always_on: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def path(self) -> str:
+        return memory_path(self.id)
+
+    @classmethod
+    def create(cls, fields: dict[str, Any], body: str = "", *, source: str = "memory") -> Memory:
+        """Validate a frontmatter mapping and build a Memory; the only validating constructor."""
+        if not isinstance(fields, dict):
+            raise InvalidMemory(f"{source}: frontmatter must be a mapping of field: value")
+        unknown = sorted(set(map(str, fields)) - set(FIELDS))
+        if unknown:
+            raise InvalidMemory(
+                f"{source}: unknown field(s) {', '.join(unknown)}; allowed fields: {', '.join(FIELDS)}"
+            )
+        for name in REQUIRED:
+            if fields.get(name) in (None, ""):
+                raise InvalidMemory(f"{source}: field '{name}' is required")
+        mid = check_id(fields["id"])
+        klass = fields["class"]
+        if klass not in CLASSES:
+            raise InvalidMemory(
+                f"{source}: field 'class' is {klass!r}; allowed values: {', '.join(CLASSES)}"
+            )
+        origin = fields.get("origin") or "user"
+        if origin not in ORIGINS:
+            raise InvalidMemory(
+                f"{source}: field 'origin' is {origin!r}; allowed values: {', '.join(ORIGINS)}"
+            )
+        status = fields.get("status") or "active"
+        if status not in STATUSES:
+            raise InvalidMemory(
+                f"{source}: field 'status' is {status!r}; allowed values: {', '.join(STATUSES)}"
+            )
+        if "half_life_days" in fields:
+            half_life = _half_life(fields["half_life_days"], source)
+        else:
+            half_life = CLASSES[klass]
+        always_on = fields.get("always_on", False)
+        if not isinstance(always_on, bool):
+            raise InvalidMemory(f"{source}: field 'always_on' must be true or false")
+        supersedes = _str_list(fields, "supersedes", source)
+        for other in supersedes:
+            check_id(other, "supersedes entry")
+        if not isinstance(body, str):
+            raise InvalidMemory(f"{source}: body must be text")
+        return cls(
+            id=mid,
+            title=_one_line(fields, "title", source, required=True),
+            body=body,
+            description=_one_line(fields, "description", source),
+            cls=klass,
+            topics=_str_list(fields, "topics", source),
+            entities=_str_list(fields, "entities", source),
+            aliases=_str_list(fields, "aliases", source),
+            origin=origin,
+            created=_created(fields["created"], source),
+            half_life_days=half_life,
+            status=status,
+            supersedes=supersedes,
+            session=_opt_str(fields, "session", source),
+            project=_opt_str(fields, "project", source),
+            always_on=always_on,
+        )
+
+    def frontmatter(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "class": self.cls,
+            "topics": list(self.topics),
+            "entities": list(self.entities),
+            "aliases": list(self.aliases),
+            "origin": self.origin,
+            "created": self.created,
+            "half_life_days": self.half_life_days,
+            "status": self.status,
+            "supersedes": list(self.supersedes),
+        }
+        if self.session:
+            data["session"] = self.session
+        if self.project:
+            data["project"] = self.project
+        if self.always_on:
+            data["always_on"] = True
+        return data
+
+    def with_changes(self, **changes: Any) -> Memory:
+        return replace(self, **changes)
+
+
+def _half_life(value: object, source: str) -> float | None:
+    if value is None or value == "never":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InvalidMemory(
+            f"{source}: field 'half_life_days' must be a positive number of days or null (never decays)"
+        )
+    return float(value)
+
+
+def _one_line(fields: dict[str, Any], name: str, source: str, required: bool = False) -> str:
+    value = fields.get(name)
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidMemory(f"{source}: field '{name}' must be text")
+    value = value.strip()
+    if "\n" in value or "\x00" in value:
+        raise InvalidMemory(f"{source}: field '{name}' must be one line")
+    if len(value) > 300:
+        raise InvalidMemory(f"{source}: field '{name}' is {len(value)} characters; the limit is 300")
+    if required and not value:
+        raise InvalidMemory(f"{source}: field '{name}' is required")
+    return value
+
+
+def _opt_str(fields: dict[str, Any], name: str, source: str) -> str | None:
+    value = fields.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or "\n" in value or "\x00" in value:
+        raise InvalidMemory(f"{source}: field '{name}' must be one line of text")
+    return value
+
+
+def _str_list(fields: dict[str, Any], name: str, source: str) -> tuple[str, ...]:
+    value = fields.get(name)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise InvalidMemory(f"{source}: field '{name}' must be a list of short texts")
+    out = []
+    for item in value:
+        if not isinstance(item, str) or not _TOPIC_RE.match(item.strip() or "\x00"):
+            raise InvalidMemory(
+                f"{source}: field '{name}' has {item!r}; entries must be one-line texts of 1-80 characters"
+            )
+        out.append(item.strip())
+    return tuple(dict.fromkeys(out))
+
+
+def _created(value: object, source: str) -> str:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            parse_created(text)
+        except ValueError:
+            raise InvalidMemory(
+                f"{source}: field 'created' is {value!r}; use a date like 2026-11-29 or 2026-11-29T13:05:00Z"
+            ) from None
+        return text
+    raise InvalidMemory(f"{source}: field 'created' must be a date like 2026-11-29")
+
+
+def parse_created(text: str) -> _dt.datetime:
+    """Parse a created value into an aware UTC datetime (a bare date is midnight UTC)."""
+    if len(text) == 10:
+        day = _dt.date.fromisoformat(text)
+        return _dt.datetime(day.year, day.month, day.day, tzinfo=_dt.timezone.utc)
+    stamp = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=_dt.timezone.utc)
+    return stamp
+
+
+# ---------------------------------------------------------------- reading and writing
+
+
+def split_frontmatter(text: str, source: str) -> tuple[str, str]:
+    """Split ``---`` frontmatter from the body."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---"):
+        raise InvalidMemory(f"{source}: no frontmatter: the file must start with a '---' line")
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        raise InvalidMemory(f"{source}: the first line must be exactly '---'")
+    for n, line in enumerate(lines[1:], start=1):
+        if line.rstrip("\r") == "---":
+            head = "\n".join(lines[1:n])
+            body = "\n".join(lines[n + 1 :])
+            return head, body.lstrip("\n")
+    raise InvalidMemory(f"{source}: the frontmatter is never closed by a '---' line")
+
+
+def _fast_fields(head: str) -> dict[str, Any] | None:
+    """Parse frontmatter written by ``render_memory`` (``key: <json>`` lines) without YAML."""
+    out: dict[str, Any] = {}
+    for line in head.split("\n"):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(": ")
+        if not sep or not key.isidentifier():
+            return None
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            return None
+    return out
+
+
+def _yaml_fields(head: str, source: str) -> Any:
+    import yaml  # only here: never on the prompt path
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for event in yaml.parse(head, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise InvalidMemory(f"{source}: YAML anchors and aliases are not allowed in frontmatter")
+            # Parser events carry a tag only when the text names one explicitly (!!python/...).
+            if getattr(event, "tag", None) is not None:
+                raise InvalidMemory(f"{source}: YAML tags are not allowed in frontmatter")
+        return yaml.load(head, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        problem = str(exc).replace("\n", " ")
+        raise InvalidMemory(f"{source}: frontmatter is not valid YAML: {problem}") from None
+
+
+def parse_memory(data: bytes, source: str = "memory") -> Memory:
+    """Parse and validate a memory file's bytes."""
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}")
+    if b"\x00" in data:
+        raise InvalidMemory(f"{source}: contains NUL bytes; a memory must be UTF-8 text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(f"{source}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    head, body = split_frontmatter(text, source)
+    fields = _fast_fields(head)
+    if fields is None:
+        fields = _yaml_fields(head, source)
+    if not isinstance(fields, dict):
+        raise InvalidMemory(f"{source}: frontmatter must be a mapping of field: value")
+    return Memory.create(fields, body, source=source)
+
+
+def render_memory(memory: Memory) -> bytes:
+    lines = ["---"]
+    for key, value in memory.frontmatter().items():
+        lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    lines.append("---")
+    body = memory.body if memory.body.endswith("\n") or not memory.body else memory.body + "\n"
+    return ("\n".join(lines) + "\n" + body).encode("utf-8")
