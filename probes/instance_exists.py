@@ -55,13 +55,13 @@ def _state(stdout: str, instance_id: str) -> str | None:
         data = json.loads(stdout)
     except ValueError:
         return None
-    if not isinstance(data, dict):
-        return None
-    for reservation in data.get('Reservations') or ():
-        for instance in (reservation or {}).get('Instances') or ():
+    reservations = data.get('Reservations') if isinstance(data, dict) else None
+    for reservation in reservations if isinstance(reservations, list) else ():
+        instances = reservation.get('Instances') if isinstance(reservation, dict) else None
+        for instance in instances if isinstance(instances, list) else ():
             if isinstance(instance, dict) and instance.get('InstanceId') == instance_id:
-                state = instance.get('State') or {}
-                return str(state.get('Name', 'unknown')) if isinstance(state, dict) else 'unknown'
+                state = instance.get('State')
+                return str(state.get('Name')) if isinstance(state, dict) else 'unknown'
     return None
 
 

@@ -258,18 +258,27 @@ def _ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | No
 
 
 def address_refusal(
-        addr: ipaddress.IPv4Address | ipaddress.IPv6Address, ctx: Context,
+        addr: ipaddress.IPv4Address | ipaddress.IPv6Address,
+        ctx: Context,
+        *,
+        allow_private: bool = False,
 ) -> str | None:
-    """Why a connection to ``addr`` is not allowed, or ``None``."""
+    """Why a connection to ``addr`` is not allowed, or ``None``.
+
+    ``allow_private`` is for addresses a host *name* resolved to (an intranet wiki is a fair
+    claim); a private address written as a literal is refused.
+    """
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
     if addr in METADATA_ADDRESSES:
         return f'{addr} is a cloud metadata address'
     if addr.is_link_local:
         return f'{addr} is link-local'
+    if addr.is_unspecified:
+        return f'{addr} is unspecified (it reaches this machine)'
     if addr.is_loopback:
         return None if ctx.allow_loopback else f'{addr} is loopback'
-    if not addr.is_global:
+    if not addr.is_global and not allow_private:
         return f'{addr} is private or reserved'
     return None
 

@@ -269,6 +269,7 @@ def _write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
         "head": head or "",
         "built_at": str(time.time()),
         "config": json.dumps(recall_cfg if isinstance(recall_cfg, dict) else {}),
+        "count": str(db.execute("SELECT count(*) FROM memories").fetchone()[0]),
     }
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
 

@@ -341,6 +341,17 @@ def _yaml_fields(head: str, source: str) -> Any:
         raise InvalidMemory(f"{source}: frontmatter is not valid YAML: {problem}") from None
 
 
+def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:
+    """Split a memory's text into its frontmatter mapping (not yet validated) and body."""
+    head, body = split_frontmatter(text, source)
+    fields = _fast_fields(head)
+    if fields is None:
+        fields = _yaml_fields(head, source)
+    if not isinstance(fields, dict):
+        raise InvalidMemory(f"{source}: frontmatter must be a mapping of field: value")
+    return fields, body
+
+
 def parse_memory(data: bytes, source: str = "memory") -> Memory:
     """Parse and validate a memory file's bytes."""
     if len(data) > MAX_FILE_BYTES:
@@ -351,12 +362,7 @@ def parse_memory(data: bytes, source: str = "memory") -> Memory:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidMemory(f"{source}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    head, body = split_frontmatter(text, source)
-    fields = _fast_fields(head)
-    if fields is None:
-        fields = _yaml_fields(head, source)
-    if not isinstance(fields, dict):
-        raise InvalidMemory(f"{source}: frontmatter must be a mapping of field: value")
+    fields, body = parse_fields(text, source)
     return Memory.create(fields, body, source=source)
 
 

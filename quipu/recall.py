@@ -36,12 +36,13 @@ CONTEXT_TERMS = 2
 CONTEXT_BOOST = 0.25          # context can lift a score by at most a quarter
 SUPERSEDED_PENALTY = 0.25     # still reachable, clearly below its successor
 UNVERIFIED_PENALTY = 0.6      # a claim failed a probe: shown, but behind verified peers
-CANDIDATES = 30
+CANDIDATES = 50
 DEFAULT_LIMIT = 2
 DEFAULT_MAX_CHARS = 1500
 DEFAULT_MIN_SCORE = 1.0
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
 SNIPPET_TOKENS = 28
+IDF_MIN_DOCS = 100
 _SECONDS_PER_DAY = 86400.0
 
 
@@ -171,6 +172,13 @@ def document_frequencies(db: sqlite3.Connection, words: Sequence[str]) -> dict[s
     return {w: df.get(stems.get(w, ""), 0) for w in words}
 
 
+def _store_size(db: sqlite3.Connection) -> int:
+    value = index_meta(db).get("count")
+    if value and value.isdigit():
+        return int(value)
+    return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+
 def _decay(created_ts: float, half_life_days: float | None, now: float) -> float:
     if half_life_days is None or half_life_days <= 0:
         return 1.0
@@ -182,16 +190,41 @@ def _match_expr(terms: Sequence[str]) -> str:
     return " OR ".join(fts_quote(t) for t in terms)
 
 
-def _matching(db: sqlite3.Connection, rowids: Sequence[int], terms: Sequence[str]) -> dict[int, list[str]]:
-    """Which of ``terms`` each candidate row contains."""
-    out: dict[int, list[str]] = {r: [] for r in rowids}
+def _fts_idf(total: int, df: int) -> float:
+    """The idf FTS5's bm25() uses (clamped to 1e-6 for terms in half the rows or more)."""
+    value = math.log((total - df + 0.5) / (df + 0.5)) if total > 0 else 0.0
+    return value if value > 0 else 1e-6
+
+
+def idf(total: int, df: int) -> float:
+    """Smoothed idf, never zero. Small stores are treated as holding at least IDF_MIN_DOCS
+    memories: in a store of three notes, a word found in one of them is still a real signal."""
+    total = max(total, IDF_MIN_DOCS)
+    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+def _term_scores(
+    db: sqlite3.Connection, rowids: Sequence[int], terms: Sequence[str], df: dict[str, int], total: int
+) -> dict[int, dict[str, float]]:
+    """Per candidate, the BM25 contribution of each term it contains, re-weighted with ``idf``.
+
+    FTS5's bm25() is a sum over terms of idf(term) x a saturated, length-normalised, field-weighted
+    term frequency; one single-term query per chosen term recovers each summand, whose FTS idf we
+    swap for the smoothed one (FTS5's idf vanishes in small stores and for common words)."""
+    out: dict[int, dict[str, float]] = {r: {} for r in rowids}
     if not rowids:
         return out
     marks = ", ".join("?" * len(rowids))
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    sql = (
+        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts"
+        f" WHERE memory_fts MATCH ? AND rowid IN ({marks})"
+    )
     for term in terms:
-        sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})"
-        for (rowid,) in db.execute(sql, [fts_quote(term), *rowids]):
-            out[rowid].append(term)
+        n = df.get(term, 0)
+        scale = idf(total, n) / _fts_idf(total, n)
+        for rowid, rank in db.execute(sql, [fts_quote(term), *rowids]):
+            out[rowid][term] = -float(rank) * scale
     return out
 
 
@@ -223,16 +256,15 @@ def recall(
     ctx_chosen = [t.text for t in ctx_present[:CONTEXT_TERMS]]
     result.context_terms = ctx_chosen
 
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    total = _store_size(db)
     rows = db.execute(
         f"""
         SELECT m.rowid, m.id, m.title, m.description, m.class, m.status, m.superseded_by, m.labels,
                m.created_ts, m.half_life_days,
-               bm25(memory_fts, {weights}) AS rank,
                snippet(memory_fts, 4, '', '', ' … ', {SNIPPET_TOKENS}) AS snip
         FROM memory_fts JOIN memories m ON m.rowid = memory_fts.rowid
         WHERE memory_fts MATCH ?
-        ORDER BY rank
+        ORDER BY bm25(memory_fts, {", ".join(str(w) for w in BM25_WEIGHTS)})
         LIMIT {CANDIDATES}
         """,
         (_match_expr(chosen),),
@@ -241,12 +273,12 @@ def recall(
         result.reason = "no memory matches the chosen terms"
         return result
     rowids = [r[0] for r in rows]
-    matched = _matching(db, rowids, chosen)
-    ctx_matched = _matching(db, rowids, ctx_chosen) if ctx_chosen else {r: [] for r in rowids}
+    per_term = _term_scores(db, rowids, chosen, df, total)
+    ctx_matched = _term_scores(db, rowids, ctx_chosen, df, total) if ctx_chosen else {r: {} for r in rowids}
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
-    for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life, rank, snip) in rows:
-        base = -float(rank)
+    for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life, snip) in rows:
+        base = sum(per_term[rowid].values())
         score = base * _decay(created, half_life, now)
         label_list = tuple(labels.split()) if labels else ()
         if status == "superseded":
@@ -257,7 +289,7 @@ def recall(
             score *= 1.0 + CONTEXT_BOOST * len(ctx_matched[rowid]) / len(ctx_chosen)
         scored.append(
             Hit(mid, title, desc, cls, status, sup_by, label_list, " ".join(snip.split()), base, score,
-                tuple(matched[rowid]), tuple(ctx_matched[rowid]))
+                tuple(per_term[rowid]), tuple(ctx_matched[rowid]))
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     facts = 0

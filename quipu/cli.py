@@ -1,0 +1,94 @@
+"""The `quipu` command line: parses arguments and dispatches; nothing else.
+
+Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparsers)`` and
+``run(args) -> int``. ``main`` turns ``FatalError`` into one message and exit 1, anything
+unexpected into exit 3 with the traceback written to a log file, and ^C into 130.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from quipu import __version__, locate
+from quipu.errors import FatalError
+
+# Sub-command modules, in the order `quipu --help` lists them.
+COMMANDS = (
+    "init",
+    "add",
+    "show",
+    "list",
+    "search",
+    "recall",
+    "supersede",
+    "label",
+    "log",
+    "undo",
+    "index",
+    "doctor",
+    "hooks",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quipu",
+        description="A git-native memory for Claude Code: memories are markdown files in git, "
+        "every change is a commit, recall runs on every prompt without a model.",
+    )
+    parser.add_argument("--version", action="version", version=f"quipu {__version__}")
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the store to use (default: $QUIPU_STORE, the nearest .quipu folder upwards, "
+        "then the per-user store)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"quipu.commands.{name.replace('-', '_')}")
+        module.register(sub)
+    return parser
+
+
+def _crash_log(exc: BaseException) -> str:
+    directory = os.path.join(locate.quipu_home(), "logs")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "crash.log")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(sys.argv)}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError:
+        return "(could not write a log)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except FatalError as exc:
+        print(f"quipu: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("quipu: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the one place unexpected failures are reported
+        path = _crash_log(exc)
+        print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

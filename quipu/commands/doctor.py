@@ -1,0 +1,28 @@
+"""`quipu doctor`: schema errors, index freshness, hooks, size and gc state."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import doctor
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("doctor", help="check the store's health", description="Check the store and say how to fix what is wrong.")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    checks = doctor.run_checks(store)
+    if args.json:
+        print_json({"store": str(store.root), "ok": all(c.ok for c in checks), "checks": [c.to_json() for c in checks]})
+    else:
+        print(f"Store: {store.root} (chosen by {store.how})")
+        for check in checks:
+            print(f"[{'ok' if check.ok else '!!'}] {check.name}: {check.summary}")
+            for line in check.details:
+                print(f"     {line}")
+    return 0 if all(c.ok for c in checks) else 1

@@ -1,0 +1,38 @@
+"""`quipu hooks install|uninstall|status`: the store's git hooks (chained, never clobbered)."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import githooks
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "hooks",
+        help="install or remove the store's git hooks",
+        description="Git hooks that keep the index fresh after git commands. An existing hook is kept "
+        "and run first; uninstall restores it byte for byte.",
+    )
+    p.add_argument("action", choices=("install", "uninstall", "status"))
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    if args.action == "install":
+        result: object = githooks.install(store.root)
+        text = f"Installed: {', '.join(result)}"  # type: ignore[arg-type]
+    elif args.action == "uninstall":
+        result = githooks.uninstall(store.root)
+        text = f"Removed: {', '.join(result) or 'nothing'}"  # type: ignore[arg-type]
+    else:
+        result = githooks.status(store.root)
+        text = "\n".join(f"{k}: {v}" for k, v in result.items())  # type: ignore[union-attr]
+    if args.json:
+        print_json(result)
+    else:
+        print(text)
+    return 0

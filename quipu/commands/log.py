@@ -1,0 +1,31 @@
+"""`quipu log`: the audit trail (every mutation is a commit with Quipu-* trailers)."""
+from __future__ import annotations
+
+import argparse
+
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first.")
+    p.add_argument("--memory", metavar="ID", help="only commits about this memory")
+    p.add_argument("--sweep", metavar="ID", help="only commits of this sweep")
+    p.add_argument("--action", help="only this action (add, supersede, label, undo...)")
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50, 0 for all)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    entries = store.log(memory=args.memory, sweep=args.sweep, action=args.action, limit=args.limit or None)
+    if args.json:
+        print_json([e.to_json() for e in entries])
+        return 0
+    for entry in entries:
+        extras = " ".join(f"{k.removeprefix('Quipu-').lower()}={v}" for k, v in entry.trailers.items()
+                          if k not in ("Quipu-Action", "Quipu-Memory"))
+        print(f"{entry.commit[:12]}  {entry.time}  {entry.action or '-':<10} {entry.memory or '-':<14} {entry.summary}"
+              + (f"  ({extras})" if extras else ""))
+    return 0

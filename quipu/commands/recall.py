@@ -1,0 +1,59 @@
+"""`quipu recall PROMPT`: the prompt hook's recall, from the command line, with --explain."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import index, recall, transcript
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "recall",
+        help="run the prompt hook's recall on a prompt",
+        description="Run exactly the recall the UserPromptSubmit hook runs, and show what it would inject.",
+    )
+    p.add_argument("prompt", help="the prompt text")
+    p.add_argument("--transcript", metavar="FILE", help="a Claude Code transcript whose tail gives context")
+    p.add_argument("--explain", action="store_true", help="show terms, document frequencies, scores and exclusions")
+    p.add_argument("--limit", type=int, help="at most this many memories (default from quipu.toml)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    db = index.open_fresh(store)
+    try:
+        context = ""
+        if args.transcript:
+            previous, assistant = transcript.read_tail(args.transcript, args.prompt)
+            context = f"{previous}\n{assistant}"
+        options = recall.Options.from_config(recall.index_config(db), limit=args.limit)
+        result = (
+            recall.Recall(reason="machine text (task notification, hook output, slash command...)")
+            if transcript.is_machine_text(args.prompt)
+            else recall.recall(db, args.prompt, context, options)
+        )
+    finally:
+        db.close()
+    text = recall.format_context(result.hits, options.max_chars)
+    if args.json:
+        print_json({**result.to_json(), "context": text})
+        return 0
+    if args.explain:
+        print("Prompt terms (document frequency; * = carries the score):")
+        for term, df, chosen in result.terms:
+            print(f"  {'*' if chosen else ' '} {term}  df={df}")
+        if result.context_terms:
+            print(f"Context terms (may sharpen, never lead): {', '.join(result.context_terms)}")
+        for hit in result.hits:
+            print(f"Hit {hit.id}: bm25 {hit.bm25:.2f} -> score {hit.score:.2f}; matched {', '.join(hit.matched)}")
+        for line in result.left_out:
+            print(f"Left out {line}")
+        if result.reason:
+            print(f"Why nothing: {result.reason}" if not result.hits else f"Note: {result.reason}")
+        print()
+    print(text if text else "(silent: nothing would be injected)")
+    return 0

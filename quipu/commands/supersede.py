@@ -1,0 +1,33 @@
+"""`quipu supersede OLD NEW`: mark OLD as replaced by NEW (a commit; OLD stays, labelled)."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import index
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "supersede",
+        help="mark a memory as replaced by another",
+        description="Mark OLD as superseded by NEW. Nothing is deleted: OLD stays searchable with a label "
+        "and a ranking penalty; `quipu undo` reverts the decision.",
+    )
+    p.add_argument("old", help="the id of the outdated memory")
+    p.add_argument("new", help="the id of the memory that replaces it")
+    p.add_argument("--reason", default="", help="why (kept in the event)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    sha = store.supersede(args.old, args.new, reason=args.reason)
+    index.ensure_fresh(store)
+    if args.json:
+        print_json({"commit": sha, "old": args.old, "new": args.new})
+    else:
+        print(f"{args.old} is now superseded by {args.new}  [commit {sha[:12]}; undo with `quipu undo {sha[:12]}`]")
+    return 0

@@ -1,0 +1,81 @@
+"""Health checks behind `quipu doctor`. Each check returns a ``Check``; none raises for a finding.
+
+Checks: the index (fresh or not, rebuilt if needed), files skipped for bad frontmatter, the git
+hooks, the store's size and git's garbage-collection state.
+"""
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from quipu import githooks, index
+from quipu.store import Store
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "summary": self.summary, "details": self.details}
+
+
+def check_index(store: Store) -> Check:
+    was = index.ensure_fresh(store)
+    if was.action == "fresh":
+        return Check("index", True, f"fresh at {(was.head or '')[:12]}")
+    return Check("index", True, f"was behind HEAD; {was.action} ({was.changed} change(s), {was.seconds * 1000:.0f} ms)")
+
+
+def check_problems(store: Store) -> Check:
+    rows = index.rows(store, "SELECT path, problem FROM problems ORDER BY path")
+    if not rows:
+        return Check("schema", True, "every memory file parses and validates")
+    return Check(
+        "schema",
+        False,
+        f"{len(rows)} file(s) skipped for bad frontmatter (fix them and commit)",
+        [r["problem"] for r in rows],
+    )
+
+
+def check_hooks(store: Store) -> Check:
+    states = githooks.status(store.root)
+    missing = [hook for hook, state in states.items() if state != "installed"]
+    if not missing:
+        return Check("git hooks", True, f"installed: {', '.join(states)}")
+    return Check("git hooks", False, f"not installed: {', '.join(missing)} (run `quipu hooks install`)")
+
+
+def check_size(store: Store) -> Check:
+    rows = index.rows(store, "SELECT count(*) AS n, sum(length(body)) AS chars FROM memories")
+    n, chars = rows[0]["n"], rows[0]["chars"] or 0
+    return Check("size", True, f"{n} memories, {chars:,} characters of body text")
+
+
+def check_gc(store: Store) -> Check:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(store.root), "count-objects", "-v"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        return Check("git objects", False, f"cannot run `git count-objects`: {exc}")
+    values = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    loose = int(values.get("count", "0"))
+    ok = loose < 6700
+    summary = f"{loose} loose objects ({values.get('size', '0')} KiB), {values.get('packs', '0')} pack(s)"
+    if not ok:
+        summary += f"; run `git -C {store.root} gc`"
+    return Check("git objects", ok, summary)
+
+
+CHECKS: list[Callable[[Store], Check]] = [check_index, check_problems, check_hooks, check_size, check_gc]
+
+
+def run_checks(store: Store) -> list[Check]:
+    return [check(store) for check in CHECKS]

@@ -1,0 +1,117 @@
+"""Git hooks in the store that keep the index fresh, chained with the user's own hooks.
+
+Contract:
+- ``install`` writes a small POSIX-sh stub for post-commit, post-merge, post-checkout and
+  post-rewrite into the directory git uses for hooks (``git rev-parse --git-path hooks``, so
+  ``core.hooksPath`` and worktrees are honoured). A hook that is not ours is moved to
+  ``<hook>.quipu-legacy`` and run first with the same arguments and stdin; its exit status is
+  kept. Re-installing is idempotent.
+- ``uninstall`` removes our stubs and moves a legacy hook back, byte for byte.
+- The stub starts ``quipu index --refresh`` detached and never fails the git command. It is an
+  optimisation only: every read compares the index with HEAD anyway (libgit2 commits, resets and
+  ``update-ref`` run no hook at all).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from quipu.errors import FatalError
+
+HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+MARKER = "# quipu-managed-hook v1"
+LEGACY_SUFFIX = ".quipu-legacy"
+
+_STUB = """#!/bin/sh
+{marker}
+# Keeps quipu's search index fresh. Your own hook, if you had one, is {name}{legacy} and runs first.
+input=""
+[ "$(basename "$0")" = post-rewrite ] && input=$(cat)
+rc=0
+if [ -x "$0{legacy}" ]; then
+  if [ -n "$input" ]; then printf '%s\\n' "$input" | "$0{legacy}" "$@"; else "$0{legacy}" "$@"; fi
+  rc=$?
+fi
+py={python}
+if [ -z "$QUIPU_CHILD" ] && [ -x "$py" ]; then
+  root=$(git rev-parse --show-toplevel 2>/dev/null) &&
+    ( "$py" -m quipu --store "$root" index --refresh --quiet </dev/null >/dev/null 2>&1 & ) 2>/dev/null
+fi
+exit $rc
+"""
+
+
+def hooks_dir(root: Path) -> Path:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--git-path", "hooks"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise FatalError(f"cannot find the git hooks folder of {root}: {exc}\n- is it a git repository?") from None
+    path = Path(out)
+    return path if path.is_absolute() else Path(root) / path
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        return MARKER in path.read_text(encoding="utf-8", errors="replace")[:400]
+    except OSError:
+        return False
+
+
+def _stub(name: str) -> str:
+    python = os.path.realpath(sys.executable)
+    return _STUB.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python))
+
+
+def install(root: Path) -> list[str]:
+    directory = hooks_dir(root)
+    directory.mkdir(parents=True, exist_ok=True)
+    done = []
+    for name in HOOKS:
+        hook = directory / name
+        legacy = directory / (name + LEGACY_SUFFIX)
+        if hook.exists() and not is_ours(hook):
+            if legacy.exists():
+                raise FatalError(
+                    f"{hook} is not quipu's and {legacy} already exists\n"
+                    f"- merge the two by hand, remove one, then run `quipu hooks install` again"
+                )
+            os.rename(hook, legacy)
+        tmp = hook.with_name(f".{name}.quipu-tmp")
+        tmp.write_text(_stub(name), encoding="utf-8")
+        tmp.chmod(0o755)
+        os.replace(tmp, hook)
+        done.append(name)
+    return done
+
+
+def uninstall(root: Path) -> list[str]:
+    directory = hooks_dir(root)
+    removed = []
+    for name in HOOKS:
+        hook = directory / name
+        legacy = directory / (name + LEGACY_SUFFIX)
+        if hook.exists() and is_ours(hook):
+            hook.unlink()
+            removed.append(name)
+        if legacy.exists() and not hook.exists():
+            os.rename(legacy, hook)
+    return removed
+
+
+def status(root: Path) -> dict[str, str]:
+    directory = hooks_dir(root)
+    out = {}
+    for name in HOOKS:
+        hook = directory / name
+        if not hook.exists():
+            out[name] = "missing"
+        elif is_ours(hook):
+            out[name] = "installed"
+        else:
+            out[name] = "foreign"
+    return out
