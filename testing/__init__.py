@@ -1,0 +1,1 @@
+"""Builders for tests and benchmarks: real stores in tmp dirs, real git, real SQLite."""

@@ -1,0 +1,59 @@
+"""Store builders shared by tests and benchmarks."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from quipu import index
+from quipu.memory import Memory, now_utc
+from quipu.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROMPT_HOOK = REPO_ROOT / "hooks" / "prompt_submit.py"
+
+
+def make_store(path: Path) -> Store:
+    store, _ = Store.init(path)
+    return store
+
+
+def memory(memory_id: str, title: str, body: str = "", **fields: Any) -> Memory:
+    values: dict[str, Any] = {"id": memory_id, "title": title, "class": "project-note", "created": now_utc()}
+    for key, value in fields.items():
+        values["class" if key == "cls" else key] = value
+    return Memory.create(values, body)
+
+
+def add_all(store: Store, memories: Iterable[Memory]) -> None:
+    for item in memories:
+        store.add(item)
+    index.ensure_fresh(store)
+
+
+def git(root: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=check).stdout
+
+
+def quipu(*args: str, env: dict[str, str] | None = None, input: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `python -m quipu` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "quipu", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, input=input, cwd=cwd,
+    )
+
+
+def real_python() -> str:
+    return os.path.realpath(sys.executable)
+
+
+def run_prompt_hook(event: bytes | str, env: dict[str, str] | None = None, extra_args: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
+    """Run the prompt hook exactly as Claude Code would: the real interpreter, -I -S, event on stdin."""
+    data = event.encode() if isinstance(event, str) else event
+    return subprocess.run(
+        [real_python(), "-I", "-S", str(PROMPT_HOOK), *extra_args],
+        input=data, capture_output=True, env={**os.environ, **(env or {})}, timeout=30,
+    )
