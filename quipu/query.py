@@ -46,6 +46,14 @@ fix fixed check checked run running ran do doing help make made add added change
 created show find found give gave put start started stop stopped work works working worked know knew mean meant
 happen happened happening seem seemed try tried looking look looked sounds sound go went write wrote read
 remove removed delete deleted implement implemented agree agreed approve approved ship lgtm sgtm ty np
+left right carry step steps error errors issue issues problem problems bug bugs weird strange odd explain
+elaborate bit undo revert reverted first second third last option options approach approaches hold never mind
+leave sense double idea ideas catch stuff part parts point case version suggestion suggestions question questions
+answer instead else whole rest kind sort everything anything something nothing thing things one ones two three
+again currently previous above below earlier later today yesterday tomorrow minute minutes moment sec second
+good bad better worse best worst new old same different other others another
+traceback recent call calls line lines file files screenshot screenshots image images attached attachment
+pasted paste picture photo pic see above below
 """.split()
 )
 
@@ -60,6 +68,12 @@ _CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _URL_NOISE = frozenset("www com org net io dev app html htm php aspx index https http".split())
+# Folder and extension words that every path has; the distinctive part is the rest.
+_PATH_NOISE = frozenset(
+    """src lib lib64 usr home bin sbin tmp var etc opt dist build out node_modules site packages site-packages
+    venv env users user root mnt py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json
+    sql lock cfg ini txt html css scss""".split()
+)
 _MAX_TERMS = 64
 
 
@@ -93,8 +107,9 @@ def extract_terms(text: str) -> list[Term]:
         parts = [p for p in re.split(r"[/\\]", path) if p and p not in (".", "..", "~")]
         for part in parts[-3:]:
             for word in _words(part):
-                if _is_content(word) and word not in _URL_NOISE:
+                if _is_content(word) and word not in _URL_NOISE and word not in _PATH_NOISE:
                     strong.setdefault(word)
+    text = _PATH.sub(" ", text)
     for name in _ERROR_NAME.findall(text) + _CAMEL.findall(text):
         low = name.lower()
         if _is_content(low):

@@ -87,6 +87,7 @@ class Hit:
 @dataclass
 class Recall:
     hits: list[Hit] = field(default_factory=list)
+    candidates: list[Hit] = field(default_factory=list)  # every scored match, best first
     terms: list[tuple[str, int, bool]] = field(default_factory=list)  # (term, df, chosen)
     context_terms: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
@@ -292,6 +293,7 @@ def recall(
                 tuple(per_term[rowid]), tuple(ctx_matched[rowid]))
         )
     scored.sort(key=lambda h: (-h.score, h.id))
+    result.candidates = scored
     facts = 0
     for hit in scored:
         if hit.score < options.min_score:

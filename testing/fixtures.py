@@ -47,7 +47,8 @@ def quipu(*args: str, env: dict[str, str] | None = None, input: str | None = Non
 
 
 def real_python() -> str:
-    return os.path.realpath(sys.executable)
+    """The interpreter quipu runs under, by absolute path (a venv's python, never a pyenv shim)."""
+    return os.path.abspath(sys.executable)
 
 
 def run_prompt_hook(event: bytes | str, env: dict[str, str] | None = None, extra_args: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
@@ -57,3 +58,25 @@ def run_prompt_hook(event: bytes | str, env: dict[str, str] | None = None, extra
         [real_python(), "-I", "-S", str(PROMPT_HOOK), *extra_args],
         input=data, capture_output=True, env={**os.environ, **(env or {})}, timeout=30,
     )
+
+
+EXAMPLE_MEMORIES = Path(__file__).resolve().parent / "example_memories.json"
+
+
+def example_memories() -> list[Memory]:
+    import json
+
+    out = []
+    for item in json.loads(EXAMPLE_MEMORIES.read_text(encoding="utf-8")):
+        item = dict(item)
+        body = item.pop("body", "")
+        item.setdefault("created", now_utc())
+        out.append(Memory.create(item, body + "\n"))
+    return out
+
+
+def example_store(path: Path) -> Store:
+    """A store holding the example memories (realistic notes of a small web shop)."""
+    store = make_store(path)
+    add_all(store, example_memories())
+    return store

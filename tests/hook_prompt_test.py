@@ -1,0 +1,208 @@
+"""The UserPromptSubmit hook run exactly as Claude Code runs it: a real process, -I -S, JSON on stdin."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from quipu import index
+from quipu.store import Store
+from testing.fixtures import add_all, example_store, memory, run_prompt_hook
+
+FIXTURES = Path(__file__).parent / "fixtures" / "claude"
+HEAVY = ("yaml", "pygit2", "git", "numpy", "_yaml", "_pygit2")
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return example_store(tmp_path_factory.mktemp("shop") / "store")
+
+
+def event(prompt: object, store: Store | None = None, **extra: object) -> str:
+    data = json.loads((FIXTURES / "user_prompt_submit.json").read_text())
+    data["prompt"] = prompt
+    data["cwd"] = str(store.root) if store else "/nonexistent"
+    data.update(extra)
+    return json.dumps(data)
+
+
+def hook(payload: bytes | str, store: Store | None = None, **env: str) -> tuple[str, bytes]:
+    extra = {"QUIPU_STORE": str(store.root)} if store else {}
+    extra.update(env)
+    proc = run_prompt_hook(payload, env=extra)
+    assert proc.returncode == 0
+    return proc.stdout.decode(), proc.stderr
+
+
+def test_hook_injects_the_matching_memory_as_claude_code_expects(shop: Store) -> None:
+    out, err = hook(event("how do we deploy shop-api to production?", shop, session_id="s-inject"), shop)
+    payload = json.loads(out)
+    assert list(payload) == ["hookSpecificOutput"]
+    spec = payload["hookSpecificOutput"]
+    assert spec["hookEventName"] == "UserPromptSubmit"
+    assert "deploy-procedure" in spec["additionalContext"]
+    assert len(spec["additionalContext"]) <= 1500
+    assert err == b""
+
+
+def test_hook_imports_nothing_heavy(shop: Store) -> None:
+    proc = run_prompt_hook(
+        event("how do we deploy shop-api to production?", shop, session_id="s-imports"),
+        env={"QUIPU_STORE": str(shop.root)},
+        extra_args=(),
+    )
+    assert proc.stdout  # it did the whole job
+    # Run again with -X importtime, which lists every module the process imported.
+    import subprocess
+    from testing.fixtures import PROMPT_HOOK, real_python
+
+    traced = subprocess.run(
+        [real_python(), "-I", "-S", "-X", "importtime", str(PROMPT_HOOK)],
+        input=event("how do we deploy shop-api to production?", shop, session_id="s-imports-2").encode(),
+        capture_output=True,
+        env={**os.environ, "QUIPU_STORE": str(shop.root)},
+        timeout=30,
+    )
+    assert traced.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in traced.stderr.decode().splitlines() if "|" in line}
+    assert "sqlite3" in imported and "quipu" in imported
+    assert not imported & set(HEAVY), imported & set(HEAVY)
+    assert "site" not in imported
+
+
+def test_a_heavy_import_on_the_prompt_path_would_be_caught(tmp_path: Path) -> None:
+    """The import tracing above sees third-party imports: prove it on a script that imports yaml."""
+    import subprocess
+    from testing.fixtures import real_python
+
+    script = tmp_path / "heavy.py"
+    script.write_text("import sys\nsys.path.insert(0, %r)\nimport yaml\n" % os.path.dirname(os.path.dirname(__import__("yaml").__file__)))
+    traced = subprocess.run([real_python(), "-I", "-S", "-X", "importtime", str(script)], capture_output=True, timeout=30)
+    assert "yaml" in traced.stderr.decode()
+
+
+def test_machine_turns_never_trigger_recall(shop: Store) -> None:
+    prompts = json.loads((FIXTURES / "machine_prompts.json").read_text())
+    for prompt in prompts:
+        out, _ = hook(event(prompt, shop, session_id="s-machine"), shop)
+        assert out == "", prompt
+
+
+def test_conversational_prompt_stays_silent_even_with_a_rich_transcript(shop: Store, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "the production deploy of shop-api broke nginx with 502s"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "gunicorn timeout, deploy, postgres port 5433"}]}},
+    ]
+    transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out, _ = hook(event("ok go ahead", shop, transcript_path=str(transcript), session_id="s-conv"), shop)
+    assert out == ""
+
+
+def test_a_memory_is_injected_once_per_session(shop: Store) -> None:
+    first, _ = hook(event("what port does postgres listen on locally?", shop, session_id="s-once"), shop)
+    second, _ = hook(event("what port does postgres listen on locally?", shop, session_id="s-once"), shop)
+    other, _ = hook(event("what port does postgres listen on locally?", shop, session_id="s-other"), shop)
+    assert "postgres-port" in first
+    assert "postgres-port" not in second
+    assert "postgres-port" in other
+
+
+def test_hook_does_nothing_inside_quipus_own_model_child(shop: Store) -> None:
+    out, _ = hook(event("how do we deploy shop-api to production?", shop, session_id="s-child"), shop, QUIPU_CHILD="1")
+    assert out == ""
+
+
+def test_stale_index_still_answers_and_a_refresh_catches_up(tmp_path: Path) -> None:
+    store = example_store(tmp_path / "s")
+    store.add(memory("kafka-lag", "Kafka consumer lag on orders", "the enrichment step is slow"))  # no refresh
+    out, _ = hook(event("postgres port", store, session_id="s-stale"), store)
+    assert "postgres-port" in out
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        db = sqlite3.connect(store.index_path)
+        head = dict(db.execute("SELECT key, value FROM meta").fetchall())["head"]
+        db.close()
+        if head == store.head():
+            break
+        time.sleep(0.2)
+    assert head == store.head()
+    out, _ = hook(event("why is the kafka consumer lag so high", store, session_id="s-stale-2"), store)
+    assert "kafka-lag" in out
+
+
+def _fuzz_inputs(store: Store, tmp_path: Path) -> list[tuple[bytes, dict[str, str]]]:
+    rng = random.Random(1234)
+    good = event("how do we deploy shop-api to production?", store).encode()
+    cases: list[tuple[bytes, dict[str, str]]] = []
+    for n in range(60):  # truncations of a valid event
+        cases.append((good[: rng.randrange(0, len(good))], {}))
+    for n in range(60):  # binary garbage
+        cases.append((bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))), {}))
+    for n in range(40):  # valid JSON of the wrong shape
+        cases.append((json.dumps(rng.choice([[], {}, None, 1, "x", {"prompt": 5}, {"prompt": None}, {"prompt": ["a"]},
+                                              {"session_id": 1, "prompt": "deploy"}, {"prompt": "deploy", "cwd": 7},
+                                              {"prompt": "deploy", "transcript_path": 3}])).encode(), {}))
+    huge = tmp_path / "huge.jsonl"
+    with open(huge, "wb") as fh:
+        fh.write(b'{"type":"user","message":{"content":"' + b"x" * 30_000_000 + b'"}}\n')
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)) * 1000)
+    for path in (str(huge), str(binary), str(tmp_path), "/dev/null", "/nonexistent/t.jsonl", "\x00bad"):
+        cases.append((event("deploy production", store, transcript_path=path.replace("\x00", "")).encode(), {}))
+    cases.append((b'{"prompt": "deploy", "session_id": "../../etc/passwd"}', {}))
+    cases.append((event("deploy", None).encode(), {"QUIPU_STORE": str(tmp_path / "missing-store")}))
+    cases.append((b"x" * 2_000_000, {}))
+    for n in range(40):  # random unicode prompts, control characters, FTS syntax
+        text = "".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0x80, 0x3000), rng.randrange(0, 32)])) for _ in range(rng.randrange(1, 300)))
+        cases.append((event(text, store).encode(), {}))
+    return cases
+
+
+def test_fuzzed_inputs_all_exit_zero_silently_or_with_valid_json(tmp_path: Path) -> None:
+    store = example_store(tmp_path / "s")
+    cases = _fuzz_inputs(store, tmp_path)
+    assert len(cases) >= 200
+    for payload, env in cases:
+        started = time.monotonic()
+        proc = run_prompt_hook(payload, env={"QUIPU_STORE": str(store.root), **env})
+        assert proc.returncode == 0
+        assert proc.stderr == b""
+        assert time.monotonic() - started < 5
+        if proc.stdout:
+            json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_missing_corrupt_and_locked_index_fail_open(tmp_path: Path) -> None:
+    store = example_store(tmp_path / "s")
+    ask = event("postgres port", store, session_id="s-broken")
+    store.index_path.unlink()
+    assert hook(ask, store)[0] == ""
+    store.index_path.write_bytes(b"not a database" * 100)
+    assert hook(ask, store)[0] == ""
+    index.ensure_fresh(store, force_rebuild=True)
+    db = sqlite3.connect(store.index_path, isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        assert hook(ask, store)[0] == ""
+        assert time.monotonic() - started < 5
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+    assert "postgres-port" in hook(ask, store)[0]
+    log = Path(os.environ["QUIPU_HOME"]) / "logs" / "hook.log"
+    assert log.is_file() and "prompt-hook" in log.read_text()
+
+
+def test_not_a_store_fails_open(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out, err = hook(event("deploy production", None), None, QUIPU_STORE=str(plain))
+    assert out == "" and err == b""

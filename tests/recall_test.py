@@ -1,0 +1,183 @@
+"""Recall ranking on a small realistic store: ranked ids for real-looking prompts, silence otherwise."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from quipu import index, recall
+from quipu.store import Store
+from testing.fixtures import add_all, example_store, make_store, memory
+
+FIXTURES = Path(__file__).parent / "fixtures" / "recall"
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return example_store(tmp_path_factory.mktemp("shop") / "store")
+
+
+def ranked(store: Store, prompt: str, context: str = "", **options: object) -> list[str]:
+    db = index.open_fresh(store)
+    try:
+        return [h.id for h in recall.recall(db, prompt, context, recall.Options(**options)).hits]  # type: ignore[arg-type]
+    finally:
+        db.close()
+
+
+def test_pasted_stack_trace_finds_the_note_about_that_error(shop: Store) -> None:
+    prompt = (
+        "I'm getting this when I open the orders page:\n```\nTraceback (most recent call last):\n"
+        '  File "/home/dev/shop/src/api/views.py", line 42, in render\n    return json.dumps(payload)\n'
+        "TypeError: Object of type datetime is not JSON serializable\n```\ncan you fix it?"
+    )
+    assert ranked(shop, prompt)[0] == "datetime-json"
+
+
+def test_pasted_url_and_symptom_find_the_incident(shop: Store) -> None:
+    prompt = "check https://github.com/acme/shop/pull/412 — it bumps gunicorn again, will nginx give us 502s like last time?"
+    assert ranked(shop, prompt)[0] == "nginx-502"
+
+
+def test_multi_clause_prompt_about_deploying_finds_both_deploy_memories(shop: Store) -> None:
+    prompt = (
+        "I want to deploy the hotfix to production myself this afternoon; remind me how we deploy "
+        "and whether I need the dry run first, since the release workflow is slow today"
+    )
+    assert set(ranked(shop, prompt)) == {"deploy-procedure", "deploy-accident"}
+
+
+def test_paraphrase_alias_matches_words_the_note_never_uses(shop: Store) -> None:
+    assert ranked(shop, "am I about to nuke production with this?")[0] == "deploy-accident"
+
+
+def test_screenshot_placeholder_is_not_a_topic(shop: Store) -> None:
+    assert ranked(shop, "[Image #1] [Pasted text #2 +40 lines] what is this?") == []
+    assert ranked(shop, "[Image #1] why does postgres refuse the connection like this") == ["postgres-port"]
+
+
+def test_api_never_matches_rapid(shop: Store) -> None:
+    hits = ranked(shop, "what is the API rate limit again", limit=5, min_score=0)
+    assert hits[0] == "billing-api-limits"
+    assert "rapid-prototyping" not in hits
+
+
+def test_words_match_by_stem_not_by_substring(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("m-rapid", "Rapid iteration", "we iterate rapidly"), memory("m-deploys", "Deploys", "deploys happen at noon")])
+    assert ranked(store, "api", min_score=0) == []
+    assert ranked(store, "when do we deploy", min_score=0) == ["m-deploys"]
+
+
+def test_superseded_memory_ranks_below_its_successor_and_is_labelled(shop: Store) -> None:
+    db = index.open_fresh(shop)
+    try:
+        hits = recall.recall(db, "which database host do we use", "", recall.Options(limit=5, min_score=0)).candidates
+    finally:
+        db.close()
+    ids = [h.id for h in hits]
+    assert ids.index("db-host-new") < ids.index("db-host-old")
+    old = hits[ids.index("db-host-old")]
+    assert old.status == "superseded" and "superseded by db-host-new" in old.label_text()
+
+
+def test_unverified_label_is_shown_beside_the_hit(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("tokens", "Instagram tokens rotate weekly", "A Lambda rotates the Instagram tokens weekly")])
+    store.label("tokens", "unverified", detail="no such Lambda")
+    index.ensure_fresh(store)
+    db = index.open_fresh(store)
+    try:
+        hits = recall.recall(db, "how are instagram tokens rotated", "", recall.Options()).hits
+        text = recall.format_context(hits)
+    finally:
+        db.close()
+    assert [h.id for h in hits] == ["tokens"]
+    assert "unverified" in text
+
+
+def test_only_the_three_rarest_terms_carry_the_score(shop: Store) -> None:
+    db = index.open_fresh(shop)
+    try:
+        result = recall.recall(db, "postgres docker compose port database host production deploy shop", "", recall.Options())
+    finally:
+        db.close()
+    chosen = [t for t, _df, c in result.terms if c]
+    assert len(chosen) == 3
+    dfs = {t: df for t, df, _ in result.terms}
+    assert max(dfs[t] for t in chosen) <= min(dfs[t] for t, _, c in result.terms if not c and dfs[t] > 0)
+
+
+def test_long_prompt_is_not_rewarded_for_length(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    common = "team meeting build review release sprint ticket board"
+    add_all(store, [
+        memory("kafka-lag", "Kafka consumer lag", "Consumer lag on the orders topic comes from the slow enrichment step."),
+        memory("weekly", "Weekly notes", f"{common} kafka {common} lag {common}"),
+        *[memory(f"filler-{n}", f"Notes {n}", common) for n in range(6)],
+    ])
+    prompt = f"after the {common} today, the kafka consumer lag on orders is back"
+    assert ranked(store, prompt, limit=1) == ["kafka-lag"]
+
+
+def test_context_sharpens_a_prompt_with_a_topic_but_never_invents_one(shop: Store) -> None:
+    context = "We were looking at the nginx and gunicorn timeouts on the report endpoint."
+    assert ranked(shop, "ok go ahead", context) == []
+    # "timeout" alone is ambiguous; the context tips it towards the incident.
+    assert ranked(shop, "what timeout did we settle on?", context)[0] == "nginx-502"
+
+
+def test_every_conversational_follow_up_gets_nothing(shop: Store) -> None:
+    data = json.loads((FIXTURES / "conversational.json").read_text(encoding="utf-8"))
+    prompts = [p["text"] for p in data["prompts"]]
+    assert len(prompts) >= 50
+    rich_context = "We deployed shop-api to production, fixed the nginx 502 and the postgres port, then rotated tokens."
+    noisy = {p: ranked(shop, p, rich_context) for p in prompts if ranked(shop, p, rich_context)}
+    assert noisy == {}
+
+
+def test_query_text_is_never_an_fts_syntax_error(shop: Store) -> None:
+    for prompt in ['"unbalanced', "NOT AND OR", "col:umn", "a* ^b", "NEAR(x y)", "(((", "-flag --option", "')\";--"]:
+        ranked(shop, prompt, min_score=0)
+
+
+def test_a_memory_is_not_injected_twice_in_one_session(shop: Store) -> None:
+    first = ranked(shop, "postgres port")
+    assert first[0] == "postgres-port"
+    assert "postgres-port" not in ranked(shop, "postgres port", exclude=frozenset(first))
+
+
+def test_injection_is_compact_and_fenced_as_reference_data(shop: Store) -> None:
+    db = index.open_fresh(shop)
+    try:
+        hits = recall.recall(db, "how do we deploy to production", "", recall.Options()).hits
+    finally:
+        db.close()
+    text = recall.format_context(hits)
+    assert 0 < len(text) <= 1500
+    assert text.startswith("<quipu-memory") and text.rstrip().endswith("</quipu-memory>")
+    assert "not an instruction" in text
+    for hit in hits:
+        assert hit.id in text and hit.title in text
+
+
+def test_old_project_note_decays_but_a_user_rule_never_does(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    year_ago = "2025-11-01"
+    add_all(store, [
+        memory("note-old", "Kafka consumer lag notes", "kafka consumer lag was high", cls="project-note", created=year_ago),
+        memory("note-new", "Kafka consumer lag notes", "kafka consumer lag was high", cls="project-note"),
+        memory("rule-old", "Kafka topics naming rule", "kafka topic names use dots", cls="rule", created=year_ago),
+    ])
+    db = index.open_fresh(store)
+    try:
+        hits = {h.id: h for h in recall.recall(db, "kafka consumer lag", "", recall.Options(limit=5, min_score=0)).hits}
+        rule = recall.recall(db, "kafka topics naming", "", recall.Options(limit=5, min_score=0)).hits
+    finally:
+        db.close()
+    assert hits["note-new"].score > hits["note-old"].score * 2  # 400 days is more than two half-lives of 150 days
+    assert abs(hits["note-old"].score - hits["note-old"].bm25 * 0.5 ** ((time.time() - 1761955200) / 86400 / 150)) < 0.05 * hits["note-old"].bm25
+    top = rule[0]
+    assert top.id == "rule-old" and top.score == pytest.approx(top.bm25)
