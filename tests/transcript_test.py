@@ -1,0 +1,77 @@
+"""Which transcript records a human typed, and the bounded tail read."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from quipu import transcript
+
+
+def user(content: object, **extra: object) -> dict[str, object]:
+    return {"type": "user", "message": {"role": "user", "content": content}, **extra}
+
+
+def assistant(text: str) -> dict[str, object]:
+    return {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}, {"type": "tool_use", "name": "Bash", "input": {}}]}}
+
+
+def test_a_typed_prompt_is_human() -> None:
+    assert transcript.human_text(user("how do we deploy?")) == "how do we deploy?"
+    assert transcript.human_text(user("how?", promptSource="typed", origin={"kind": "human"})) == "how?"
+    assert transcript.human_text(user([{"type": "text", "text": "look at this"}, {"type": "image"}])) == "look at this"
+
+
+def test_machine_records_are_not_human() -> None:
+    machine = [
+        user([{"type": "tool_result", "content": "ok"}]),
+        user("x", toolUseResult={"stdout": "ok"}),
+        user("x", sourceToolAssistantUUID="abc"),
+        user("x", isMeta=True),
+        user("x", isCompactSummary=True),
+        user("x", isVisibleInTranscriptOnly=True),
+        user("x", isSidechain=True),
+        user("x", agentId="a1"),
+        user("x", promptSource="system"),
+        user("x", origin={"kind": "task-notification"}),
+        user("<task-notification><status>done</status></task-notification>"),
+        user("<command-name>/clear</command-name>"),
+        user("[Request interrupted by user]"),
+        user("This session is being continued from a previous conversation that ran out of context."),
+        {"type": "system", "subtype": "local_command", "content": "<command-name>/resume</command-name>"},
+        {"type": "queue-operation", "operation": "enqueue", "content": "<task-notification/>"},
+        {"type": "summary", "summary": "deploy"},
+        "not a record",
+    ]
+    assert [transcript.human_text(r) for r in machine] == [None] * len(machine)
+
+
+def test_tail_read_finds_previous_prompt_and_last_assistant_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    records = [user("first question about kafka"), assistant("kafka answer"), user("second question about nginx"),
+               assistant("nginx answer"), user([{"type": "tool_result", "content": "x"}]), user("ok go ahead")]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    assert transcript.read_tail(str(path), "ok go ahead") == ("second question about nginx", "nginx answer")
+
+
+def test_tail_read_is_bounded_on_a_huge_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    filler = json.dumps(assistant("x" * 10_000))
+    with open(path, "w") as fh:
+        fh.write(json.dumps(user("the very first prompt")) + "\n")
+        for _ in range(5_000):  # about 50 MB
+            fh.write(filler + "\n")
+        fh.write(json.dumps(user("latest human prompt about redis")) + "\n")
+        fh.write(json.dumps(assistant("redis answer")) + "\n")
+    started = time.perf_counter()
+    previous, last = transcript.read_tail(str(path), "now what")
+    assert time.perf_counter() - started < 0.5
+    assert (previous, last) == ("latest human prompt about redis", "redis answer")
+
+
+def test_conversation_keeps_only_human_prompts_and_assistant_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    records = [user("<command-name>/x</command-name>"), user("real prompt"), assistant("real answer"),
+               user([{"type": "tool_result", "content": "tool"}])]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\nnot json\n")
+    assert transcript.conversation(str(path)) == [("user", "real prompt"), ("assistant", "real answer")]
