@@ -53,7 +53,7 @@ def git(repo: str, args: Sequence[str], ctx: Context) -> ToolOutput | ProbeResul
 
 
 def not_a_repo(out: ToolOutput, repo: str) -> ProbeResult:
-    if 'not a git repository' in out.stderr or 'does not appear to be a git repository' in out.stderr:
+    if any(m in out.stderr for m in ('not a git repository', 'does not appear to be a git repo')):
         return failed(f'{repo} is not a git repository')
     return unknown(f'git could not read {repo}: {first_line(out.stderr)}')
 

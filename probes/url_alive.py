@@ -22,6 +22,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import IO
 from typing import Mapping
 from typing import NamedTuple
 
@@ -69,7 +70,7 @@ def _refusal(url: str, ctx: Context) -> str | None:
         return e.reason
     parts = urllib.parse.urlsplit(url)
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(parts.hostname, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return None  # unresolvable: the request itself will fail and say so
     for info in infos:
@@ -92,10 +93,29 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         self.ctx = ctx
         self.refused: str | None = None
 
+    def http_error_302(
+            self,
+            req: urllib.request.Request,
+            fp: IO[bytes],
+            code: int,
+            msg: str,
+            headers: http.client.HTTPMessage,
+    ) -> object:
+        """Check the target before urllib looks at it (it would raise for file:// itself)."""
+        location = headers.get('location') or headers.get('uri')
+        if location is not None:
+            why = _refusal(urllib.parse.urljoin(req.full_url, location), self.ctx)
+            if why is not None:
+                self.refused = why
+                return None  # not followed: urllib raises HTTPError(code) instead
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
     def redirect_request(
             self,
             req: urllib.request.Request,
-            fp: object,
+            fp: IO[bytes],
             code: int,
             msg: str,
             headers: http.client.HTTPMessage,
@@ -106,7 +126,9 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
             self.refused = why
             return None  # not followed: urllib raises HTTPError(code) instead
         self.ctx.record(LogEntry('request', f'{req.get_method()} {newurl}'))
-        return super().redirect_request(req, fp, code, msg, headers, newurl)  # type: ignore[arg-type]
+        return super().redirect_request(
+            req, fp, code, msg, headers, newurl,
+        )
 
 
 def _opener(redirects: _Redirects) -> urllib.request.OpenerDirector:
@@ -125,11 +147,13 @@ def _opener(redirects: _Redirects) -> urllib.request.OpenerDirector:
 def _status(code: int, url: str, method: str, refused: str | None) -> _Answer:
     if 300 <= code < 400:
         if refused is not None:
-            return _Answer(True, f'{url} answered {code}; its redirect was not followed ({refused})', True)
+            detail = f'{url} answered {code}; its redirect was not followed ({refused})'
+            return _Answer(True, detail, True)
         return _Answer(False, f'{url} answered {code} but its redirects did not settle', True)
     if code < 400 or code in GUARDED:
         return _Answer(True, f'{url} answered {code} to {method}', True)
-    return _Answer(False, f'{url} answered {code} to {method}: the host is up, the page proves nothing', True)
+    detail = f'{url} answered {code} to {method}: the host is up, the page proves nothing'
+    return _Answer(False, detail, True)
 
 
 def _ask(url: str, method: str, ctx: Context) -> _Answer:

@@ -37,7 +37,8 @@ from .base import Refused
 MAX_TEXT = 512
 MAX_LONG_TEXT = 2048  # paths and URLs
 
-_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]')
+# C0/C1 controls (NUL, newlines, ESC), zero-width and bidi marks, line separators, BOM
+_CONTROL = re.compile(r'[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]')
 _SHELL_SUBST = ('$(', '${', '`')
 _SHELL_META = frozenset(';|&$<>`\\')
 _URL_FORBIDDEN = frozenset(' <>"{}|\\^`')
@@ -48,7 +49,8 @@ DOPPLER_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]{0,79}')
 DOPPLER_SECRET = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,255}')
 AWS_INSTANCE_ID = re.compile(r'i-[0-9a-f]{8,17}')
 AWS_REGION = re.compile(r'[a-z]{2}(?:-[a-z]+){1,3}-[0-9]{1,2}')
-_HOST_NAME = re.compile(r'[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*')
+_LABEL = r'[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?'
+_HOST_NAME = re.compile(rf'{_LABEL}(?:\.{_LABEL})*')
 _BRANCH_BAD = frozenset(' ~^:?*[\\') | _SHELL_META
 
 METADATA_HOSTS = frozenset({
@@ -133,7 +135,8 @@ def fields(raw: object, schema: Mapping[str, ArgSpec], ctx: Context) -> dict[str
             continue
         value = raw[key]
         if spec.type == 'integer':
-            integer(value, key, ctx, lo=-(2**63), hi=2**63)
+            if isinstance(value, bool) or not isinstance(value, int):
+                refuse(ctx, f'{key}: expected an integer, got {type(value).__name__}')
         elif not isinstance(value, str):
             refuse(ctx, f'{key}: expected a string, got {type(value).__name__}')
     return dict(raw)
@@ -283,13 +286,20 @@ def address_refusal(
     return None
 
 
-def url(value: object, field: str, ctx: Context, *, schemes: tuple[str, ...] = ('http', 'https')) -> str:
+def url(
+        value: object,
+        field: str,
+        ctx: Context,
+        *,
+        schemes: tuple[str, ...] = ('http', 'https'),
+) -> str:
     v = text(value, field, ctx, max_len=MAX_LONG_TEXT)
     if _URL_FORBIDDEN.intersection(v) or not v.isascii():
         refuse(ctx, f'{field}: characters a URL may not hold unencoded: {_show(v)}')
     parts = urllib.parse.urlsplit(v)
     if parts.scheme.lower() not in schemes:
-        refuse(ctx, f'{field}: scheme {parts.scheme or "(none)"!r} not allowed (only {", ".join(schemes)})')
+        scheme = parts.scheme or '(none)'
+        refuse(ctx, f'{field}: scheme {scheme!r} not allowed (only {", ".join(schemes)})')
     if '@' in parts.netloc:
         refuse(ctx, f'{field}: credentials (userinfo) in a URL: {_show(v)}')
     try:

@@ -124,9 +124,14 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    h = tmp_path / 'home'
-    h.mkdir()
+    h = tmp_path / 'home'  # tests/conftest.py may have made it already (QUIPU_HOME lives there)
+    h.mkdir(exist_ok=True)
     return h
+
+
+@pytest.fixture
+def git_cli() -> Callable[..., str]:
+    return git
 
 
 MakeCtx = Callable[..., Context]
@@ -149,3 +154,13 @@ def make_ctx(fakes: Fakes, tools_dir: Path, project: Path, home: Path) -> Iterat
 @pytest.fixture
 def ctx(make_ctx: MakeCtx) -> Context:
     return make_ctx()
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return int(s.getsockname()[1])

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,7 +14,9 @@ from quipu.probes.base import Context
 from quipu.probes.base import LogEntry
 from quipu.probes.base import run_tool
 
-from conftest import Fakes
+if TYPE_CHECKING:
+    from conftest import Fakes
+
 
 PROBES_DIR = Path(quipu.probes.__file__).parent
 
