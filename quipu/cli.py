@@ -32,6 +32,18 @@ COMMANDS = (
     "index",
     "doctor",
     "hooks",
+    "install",
+    "uninstall",
+    "import",
+    "sweep",
+    "review",
+    "session-end",
+    "pre-compact",
+    "verify",
+    "capture",
+    "fact",
+    "profile",
+    "session-start",
 )
 
 
@@ -50,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"quipu.commands.{name.replace('-', '_')}")
+        module = importlib.import_module(f"quipu.commands.{'import_' if name == 'import' else name.replace('-', '_')}")
         module.register(sub)
     return parser
 

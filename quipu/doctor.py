@@ -1,7 +1,7 @@
 """Health checks behind `quipu doctor`. Each check returns a ``Check``; none raises for a finding.
 
 Checks: the index (fresh or not, rebuilt if needed), files skipped for bad frontmatter, the git
-hooks, the store's size and git's garbage-collection state.
+hooks, the store's size, git's garbage-collection state and Claude Code's MEMORY.md load limit.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu import githooks, index
+from quipu import githooks, index, memorymd
 from quipu.store import Store
 
 
@@ -74,7 +74,13 @@ def check_gc(store: Store) -> Check:
     return Check("git objects", ok, summary)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_index, check_problems, check_hooks, check_size, check_gc]
+def check_memory_md(store: Store, path: str | None = None) -> Check:
+    """Claude Code's auto-memory index (this project's, or ``path``) against its 200-line / 25,000-byte load limit."""
+    ok, summary, details = memorymd.finding(path)
+    return Check("MEMORY.md", ok, summary, details)
+
+
+CHECKS: list[Callable[[Store], Check]] = [check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md]
 
 
 def run_checks(store: Store) -> list[Check]:

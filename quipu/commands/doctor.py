@@ -10,13 +10,17 @@ from quipu.output import print_json
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("doctor", help="check the store's health", description="Check the store and say how to fix what is wrong.")
+    p.add_argument(
+        "--memory-md", action="append", default=[], metavar="FILE",
+        help="also measure this MEMORY.md against Claude Code's 200-line / 25,000-byte load limit (repeatable)",
+    )
     add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    checks = doctor.run_checks(store)
+    checks = doctor.run_checks(store) + [doctor.check_memory_md(store, path) for path in args.memory_md]
     if args.json:
         print_json({"store": str(store.root), "ok": all(c.ok for c in checks), "checks": [c.to_json() for c in checks]})
     else:

@@ -1,0 +1,212 @@
+"""`quipu import memory-md FILE`: every entry of a Claude Code MEMORY.md becomes a store memory.
+
+Contract:
+- Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
+  plain bullet) is one memory with origin ``import``, committed on its own. When the entry links a
+  topic file beside the index, that file's text is the body and its frontmatter ``type`` picks the
+  class (user -> preference, feedback -> rule, project -> project-note, reference -> reference);
+  otherwise the entry's own text is the body and a section heading named after one of those types
+  picks it. The section heading becomes a topic. An entry's indented continuation lines stay in
+  its body.
+- The id is derived from a hash of title and body, so importing the same file again adds nothing
+  (``exists``), while an entry whose text changed is imported as a new memory.
+- Entries past Claude Code's load cut are flagged, since those are the ones no session saw.
+- Links that leave the index's folder, or do not name a ``.md`` file, are not followed.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from quipu import index, memorymd
+from quipu.commands._common import add_json, open_store
+from quipu.errors import FatalError, InvalidMemory
+from quipu.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields
+from quipu.output import print_json
+from quipu.store import Store
+
+TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
+_SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    line: int
+    memory: Memory
+    status: str  # "imported", "exists", or "new" (dry run)
+    past_cut: bool
+    topic_file: str | None
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "id": self.memory.id,
+            "title": self.memory.title,
+            "class": self.memory.cls,
+            "status": self.status,
+            "past_cut": self.past_cut,
+            "topic_file": self.topic_file,
+            "commit": self.commit,
+        }
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "import",
+        help="import memories from another format (Claude Code's MEMORY.md)",
+        description="Turn each entry of a Claude Code MEMORY.md (and the topic file it links) into a store "
+        "memory, one commit each, so entries past Claude Code's 200-line / 25,000-byte load cut are recalled "
+        "too. Importing the same file again adds nothing.",
+    )
+    p.add_argument("kind", choices=("memory-md",), help="the format to import")
+    p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder)")
+    p.add_argument("--project", metavar="DIR", help="record this project root on every imported memory")
+    p.add_argument("--dry-run", action="store_true", help="show what would be imported and commit nothing")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def _read_topic(base: Path, link: str | None) -> tuple[dict[str, Any], str, Path] | None:
+    if not link or "://" in link or link.startswith(("/", "~", "\\")):
+        return None
+    target = (base / unquote(link.split("#", 1)[0])).resolve()
+    if target.suffix.lower() != ".md" or not target.is_relative_to(base.resolve()) or not target.is_file():
+        return None
+    try:
+        data = target.read_bytes()
+    except OSError:
+        return None
+    if len(data) > MAX_FILE_BYTES:
+        return None
+    text = data.decode("utf-8", "replace")
+    try:
+        fields, body = parse_fields(text, str(target))
+    except InvalidMemory:
+        fields, body = {}, text
+    return fields, body, target
+
+
+def _stamp(path: Path) -> str:
+    when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _created(fields: dict[str, Any], fallback: Path) -> str:
+    for key in ("created", "modified", "date"):
+        value = fields.get(key)
+        if isinstance(value, _dt.datetime):
+            value = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+            return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if isinstance(value, _dt.date):
+            return value.isoformat()
+        if isinstance(value, str):
+            try:
+                parse_created(value.strip())
+                return value.strip()
+            except ValueError:
+                continue
+    return _stamp(fallback)
+
+
+def _class(fields: dict[str, Any], section: str) -> str:
+    kind = fields.get("type")
+    if isinstance(kind, str) and kind.strip().lower() in TYPE_CLASSES:
+        return TYPE_CLASSES[kind.strip().lower()]
+    words = {w for w in "".join(c if c.isalpha() else " " for c in section.lower()).split() if w in _SECTION_WORDS}
+    if len(words) == 1:
+        return _SECTION_WORDS[words.pop()]
+    return "project-note"
+
+
+def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = None) -> tuple[Memory, str | None]:
+    """The memory an entry becomes, and the topic file it read (if any)."""
+    base = index_path.parent
+    topic = _read_topic(base, entry.link)
+    fields, body, source = topic if topic else ({}, "", index_path)
+    body = body.strip("\n")
+    if not body:
+        body = entry.text
+    elif "\n" in entry.text:  # the entry's own continuation lines are kept beside the topic file's text
+        body += "\n\n" + entry.text.split("\n", 1)[1].strip("\n")
+    description = entry.description
+    if not description and isinstance(fields.get("description"), str):
+        description = memorymd.clip(fields["description"], memorymd.FIELD_CHARS)
+    title = entry.title
+    digest = hashlib.sha256(f"{title}\n\n{body}".encode()).hexdigest()[:16]
+    section = memorymd.clip(entry.section, 80)
+    values: dict[str, Any] = {
+        "id": f"mm-{digest}",
+        "title": title,
+        "description": description if description != title else "",
+        "class": _class(fields, entry.section),
+        "topics": [section] if section else [],
+        "origin": "import",
+        "created": _created(fields, source),
+        "project": project,
+    }
+    memory = Memory.create(values, body + "\n", source=f"{index_path}:{entry.line}")
+    return memory, str(source) if topic else None
+
+
+def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project: str | None = None) -> tuple[list[Outcome], list[memorymd.Line]]:
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError as exc:
+        raise FatalError(f"cannot read {path}: {exc}\n- check the path") from None
+    entries, others = memorymd.parse_entries(text)
+    cut = {line.number for line in memorymd.measure(text, str(path)).cut}
+    outcomes: list[Outcome] = []
+    seen: set[str] = set()
+    for entry in entries:
+        memory, topic = to_memory(entry, path, project)
+        past = entry.line in cut
+        if memory.id in seen or store.exists(memory.id):
+            outcomes.append(Outcome(entry.line, memory, "exists", past, topic))
+        elif dry_run:
+            outcomes.append(Outcome(entry.line, memory, "new", past, topic))
+        else:
+            sha = store.add(memory, action="import")
+            outcomes.append(Outcome(entry.line, memory, "imported", past, topic, sha))
+        seen.add(memory.id)
+    return outcomes, others
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    path = Path(args.file).expanduser().absolute()
+    project = str(Path(args.project).expanduser().absolute()) if args.project else None
+    outcomes, others = import_memory_md(store, path, dry_run=args.dry_run, project=project)
+    if not args.dry_run and any(o.status == "imported" for o in outcomes):
+        index.ensure_fresh(store)
+    if args.json:
+        print_json(
+            {
+                "file": str(path),
+                "dry_run": args.dry_run,
+                "entries": [o.to_json() for o in outcomes],
+                "not_imported": [{"line": x.number, "text": x.text} for x in others],
+            }
+        )
+        return 0
+    marks = {"imported": "+", "new": "+", "exists": "="}
+    for o in outcomes:
+        note = ", past the load cut" if o.past_cut else ""
+        state = "" if o.status != "exists" else " (already in the store)"
+        print(f"{marks[o.status]} {o.memory.id}  {o.memory.cls:<12} {o.memory.title[:60]}  (line {o.line}{note}){state}")
+    fresh = [o for o in outcomes if o.status != "exists"]
+    verb = "Would import" if args.dry_run else "Imported"
+    print(
+        f"{verb} {len(fresh)} of {len(outcomes)} entries from {path} "
+        f"({len(outcomes) - len(fresh)} already in the store); "
+        f"{sum(o.past_cut for o in fresh)} of them were past Claude Code's load cut."
+    )
+    if others:
+        numbers = ", ".join(str(x.number) for x in others[:20]) + (" ..." if len(others) > 20 else "")
+        print(f"Not list entries, so not imported: line(s) {numbers}")
+    return 0

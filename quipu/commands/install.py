@@ -1,0 +1,70 @@
+"""`quipu install claude`: merge quipu's hooks into a Claude Code settings file."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import claude_settings
+from quipu.commands._common import add_json
+from quipu.output import print_json
+
+
+def add_scope(p: argparse.ArgumentParser) -> None:
+    """The target and scope flags shared by install and uninstall."""
+    p.add_argument("target", choices=("claude",), help="what to hook into (Claude Code)")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--user", dest="scope", action="store_const", const="user",
+        help="~/.claude/settings.json (or $CLAUDE_CONFIG_DIR): every project (the default)",
+    )
+    scope.add_argument(
+        "--project", dest="scope", action="store_const", const="project",
+        help="<project>/.claude/settings.json: this project only; the file is usually committed, and the "
+        "commands hold this machine's absolute paths",
+    )
+    scope.add_argument(
+        "--local", dest="scope", action="store_const", const="local",
+        help="<project>/.claude/settings.local.json: this project, this machine only",
+    )
+    p.set_defaults(scope="user")
+    p.add_argument("--project-dir", metavar="DIR", help="the project (default: the git work tree of the current directory)")
+    p.add_argument("--dry-run", action="store_true", help="show what would change and write nothing")
+    add_json(p)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "install",
+        help="hook quipu into Claude Code's settings",
+        description="Merge quipu's hooks (UserPromptSubmit recall; SessionStart, PreCompact and SessionEnd "
+        "through a fail-open launcher) into a Claude Code settings file. Running it again changes nothing; "
+        "other settings and hooks are kept; the previous file is backed up under $QUIPU_HOME/backups. "
+        "The commands use this interpreter's real path, and the prompt hook runs with -I -S. "
+        "Alternatively load this repository as a Claude Code plugin (claude --plugin-dir), not both.",
+    )
+    add_scope(p)
+    p.set_defaults(func=run)
+
+
+def report(result: claude_settings.Result, verb: str, as_json: bool) -> None:
+    if as_json:
+        print_json(result.to_json())
+        return
+    if not result.changed:
+        print(f"{result.path}: nothing to do ({'already installed' if verb == 'install' else 'no quipu hooks'})")
+        return
+    if result.dry_run:
+        print(f"Would change {result.path}:")
+        print(result.diff(), end="")
+        return
+    for item in result.removed:
+        print(f"removed {item['event']}: {item['command']}")
+    for item in result.added:
+        print(f"added   {item['event']}: {item['command']}")
+    print(f"Wrote {result.path}" + (f" (previous version saved as {result.backup})" if result.backup else ""))
+
+
+def run(args: argparse.Namespace) -> int:
+    path = claude_settings.settings_path(args.scope, args.project_dir)
+    result = claude_settings.install(path, scope=args.scope, dry_run=args.dry_run)
+    report(result, "install", args.json)
+    return 0

@@ -1,0 +1,26 @@
+"""`quipu uninstall claude`: remove exactly the hooks `quipu install claude` added."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import claude_settings
+from quipu.commands.install import add_scope, report
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "uninstall",
+        help="remove quipu's hooks from Claude Code's settings",
+        description="Remove the hook handlers `quipu install claude` added (recognised by the "
+        f"'{claude_settings.MARKER}' comment at the end of their command) and nothing else; "
+        "the previous file is backed up under $QUIPU_HOME/backups.",
+    )
+    add_scope(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    path = claude_settings.settings_path(args.scope, args.project_dir)
+    result = claude_settings.uninstall(path, scope=args.scope, dry_run=args.dry_run)
+    report(result, "uninstall", args.json)
+    return 0
