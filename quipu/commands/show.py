@@ -5,6 +5,7 @@ import argparse
 import json
 
 from quipu import index
+from quipu.claims import last_results
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
@@ -28,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
         labels = json.loads(found[0]["label_details"] or "{}")
     superseding = [r["id"] for r in index.rows(store, "SELECT id FROM memories WHERE superseded_by = ?", (memory.id,))]
     history = store.log(memory=memory.id, limit=20)
+    claims = last_results(store.cache_dir, memory.id)
     if args.json:
         print_json(
             {
@@ -39,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
                 "supersedes_now": superseding,
                 "labels": labels,
                 "history": [e.to_json() for e in history],
+                "claims": [c.to_json() for c in claims],
             }
         )
         return 0
@@ -60,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {name}: {', '.join(values)}")
     print()
     print(memory.body.rstrip())
+    if claims:
+        print()
+        print("Claims:")
+        for claim in claims:
+            print(f"  {claim.status:<7} {claim.probe}  {claim.detail}  ({claim.checked_at})")
     if history:
         print()
         print("History:")
