@@ -14,33 +14,37 @@ Contract:
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 import time
-from dataclasses import dataclass
-from typing import IO, Any
 
-from quipu import locate, recall, transcript
+from quipu import _fastjson, locate, query, recall, transcript
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 MAX_STDIN = 1_000_000
 LOG_MAX_BYTES = 1_000_000
 CHILD_ENV = "QUIPU_CHILD"
-_SESSION_RE = re.compile(r"[^A-Za-z0-9_-]")
+_SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 REFRESH_MARK_SECONDS = 30.0
 
 
-@dataclass(frozen=True)
 class PromptEvent:
-    session_id: str
-    transcript_path: str
-    cwd: str
-    prompt: str
+    """The fields of a UserPromptSubmit event the hook uses, type-checked."""
+
+    __slots__ = ("session_id", "transcript_path", "cwd", "prompt")
+
+    def __init__(self, session_id: str, transcript_path: str, cwd: str, prompt: str) -> None:
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.cwd = cwd
+        self.prompt = prompt
 
     @classmethod
     def create(cls, raw: bytes) -> PromptEvent | None:
-        data: Any = json.loads(raw.decode("utf-8"))
+        data: Any = _fastjson.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             return None
         prompt = data.get("prompt")
@@ -71,7 +75,7 @@ def log(message: str) -> None:
 
 
 def _session_file(root: str, session_id: str) -> str | None:
-    clean = _SESSION_RE.sub("", session_id)[:128]
+    clean = "".join(c for c in session_id if c in _SESSION_CHARS)[:128]
     if not clean:
         return None
     return os.path.join(root, locate.CACHE_DIR_NAME, "sessions", f"{clean}.json")
@@ -82,7 +86,7 @@ def _seen(path: str | None) -> frozenset[str]:
         return frozenset()
     try:
         with open(path, encoding="utf-8") as fh:
-            value = json.load(fh)
+            value = _fastjson.loads(fh.read())
         return frozenset(x for x in value if isinstance(x, str)) if isinstance(value, list) else frozenset()
     except (OSError, ValueError):
         return frozenset()
@@ -94,7 +98,7 @@ def _remember(path: str | None, seen: frozenset[str], ids: list[str]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(sorted(seen | set(ids)), fh)
+        fh.write(_fastjson.dumps(sorted(seen | set(ids))))
     os.replace(tmp, path)
 
 
@@ -133,7 +137,7 @@ def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
     env = dict(os.environ) if env is None else env
     if env.get(CHILD_ENV):
         return ""
-    if transcript.is_machine_text(event.prompt):
+    if transcript.is_machine_text(event.prompt) or not query.has_topic(event.prompt):
         return ""
     root, _how = locate.find_store_root(None, event.cwd or None, env)
     index = locate.index_path(root)
@@ -176,7 +180,7 @@ def main(stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
         if text:
             out = stdout or sys.stdout
             out.write(
-                json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
+                _fastjson.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
             )
             out.flush()
     except BaseException as exc:  # noqa: BLE001 - fail open, always

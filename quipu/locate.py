@@ -12,7 +12,10 @@ This module is on the prompt path: it imports only ``os``. Contract:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 STORE_DIR_NAME = ".quipu"
 CACHE_DIR_NAME = ".cache"

@@ -12,13 +12,28 @@ On the prompt path: standard library only. Contract:
 """
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
 
+class Term(tuple):  # type: ignore[type-arg]
+    """(text, strong): a lower-cased term and whether it is a strong signal.
 
-class Term(NamedTuple):
-    text: str
-    strong: bool
+    A plain tuple subclass: ``typing.NamedTuple`` would import ``typing`` on the prompt path."""
+
+    __slots__ = ()
+
+    def __new__(cls, text: str, strong: bool) -> Term:
+        return tuple.__new__(cls, (text, strong))
+
+    @property
+    def text(self) -> str:
+        return self[0]  # type: ignore[no-any-return]
+
+    @property
+    def strong(self) -> bool:
+        return self[1]  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"Term({self[0]!r}, strong={self[1]})"
+
 
 
 # Words that never carry a topic: English function words, conversational filler, and the
@@ -57,76 +72,180 @@ pasted paste picture photo pic see above below
 """.split()
 )
 
-_PLACEHOLDER = re.compile(
-    r"\[(?:image|pasted text|pasted image|screenshot|file)[^\]]{0,40}\]|screenshot[\w .:-]{0,40}\.(?:png|jpe?g|gif|webp)",
-    re.IGNORECASE,
-)
-_URL = re.compile(r"\b(?:https?|ftp|file|ssh|git)://[^\s<>\"'`)\]]+", re.IGNORECASE)
-_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|\b[\w.@+-]+(?:/[\w.@+-]+)+\.\w{1,8}\b|\b[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|c|h|cpp|hpp|cs|php|sh|md|toml|ya?ml|json|sql|lock|cfg|ini|env|txt|html|css|scss)\b")
-_ERROR_NAME = re.compile(r"\b(?:[A-Z][a-z0-9]+){1,6}(?:Error|Exception|Warning|Fault|Failure|Timeout|Exit)\b|\bE[A-Z]{3,}\b|\b[A-Z][A-Z0-9_]{3,}\b")
-_CAMEL = re.compile(r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-_CODE_FENCE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_PLACEHOLDER_HEADS = ("image", "pasted", "screenshot", "file", "picture", "attachment")
+_IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic")
+_ERROR_SUFFIXES = ("error", "exception", "warning", "fault", "failure", "timeout", "exit")
 _URL_NOISE = frozenset("www com org net io dev app html htm php aspx index https http".split())
 # Folder and extension words that every path has; the distinctive part is the rest.
 _PATH_NOISE = frozenset(
-    """src lib lib64 usr home bin sbin tmp var etc opt dist build out node_modules site packages site-packages
+    """src lib lib64 usr home bin sbin tmp var etc opt dist build out node_modules site packages
     venv env users user root mnt py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json
     sql lock cfg ini txt html css scss""".split()
 )
+_FILE_EXTS = frozenset(
+    "py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json sql lock cfg ini env txt html css scss".split()
+)
+_EDGE = "()[]{}<>\"'`,;:!?*"
+_CONTRACTIONS = ("n't", "'re", "'ll", "'ve", "'d", "'m", "'s")
 _MAX_TERMS = 64
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+    """Lower-cased alphanumeric runs, split the way SQLite's unicode61 tokenizer splits text.
+
+    An apostrophe inside a word keeps contractions whole ("don't" stays a stop word) and drops a
+    possessive ("john's" is "john")."""
+    out: list[str] = []
+    word: list[str] = []
+    text = text.replace("\u2019", "'")
+    n = len(text)
+    for i, ch in enumerate(text):
+        if ch.isalnum():
+            word.append(ch)
+        elif ch == "'" and word and i + 1 < n and text[i + 1].isalnum():
+            word.append(ch)
+        elif word:
+            out.append("".join(word).lower())
+            word = []
+    if word:
+        out.append("".join(word).lower())
+    cleaned = []
+    for w in out:
+        if "'" in w:
+            if w.endswith("'s"):
+                w = w[:-2]
+            elif not w.endswith(_CONTRACTIONS):
+                w = w.replace("'", "")
+        if w:
+            cleaned.append(w)
+    return cleaned
 
 
 def _is_content(word: str) -> bool:
-    if word in STOPWORDS or len(word) < 2:
+    if word in STOPWORDS or len(word) < 2 or "'" in word:
         return False
     if word.isdigit():
         return len(word) >= 3  # ports, status codes, issue numbers
     return True
 
 
+def _cut_blocks(text: str, opener: str, closer: str, keep: list[str] | None = None) -> str:
+    """Remove ``opener ... closer`` spans (a missing closer runs to the end); kept spans go to ``keep``."""
+    out = []
+    pos = 0
+    while True:
+        start = text.find(opener, pos)
+        if start < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        stop = text.find(closer, start + len(opener))
+        stop = len(text) if stop < 0 else stop + len(closer)
+        out.append(text[pos:start])
+        out.append(" ")
+        if keep is not None:
+            keep.append(text[start:stop])
+        pos = stop
+
+
+def _drop_placeholders(text: str) -> str:
+    """Remove ``[Image #1]``, ``[Pasted text #2 +40 lines]`` and screenshot file names."""
+    out = []
+    pos = 0
+    low = text.lower()
+    while True:
+        start = low.find("[", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        stop = low.find("]", start)
+        inner = low[start + 1 : stop] if stop > 0 else ""
+        if stop > 0 and stop - start < 60 and inner.lstrip().startswith(_PLACEHOLDER_HEADS):
+            out.append(text[pos:start] + " ")
+            pos = stop + 1
+        else:
+            out.append(text[pos : start + 1])
+            pos = start + 1
+    return " ".join(
+        chunk for chunk in "".join(out).split(" ") if not chunk.lower().rstrip(_EDGE + ".").endswith(_IMAGE_EXTS)
+    )
+
+
+def _is_error_name(token: str) -> bool:
+    """TypeError, ModuleNotFoundError, ECONNREFUSED, camelCase and PascalCase identifiers."""
+    if len(token) < 4 or not token.isalnum() or not token[0].isalpha():
+        return False
+    if token.isupper() and token.isalpha():
+        return True
+    inner_caps = any(c.isupper() for c in token[1:])
+    if inner_caps and token.lower().endswith(_ERROR_SUFFIXES):
+        return True
+    return inner_caps and any(c.islower() for c in token)
+
+
+def _url_words(chunk: str) -> list[str]:
+    rest = chunk.split("://", 1)[1]
+    host, _, path = rest.partition("/")
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    host = host.split("@")[-1].split(":")[0]
+    words = _words(host) + _words(path)
+    return [w for w in words if _is_content(w) and w not in _URL_NOISE and not (len(w) > 24 and w.isalnum())]
+
+
+def _is_path(chunk: str) -> bool:
+    if "/" in chunk or "\\" in chunk:
+        parts = [p for p in chunk.replace("\\", "/").split("/") if p]
+        return len(parts) >= 2 or chunk.startswith(("~/", "./", "../", "/"))
+    stem, dot, ext = chunk.rpartition(".")
+    return bool(dot and stem and ext.lower() in _FILE_EXTS and not stem.endswith("."))
+
+
+def _path_words(chunk: str) -> list[str]:
+    parts = [p for p in chunk.replace("\\", "/").split("/") if p and p not in (".", "..", "~")]
+    out = []
+    for part in parts[-3:]:
+        out.extend(w for w in _words(part) if _is_content(w) and w not in _PATH_NOISE and w not in _URL_NOISE)
+    return out
+
+
 def extract_terms(text: str) -> list[Term]:
     """Content terms of ``text`` in order, each once; strong signals flagged."""
     if not text:
         return []
-    text = _PLACEHOLDER.sub(" ", text)
-    strong: dict[str, None] = {}
-    for url in _URL.findall(text):
-        rest = url.split("://", 1)[1]
-        host, _, path = rest.partition("/")
-        path = path.split("?", 1)[0].split("#", 1)[0]
-        for word in _words(host.split("@")[-1].split(":")[0]) + _words(path):
-            if _is_content(word) and word not in _URL_NOISE and not (word.isalnum() and len(word) > 24):
-                strong.setdefault(word)
-    text = _URL.sub(" ", text)
-    for path in _PATH.findall(text):
-        parts = [p for p in re.split(r"[/\\]", path) if p and p not in (".", "..", "~")]
-        for part in parts[-3:]:
-            for word in _words(part):
-                if _is_content(word) and word not in _URL_NOISE and word not in _PATH_NOISE:
-                    strong.setdefault(word)
-    text = _PATH.sub(" ", text)
-    for name in _ERROR_NAME.findall(text) + _CAMEL.findall(text):
-        low = name.lower()
-        if _is_content(low):
-            strong.setdefault(low)
-    code_free = _CODE_FENCE.sub(" ", text)
+    code: list[str] = []
+    text = _cut_blocks(_drop_placeholders(text), "```", "```", code)
     ordered: dict[str, bool] = {}
-    for word in _words(code_free):
-        if _is_content(word):
-            ordered.setdefault(word, word in strong)
-    for word in strong:
-        ordered.setdefault(word, True)
-    for block in _CODE_FENCE.findall(text):
+
+    def add(word: str, strong: bool) -> None:
+        if word not in ordered:
+            ordered[word] = strong
+        elif strong:
+            ordered[word] = True
+
+    for raw in text.split():
+        chunk = raw.strip(_EDGE).rstrip(".")
+        if not chunk:
+            continue
+        if "://" in chunk:
+            for word in _url_words(chunk):
+                add(word, True)
+            continue
+        if _is_path(chunk):
+            for word in _path_words(chunk):
+                add(word, True)
+            continue
+        for token in chunk.replace(".", " ").replace("-", " ").replace("_", " ").split():
+            token = token.strip(_EDGE)
+            if _is_error_name(token) and token.lower() not in STOPWORDS:
+                add(token.lower(), True)
+                continue
+            for word in _words(token):
+                if _is_content(word):
+                    add(word, False)
+    for block in code:
         for word in _words(block):
             if _is_content(word) and len(word) > 2:
-                ordered.setdefault(word, False)
-    terms = [Term(w, s) for w, s in ordered.items()]
-    return terms[:_MAX_TERMS]
+                add(word, False)
+    return [Term(w, s) for w, s in ordered.items()][:_MAX_TERMS]
 
 
 def has_topic(text: str) -> bool:

@@ -15,16 +15,22 @@ or opens git objects. Contract:
 """
 from __future__ import annotations
 
-import json
+# Only the cheapest modules: the hook's whole budget is about one interpreter start, and
+# ``sqlite3`` (datetime, collections), ``json`` (re, enum), ``dataclasses`` and ``typing`` each
+# cost a large part of it. ``_sqlite3``, the C module ``sqlite3`` wraps (same connection and
+# exception classes), is imported by ``open_index`` only, so a prompt with no topic never pays it.
 import math
 import os
-import sqlite3
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
-from quipu.query import Term, extract_terms, fts_quote
+from quipu import _fastjson
+from quipu.query import extract_terms, fts_quote
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from sqlite3 import Connection
+    from typing import Any
 
 # BM25 column weights, in the FTS column order title, aliases, tags, description, body.
 # Title and aliases are what a memory is *about* (aliases are the words a person types for it),
@@ -46,20 +52,30 @@ IDF_MIN_DOCS = 100
 _SECONDS_PER_DAY = 86400.0
 
 
-@dataclass(frozen=True)
 class Hit:
-    id: str
-    title: str
-    description: str
-    cls: str
-    status: str
-    superseded_by: str | None
-    labels: tuple[str, ...]
-    snippet: str
-    bm25: float
-    score: float
-    matched: tuple[str, ...]
-    context_matched: tuple[str, ...]
+    """One recalled memory with its score and why it matched."""
+
+    __slots__ = ("id", "title", "description", "cls", "status", "superseded_by", "labels", "snippet",
+                 "bm25", "score", "matched", "context_matched")
+
+    def __init__(self, id: str, title: str, description: str, cls: str, status: str, superseded_by: str | None,
+                 labels: tuple[str, ...], snippet: str, bm25: float, score: float, matched: tuple[str, ...],
+                 context_matched: tuple[str, ...]) -> None:
+        self.id = id
+        self.title = title
+        self.description = description
+        self.cls = cls
+        self.status = status
+        self.superseded_by = superseded_by
+        self.labels = labels
+        self.snippet = snippet
+        self.bm25 = bm25
+        self.score = score
+        self.matched = matched
+        self.context_matched = context_matched
+
+    def __repr__(self) -> str:
+        return f"Hit({self.id!r}, score={self.score:.3f})"
 
     def label_text(self) -> str:
         out = []
@@ -84,14 +100,16 @@ class Hit:
         }
 
 
-@dataclass
 class Recall:
-    hits: list[Hit] = field(default_factory=list)
-    candidates: list[Hit] = field(default_factory=list)  # every scored match, best first
-    terms: list[tuple[str, int, bool]] = field(default_factory=list)  # (term, df, chosen)
-    context_terms: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
-    reason: str = ""
+    """The outcome of one recall: hits, every scored candidate, and the explanation."""
+
+    def __init__(self, reason: str = "") -> None:
+        self.hits: list[Hit] = []
+        self.candidates: list[Hit] = []  # every scored match, best first
+        self.terms: list[tuple[str, int, bool]] = []  # (term, df, chosen)
+        self.context_terms: list[str] = []
+        self.left_out: list[str] = []
+        self.reason = reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,14 +121,20 @@ class Recall:
         }
 
 
-@dataclass(frozen=True)
 class Options:
-    limit: int = DEFAULT_LIMIT
-    min_score: float = DEFAULT_MIN_SCORE
-    max_chars: int = DEFAULT_MAX_CHARS
-    exclude: frozenset[str] = frozenset()
-    now: float | None = None
-    rarest: int = RAREST_TERMS
+    """How many memories, how strict, and which to leave out."""
+
+    __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest")
+
+    def __init__(self, limit: int = DEFAULT_LIMIT, min_score: float = DEFAULT_MIN_SCORE,
+                 max_chars: int = DEFAULT_MAX_CHARS, exclude: frozenset[str] = frozenset(),
+                 now: float | None = None, rarest: int = RAREST_TERMS) -> None:
+        self.limit = limit
+        self.min_score = min_score
+        self.max_chars = max_chars
+        self.exclude = exclude
+        self.now = now
+        self.rarest = rarest
 
     @classmethod
     def from_config(cls, config: dict[str, Any], **overrides: Any) -> Options:
@@ -123,27 +147,32 @@ class Options:
         return cls(**values)
 
 
-def open_index(path: str) -> sqlite3.Connection:
+def _uri(path: str) -> str:
+    return "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+
+
+def open_index(path: str) -> Connection:
     """Open the index read-only; raises sqlite3.Error if it is missing or unreadable."""
+    import _sqlite3
+
     if not os.path.isfile(path):
-        raise sqlite3.OperationalError(f"no index at {path}")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.5, isolation_level=None)
-    return db
+        raise _sqlite3.OperationalError(f"no index at {path}")
+    return _sqlite3.connect(_uri(path), uri=True, timeout=0.5, isolation_level=None)
 
 
-def index_meta(db: sqlite3.Connection) -> dict[str, str]:
+def index_meta(db: Connection) -> dict[str, str]:
     return dict(db.execute("SELECT key, value FROM meta").fetchall())
 
 
-def index_config(db: sqlite3.Connection) -> dict[str, Any]:
+def index_config(db: Connection) -> dict[str, Any]:
     try:
-        value = json.loads(index_meta(db).get("config", "{}"))
+        value = _fastjson.loads(index_meta(db).get("config", "{}"))
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def _stems(db: sqlite3.Connection, words: Sequence[str]) -> dict[str, str]:
+def _stems(db: Connection, words: Sequence[str]) -> dict[str, str]:
     """Map each word to the term the index's tokenizer makes of it (stemmed), via a temp FTS table."""
     db.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.quipu_q USING fts5(w, tokenize='porter unicode61 remove_diacritics 2')"
@@ -158,7 +187,7 @@ def _stems(db: sqlite3.Connection, words: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def document_frequencies(db: sqlite3.Connection, words: Sequence[str]) -> dict[str, int]:
+def document_frequencies(db: Connection, words: Sequence[str]) -> dict[str, int]:
     """Document frequency of each word in the store, after stemming."""
     if not words:
         return {}
@@ -173,7 +202,7 @@ def document_frequencies(db: sqlite3.Connection, words: Sequence[str]) -> dict[s
     return {w: df.get(stems.get(w, ""), 0) for w in words}
 
 
-def _store_size(db: sqlite3.Connection) -> int:
+def _store_size(db: Connection) -> int:
     value = index_meta(db).get("count")
     if value and value.isdigit():
         return int(value)
@@ -205,7 +234,7 @@ def idf(total: int, df: int) -> float:
 
 
 def _term_scores(
-    db: sqlite3.Connection, rowids: Sequence[int], terms: Sequence[str], df: dict[str, int], total: int
+    db: Connection, rowids: Sequence[int], terms: Sequence[str], df: dict[str, int], total: int
 ) -> dict[int, dict[str, float]]:
     """Per candidate, the BM25 contribution of each term it contains, re-weighted with ``idf``.
 
@@ -230,7 +259,7 @@ def _term_scores(
 
 
 def recall(
-    db: sqlite3.Connection,
+    db: Connection,
     prompt: str,
     context: str = "",
     options: Options | None = None,

@@ -11,10 +11,14 @@ On the prompt path: standard library only. Contract:
 """
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
-from typing import Any
+
+from quipu import _fastjson
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 MACHINE_PREFIXES = (
     "<command-name>",
@@ -155,7 +159,7 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = _fastjson.loads(raw)
         except ValueError:
             continue
         if not assistant:
@@ -175,7 +179,7 @@ def records(path: str) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as fh:
         for raw in fh:
             try:
-                record = json.loads(raw)
+                record = _fastjson.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict):
