@@ -1,0 +1,131 @@
+"""`quipu sweep`: run the curator once (deterministic pass, then the guarded model pass)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from quipu.commands._common import add_json, open_store
+from quipu.errors import FatalError
+from quipu.model import DEFAULT_TIMEOUT, TIMEOUT_SETTING, Budget, Model, get_model
+from quipu.output import print_json, progress
+from quipu.store import Store
+from quipu.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, SweepOptions, SweepReport, run_sweep
+
+
+def add_model_options(p: argparse.ArgumentParser, *, calls: int, chars: int) -> None:
+    p.add_argument("--model", metavar="SPEC",
+                   help="claude (default), claude:<model>, command:<command line> or scripted "
+                        "(default: [sweep] model in quipu.toml, else claude)")
+    p.add_argument("--max-calls", type=int, metavar="N",
+                   help=f"at most N model calls in this run (default {calls}; 0 for no limit)")
+    p.add_argument("--max-chars", type=int, metavar="N",
+                   help=f"at most N characters sent to the model in this run (default {chars:,}; 0 for no limit)")
+    p.add_argument("--project-root", metavar="PATH",
+                   help="judge relative paths in memories without a project folder against PATH")
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "sweep",
+        help="find duplicates, dead paths and outdated memories (the curator)",
+        description="Run the curator once: a deterministic pass (byte-identical duplicates, memories naming "
+        "paths that no longer exist) and a model pass over related pairs. A supersession is applied only "
+        "when all four guards pass (confidence >= 0.75, two shared topics or entities, same class, full "
+        "scope); other tensions go to `quipu review`. Every decision is a commit; undo the whole run with "
+        "`quipu undo --sweep ID`. Meant to run daily (see docs/schedule.md).",
+    )
+    add_model_options(p, calls=DEFAULT_MAX_CALLS, chars=DEFAULT_MAX_CHARS)
+    p.add_argument("--dry-run", action="store_true",
+                   help="ask no model and change nothing: list the findings and the pairs that would be sent")
+    p.add_argument("--quiet", action="store_true", help="print nothing unless something fails")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def _setting(store: Store, key: str) -> Any:
+    section = store.config().get("sweep", {})
+    return section.get(key) if isinstance(section, dict) else None
+
+
+def _limit(flag: int | None, store: Store, key: str, default: int) -> int | None:
+    value = flag if flag is not None else _setting(store, key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        value = default
+    return value or None  # 0 means no limit
+
+
+def make_model(spec: str | None, store: Store) -> Model:
+    chosen = spec or _setting(store, "model") or "claude"
+    try:
+        timeout = float(os.environ.get(TIMEOUT_SETTING) or DEFAULT_TIMEOUT)
+    except ValueError:
+        raise FatalError(f"{TIMEOUT_SETTING} must be a number of seconds\n- fix or unset it") from None
+    return get_model(str(chosen), timeout=timeout)
+
+
+def make_budget(args: argparse.Namespace, store: Store, calls: int, chars: int) -> Budget:
+    return Budget(_limit(args.max_calls, store, "max_calls", calls), _limit(args.max_chars, store, "max_chars", chars))
+
+
+def _limit_text(value: int | None, unit: str) -> str:
+    return f"{value:,} {unit}" if value is not None else f"no {unit} limit"
+
+
+def print_report(report: SweepReport) -> None:
+    data = report.to_json()
+    pairs = data["pairs"]
+    print(f"Sweep {report.sweep_id} (model {report.model}{', dry run' if report.dry_run else ''}): "
+          f"{report.memories:,} memories, {report.seconds:.1f} s")
+    kinds: dict[str, int] = {}
+    for finding in report.findings:
+        kinds[finding["kind"]] = kinds.get(finding["kind"], 0) + 1
+    found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "nothing"
+    print(f"  deterministic pass: {found}" + (" (labelled and queued for review)" if kinds and not report.dry_run else ""))
+    print(f"  pairs: {pairs['candidates']:,} candidates of {pairs['all']:,} possible; {pairs['sent']} sent, "
+          f"{pairs['applied']} applied, {pairs['queued']} queued for review, {pairs['unrelated']} unrelated, "
+          f"{pairs['skipped']} skipped, " + (f"{pairs['dropped']} dropped (a member was superseded), " if pairs["dropped"] else "")
+          + f"{pairs['deferred']} left for the next sweep")
+    usage = report.usage or {}
+    print(f"  model: {usage.get('calls', 0)} calls, {usage.get('chars_sent', 0):,} characters sent "
+          f"(budget: {_limit_text(report.budget.get('max_calls'), 'calls')}, "
+          f"{_limit_text(report.budget.get('max_chars'), 'characters')})")
+    for item in report.findings:
+        print(f"  {item['kind']}: {item['memory']} {item['detail']}" + (f"  [review {item['review']}]" if "review" in item else ""))
+    for item in report.applied:
+        print(f"  applied: {item['loser']} superseded by {item['winner']} ({item['verdict']}, "
+              f"confidence {item['confidence']:.2f})  [commit {item['commit'][:12]}]")
+    for item in report.queued:
+        failed = [name for name, ok in item["guards"].items() if not ok]
+        why = f"guards failed: {', '.join(failed)}" if failed else item["verdict"]
+        print(f"  queued: {item['loser']} vs {item['winner']} ({item['verdict']}, {why})  [review {item['review']}]")
+    for item in report.skipped:
+        print(f"  skipped: {' / '.join(item['pair'])}: {item['reason']}")
+    if report.dry_run:
+        for pair in report.would_send[:20]:
+            print(f"  would send: {pair['a']} / {pair['b']} (shared: {', '.join(pair['shared']) or '-'})")
+    if report.stopped:
+        print(f"  stopped: {report.stopped.splitlines()[0]}")
+    if report.commits:
+        print(f"Review queued items with `quipu review`; undo this sweep with `quipu undo --sweep {report.sweep_id}`.")
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    model = None if args.dry_run else make_model(args.model, store)
+    budget = make_budget(args, store, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS)
+    root = Path(args.project_root).expanduser().resolve() if args.project_root else None
+    if root is not None and not root.is_dir():
+        raise FatalError(f"--project-root {args.project_root} is not a folder\n- pass the root of the project the memories are about")
+    show = (lambda done, total: progress(done, total, "sweep")) if not (args.json or args.quiet) else None
+    report = run_sweep(store, model, budget, SweepOptions(project_root=root, dry_run=args.dry_run, progress=show))
+    if args.json:
+        print_json(report.to_json())
+    elif not args.quiet:
+        print_report(report)
+    if report.failed:
+        print(f"quipu: error: the model pass stopped: {report.stopped}", file=sys.stderr)
+        return 1
+    return 0
