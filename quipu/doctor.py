@@ -80,7 +80,33 @@ def check_memory_md(store: Store, path: str | None = None) -> Check:
     return Check("MEMORY.md", ok, summary, details)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md]
+def check_always_on(store: Store) -> Check:
+    """The always-on layer (profile + always-on rules): its size, and what did not fit."""
+    from quipu import always_on, profile
+
+    layer = always_on.build(store)
+    card = profile.read_card(store)
+    summary = (f"{layer.tokens}/{layer.budget_tokens} tokens; profile {card.header()}; "
+               f"{len(layer.rules)} always-on rule(s)")
+    details = [
+        (f"left out: rule {item.ref} {item.title!r}" if item.kind == "rule" else f"left out: profile line {item.ref!r}")
+        + f" ({item.reason}; {'searchable' if item.searchable else 'not searchable yet'})"
+        for item in layer.left_out
+    ]
+    details += [f"profile.md line that is not a card line (write it as '- <Prefix>: <text>'): {line}"
+                for line in card.unparsed]
+    if not layer.left_out and not card.unparsed:
+        return Check("always-on layer", True, summary)
+    summary += f"; {len(layer.left_out)} item(s) left out"
+    unsearchable = any(not item.searchable for item in layer.left_out)
+    if unsearchable:
+        summary += "; run `quipu profile fit` so the left-out profile lines become searchable"
+    if card.unparsed:
+        summary += f"; {len(card.unparsed)} line(s) of profile.md are not card lines"
+    return Check("always-on layer", not (unsearchable or card.unparsed), summary, details)
+
+
+CHECKS: list[Callable[[Store], Check]] = [check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
 
 
 def run_checks(store: Store) -> list[Check]:

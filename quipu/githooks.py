@@ -1,15 +1,22 @@
 """Git hooks in the store that keep the index fresh, chained with the user's own hooks.
 
 Contract:
-- ``install`` writes a small POSIX-sh stub for post-commit, post-merge, post-checkout and
-  post-rewrite into the directory git uses for hooks (``git rev-parse --git-path hooks``, so
-  ``core.hooksPath`` and worktrees are honoured). A hook that is not ours is moved to
-  ``<hook>.quipu-legacy`` and run first with the same arguments and stdin; its exit status is
-  kept. Re-installing is idempotent.
-- ``uninstall`` removes our stubs and moves a legacy hook back, byte for byte.
-- The stub starts ``quipu index --refresh`` detached and never fails the git command. It is an
-  optimisation only: every read compares the index with HEAD anyway (libgit2 commits, resets and
-  ``update-ref`` run no hook at all).
+- ``install`` writes a small POSIX-sh stub for pre-commit, post-commit, post-merge,
+  post-checkout and post-rewrite into the directory git uses for hooks (``git rev-parse
+  --git-path hooks``, so ``core.hooksPath`` and worktrees are honoured). A hook that is not ours
+  is moved to ``<hook>.quipu-legacy`` and run first with the same arguments and stdin; its exit
+  status is kept (a failing pre-commit still stops the commit). Re-installing is idempotent; a
+  foreign hook where a legacy one already exists is a clear error.
+- ``uninstall`` removes our stubs and moves a legacy hook back, byte for byte (same file, so
+  the same mode).
+- The post-* stubs start ``quipu index --refresh`` detached and never fail the git command. They
+  are an optimisation only: every read compares the index with HEAD anyway (libgit2 commits,
+  resets and ``update-ref`` run no hook at all).
+- The pre-commit stub closes a race in git itself: ``git commit`` reads the index before it
+  takes ``index.lock`` and writes that copy back, so a quipu write that landed in between loses
+  its staged entry and the person's commit would delete the memory. A staged deletion of a
+  ``memories/`` or ``events/`` file that is still in the worktree, byte for byte as in HEAD, is
+  that race (``git rm`` removes the file too), and the stub stages the file again.
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from pathlib import Path
 
 from quipu.errors import FatalError
 
-HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARKER = "# quipu-managed-hook v1"
 LEGACY_SUFFIX = ".quipu-legacy"
 
@@ -44,6 +51,22 @@ exit $rc
 """
 
 
+_PRE_COMMIT_STUB = """#!/bin/sh
+{marker}
+# Keeps a concurrent quipu write's memory files from being committed as deleted (see
+# quipu/githooks.py). Your own hook, if you had one, is {name}{legacy} and runs first.
+if [ -x "$0{legacy}" ]; then
+  "$0{legacy}" "$@" || exit $?
+fi
+git diff --cached --name-only --diff-filter=D -- memories events 2>/dev/null | while IFS= read -r f; do
+  [ -f "$f" ] || continue
+  blob=$(git rev-parse -q --verify "HEAD:$f" 2>/dev/null) || continue
+  [ "$(git hash-object -- "$f" 2>/dev/null)" = "$blob" ] && git add -- "$f"
+done
+exit 0
+"""
+
+
 def hooks_dir(root: Path) -> Path:
     try:
         out = subprocess.run(
@@ -63,8 +86,11 @@ def is_ours(path: Path) -> bool:
 
 
 def _stub(name: str) -> str:
-    python = os.path.realpath(sys.executable)
-    return _STUB.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python))
+    # Not realpath: a venv's bin/python is a symlink to the base interpreter, and only the
+    # unresolved path makes Python find the venv (and the quipu installed in it).
+    python = os.path.abspath(sys.executable)
+    template = _PRE_COMMIT_STUB if name == "pre-commit" else _STUB
+    return template.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python))
 
 
 def install(root: Path) -> list[str]:

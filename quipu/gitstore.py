@@ -6,10 +6,23 @@ Contract:
   instead of losing each other's work), builds the new tree with pygit2 without the shared git
   index, and moves the branch with a compare-and-swap (a person's ``git commit`` at the same
   moment makes the swap fail; the commit is rebuilt on the new tip and retried).
-- After the branch moved, the touched worktree files and git index entries are brought in line
-  with HEAD, so ``git status`` stays clean. A journal file records the paths first: a writer
-  killed at any point leaves a store whose branch is consistent, and the next writer re-syncs
-  the journalled paths before it does anything else.
+- Paths are repository-relative, '/'-separated, and may not leave the store (no absolute paths,
+  no '.' or '..' parts, no NUL, nothing under ``.git``). ``create_only`` paths must not exist and
+  ``require`` paths must exist in the parent commit; both are checked under the lock, against
+  the tip the commit is built on.
+- The worktree files of the touched paths are written first; then quipu takes git's own
+  ``index.lock`` (O_EXCL, as git does), prepares the new index in it from ``.git/index`` read under
+  that lock (so a person's ``git add`` is never undone), swaps the branch, and renames the
+  prepared index into place. Holding git's index lock across the swap means a person's
+  ``git commit`` can neither sweep quipu's staged file into its own commit nor commit, on top of
+  quipu's commit, an index without quipu's file. Afterwards ``git status`` is clean.
+- A journal file (``<gitdir>/quipu-pending.json``) records the writer's pid, the paths and the
+  step it is in (``index``, ``swap``) first: a writer killed at any point leaves a store whose
+  branch is consistent, and the next writer, under the lock, removes the git lock file and the
+  temporary files the dead writer left and syncs the journalled paths to HEAD before it does
+  anything else. A git lock file that is not provably a dead quipu writer's is never removed (a
+  person's ``git commit`` may hold ``index.lock`` while their editor is open); the paths stay in
+  the journal and the next write syncs them instead.
 - ``revert_commits`` undoes commits the same way (a revert commit each), refusing cleanly when a
   revert would conflict.
 - libgit2 never collects garbage, so now and then a detached ``git gc --auto`` is started.
@@ -20,21 +33,29 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
-from quipu.errors import ConflictError, NoStore
+from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 
 LOCK_NAME = "quipu.lock"
 JOURNAL_NAME = "quipu-pending.json"
 MAX_CAS_RETRIES = 50
-STALE_GIT_LOCK_SECONDS = 30.0
+LOCK_WAIT_SECONDS = 5.0  # git holds a ref lock for milliseconds; longer means a stuck program
+INDEX_WAIT_SECONDS = 2.0  # a person's `git commit -a` holds index.lock while their editor is open
+DEAD_LOCK_WINDOW = 10.0  # a dead writer creates its lock file within this long after its step began
 _FILEMODE_BLOB = pygit2.enums.FileMode.BLOB if hasattr(pygit2, "enums") else pygit2.GIT_FILEMODE_BLOB
 _FILEMODE_TREE = pygit2.enums.FileMode.TREE if hasattr(pygit2, "enums") else pygit2.GIT_FILEMODE_TREE
+
+# (parent commit) -> (new tree id, repository paths the new tree changes)
+TreeBuilder = Callable[[pygit2.Commit], "tuple[pygit2.Oid, list[str]]"]
 
 
 def open_repo(root: Path) -> pygit2.Repository:
@@ -60,8 +81,9 @@ def branch_ref(repo: pygit2.Repository) -> pygit2.Reference:
     """The branch HEAD points at; refuses a detached HEAD."""
     if repo.head_is_detached:
         raise ConflictError(
-            f"the store's HEAD is detached ({str(repo.head.target)[:12]})\n"
-            f"- run `git -C {repo.workdir} checkout main` (or your store's branch) and try again"
+            f"the store's HEAD is detached ({str(repo.head.target)[:12]}), so quipu does not know "
+            f"which branch to write to\n"
+            f"- run `git -C {repo.workdir} switch main` (or your store's branch) and try again"
         )
     try:
         return repo.lookup_reference(repo.references["HEAD"].target)  # type: ignore[arg-type]
@@ -81,6 +103,9 @@ def writer_lock(repo: pygit2.Repository) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+# ---------------------------------------------------------------- trees
 
 
 def _tree_with(
@@ -126,160 +151,357 @@ def _build_tree(
     return oid
 
 
-def commit_files(
-    root: Path, changes: Mapping[str, bytes | None], message: str, *, repo: pygit2.Repository | None = None
-) -> str | None:
-    """Commit ``changes`` on the current branch; returns the new commit id, or None if nothing changed."""
-    repo = repo or open_repo(root)
-    with writer_lock(repo):
-        recover(repo)
-        sig = signature(repo)
-        for _attempt in range(MAX_CAS_RETRIES):
-            ref = branch_ref(repo)
-            parent = repo[ref.target]
-            tree_id = _build_tree(repo, parent.tree, changes)  # type: ignore[attr-defined]
-            if tree_id == parent.tree.id:  # type: ignore[attr-defined]
-                return None
-            oid = repo.create_commit(None, sig, sig, message, tree_id, [parent.id])
-            _write_journal(repo, str(oid), list(changes))
-            if _swap(repo, ref, oid):
-                if _sync_paths(repo, list(changes)):
-                    _clear_journal(repo)
-                _maybe_gc(repo, str(oid))
-                return str(oid)
-        raise ConflictError(
-            "the store's branch kept moving under quipu; nothing was written\n"
-            "- stop the other program writing to the store with git, then try again"
+def check_path(rel: object) -> str:
+    """A repository path quipu may write: relative, '/'-separated, inside the store, not in .git."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    if (
+        not parts
+        or "\x00" in rel  # type: ignore[operator]
+        or "\\" in rel  # type: ignore[operator]
+        or any(p in ("", ".", "..") for p in parts)
+        or parts[0].lower() == ".git"
+    ):
+        raise InvalidMemory(
+            f"refusing to write {rel!r}: store paths are relative, '/'-separated, with no '..', "
+            "NUL or .git parts\n- use the store's API (Store.add, Store.label) instead of raw paths"
         )
+    return rel  # type: ignore[return-value]
+
+
+def _check_preconditions(tree: pygit2.Tree, create_only: Collection[str], require: Collection[str]) -> None:
+    for rel in create_only:
+        if _tree_has(tree, rel):
+            raise ConflictError(f"{rel} already exists in the store\n- choose another id")
+    for rel in require:
+        if not _tree_has(tree, rel):
+            raise NotFound(f"{rel} is not in the store\n- run `quipu list` to see what is there")
+
+
+def _tree_has(tree: pygit2.Tree, rel: str) -> bool:
+    try:
+        tree[rel]
+    except KeyError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- writing
+
+
+def commit_files(
+    root: Path,
+    changes: Mapping[str, bytes | None],
+    message: str,
+    *,
+    repo: pygit2.Repository | None = None,
+    create_only: Collection[str] = (),
+    require: Collection[str] = (),
+) -> str | None:
+    """Commit ``changes`` on the current branch; returns the new commit id, or None if nothing changed.
+
+    ``create_only``: paths that must not exist yet (ConflictError if they do); ``require``: paths
+    that must exist (NotFound if they do not). Both are checked against the parent commit."""
+    for rel in [*changes, *create_only, *require]:
+        check_path(rel)
+    repo = repo or open_repo(root)
+
+    def build(parent: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
+        _check_preconditions(parent.tree, create_only, require)
+        return _build_tree(repo, parent.tree, changes), list(changes)
+
+    with writer_lock(repo):
+        pending = recover(repo)
+        oid = _land(repo, build, message, pending)
+    if oid is not None:
+        _maybe_gc(repo, oid)
+    return oid
 
 
 def revert_commits(root: Path, commits: list[str], message_for: dict[str, str]) -> list[str]:
     """Revert each commit (in the order given) as its own commit; all or nothing per commit."""
     repo = open_repo(root)
     made: list[str] = []
+
+    def builder(sha: str) -> TreeBuilder:
+        def build(head: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
+            target = repo[sha]
+            if len(target.parents) != 1:  # type: ignore[attr-defined]
+                raise ConflictError(f"commit {sha[:12]} is a merge or root commit; quipu cannot undo it")
+            index = repo.revert_commit(target, head)  # type: ignore[arg-type]
+            if index.conflicts is not None:
+                paths = sorted({(c[1] or c[0] or c[2]).path for c in index.conflicts})
+                raise ConflictError(
+                    f"undoing {sha[:12]} conflicts with later changes to {', '.join(paths)}\n"
+                    "- undo the later commits first (see `quipu log`), or edit the memory by hand"
+                )
+            tree_id = index.write_tree(repo)
+            changed = [
+                d.delta.old_file.path if d.delta.status_char() == "D" else d.delta.new_file.path
+                for d in repo.diff(head.tree, repo[tree_id])  # type: ignore[attr-defined]
+            ]
+            return tree_id, changed
+
+        return build
+
     with writer_lock(repo):
-        recover(repo)
-        sig = signature(repo)
+        pending = recover(repo)
         for sha in commits:
-            for _attempt in range(MAX_CAS_RETRIES):
-                ref = branch_ref(repo)
-                head = repo[ref.target]
-                target = repo[sha]
-                if len(target.parents) != 1:  # type: ignore[attr-defined]
-                    raise ConflictError(f"commit {sha[:12]} is a merge or root commit; quipu cannot undo it")
-                index = repo.revert_commit(target, head)  # type: ignore[arg-type]
-                if index.conflicts is not None:
-                    paths = sorted({(c[1] or c[0] or c[2]).path for c in index.conflicts})
-                    raise ConflictError(
-                        f"undoing {sha[:12]} conflicts with later changes to {', '.join(paths)}\n"
-                        "- undo the later commits first (see `quipu log`), or edit the memory by hand"
-                    )
-                tree_id = index.write_tree(repo)
-                changed = [
-                    d.delta.new_file.path if d.delta.status_char() != "D" else d.delta.old_file.path
-                    for d in repo.diff(head.tree, repo[tree_id])  # type: ignore[attr-defined]
-                ]
-                oid = repo.create_commit(None, sig, sig, message_for[sha], tree_id, [head.id])
-                _write_journal(repo, str(oid), changed)
-                if _swap(repo, ref, oid):
-                    if _sync_paths(repo, changed):
-                        _clear_journal(repo)
-                    made.append(str(oid))
-                    break
-            else:
-                raise ConflictError("the store's branch kept moving under quipu; stop other writers and retry")
+            oid = _land(repo, builder(sha), message_for[sha], pending)
+            pending = []
+            if oid is not None:
+                made.append(oid)
     return made
 
 
-def _swap(repo: pygit2.Repository, ref: pygit2.Reference, oid: pygit2.Oid) -> bool:
-    """Compare-and-swap the branch from the tip ``ref`` was read at to ``oid``."""
-    deadline = time.monotonic() + 5.0
-    while True:
-        try:
-            ref.set_target(oid, "quipu: commit")
-            return True
-        except pygit2.GitError as exc:
-            text = str(exc).lower()
-            if "lock" in text and time.monotonic() < deadline:
-                _remove_stale_lock(os.path.join(repo.path, ref.name + ".lock"))
-                time.sleep(0.01)
-                continue
-            if "lock" in text:
-                raise ConflictError(
-                    f"git's lock on {ref.name} is held by another program\n"
-                    f"- if no git command is running, remove {os.path.join(repo.path, ref.name)}.lock"
-                ) from None
-            return False  # the branch moved: rebuild on the new tip
+def _land(repo: pygit2.Repository, build: TreeBuilder, message: str, pending: list[str]) -> str | None:
+    """Build a commit on the branch tip and move the branch to it; call with the writer lock held.
 
-
-def _remove_stale_lock(path: str) -> None:
-    """Under quipu's own lock, a git lock file this old was left by a killed process."""
+    Order: write the touched worktree files; take git's ``index.lock`` and prepare the new index
+    in it; compare-and-swap the branch; rename the prepared index into place. Holding git's index
+    lock across the swap means no ``git commit`` can sweep quipu's staged file into its own
+    commit, and none can commit a tree without it on top of quipu's commit. A swap that fails
+    because someone moved the branch starts over on the new tip. Returns None (and writes
+    nothing) when the tree would not change."""
+    sig = signature(repo)
+    paths = list(pending)
     try:
-        if time.time() - os.stat(path).st_mtime > STALE_GIT_LOCK_SECONDS:
-            os.unlink(path)
-    except OSError:
-        pass
+        for _attempt in range(MAX_CAS_RETRIES):
+            ref = branch_ref(repo)
+            parent: pygit2.Commit = repo[ref.target]  # type: ignore[assignment]
+            tree_id, touched = build(parent)
+            paths = list(dict.fromkeys([*pending, *touched]))
+            if tree_id == parent.tree.id:
+                _settle(repo, ref.name, pending, parent.tree)
+                return None
+            oid = repo.create_commit(None, sig, sig, message, tree_id, [parent.id])
+            journal = _Journal(repo, str(oid), ref.name, paths)
+            journal.write("worktree")
+            tree: pygit2.Tree = repo[tree_id]  # type: ignore[assignment]
+            _write_worktree(repo, paths, tree)
+            index_lock = _GitIndexLock(repo, journal)
+            try:
+                if index_lock.acquire():
+                    index_lock.prepare(paths, tree)
+                swapped = _swap(repo, ref, oid, journal)
+            except BaseException:
+                index_lock.rollback()
+                raise
+            if swapped:
+                if index_lock.held:
+                    index_lock.commit()
+                    journal.clear()
+                else:
+                    journal.write("index-busy")  # the next write stages these paths
+                return str(oid)
+            index_lock.rollback()
+        raise ConflictError(
+            "the store's branch kept moving under quipu; nothing was written\n"
+            "- stop the other program writing to the store with git, then try again"
+        )
+    except BaseException:
+        # Whatever stopped us, put the worktree and git's index back in line with the branch.
+        with contextlib.suppress(Exception):
+            ref = branch_ref(repo)
+            _settle(repo, ref.name, paths, repo[ref.target].tree)  # type: ignore[attr-defined]
+        raise
 
 
-def _write_journal(repo: pygit2.Repository, commit: str, paths: list[str]) -> None:
-    path = os.path.join(repo.path, JOURNAL_NAME)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"commit": commit, "paths": paths}, fh)
-    os.replace(tmp, path)
+def _settle(repo: pygit2.Repository, ref: str, paths: list[str], tree: pygit2.Tree) -> None:
+    """Make the worktree and git's index match ``tree`` for ``paths`` (left over by an earlier writer)."""
+    journal = _Journal(repo, "", ref, paths)
+    if not paths:
+        journal.clear()
+        return
+    journal.write("worktree")
+    _write_worktree(repo, paths, tree)
+    index_lock = _GitIndexLock(repo, journal)
+    if not index_lock.acquire():
+        journal.write("index-busy")
+        return
+    try:
+        index_lock.prepare(paths, tree)
+    except BaseException:
+        index_lock.rollback()
+        raise
+    index_lock.commit()
+    journal.clear()
 
 
-def _clear_journal(repo: pygit2.Repository) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(repo.path, JOURNAL_NAME))
+def _swap(repo: pygit2.Repository, ref: pygit2.Reference, oid: pygit2.Oid, journal: _Journal) -> bool:
+    """Compare-and-swap the branch from the tip ``ref`` was read at to ``oid``.
+
+    False when the branch moved (the caller rebuilds on the new tip). A git lock on the ref
+    (libgit2 raises OSError for it) is waited for; one held longer than the deadline is an error."""
+    lock = os.path.join(repo.path, ref.name + ".lock")
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    try:
+        while True:
+            # A ref lock that appears after this stamp is ours (for recovery); one already there is not.
+            journal.write("swap", ref_lock_at=None if os.path.exists(lock) else time.time())
+            try:
+                ref.set_target(oid, "quipu: commit")
+                return True
+            except OSError:
+                pass  # GIT_ELOCKED: another program holds <ref>.lock
+            except pygit2.GitError as exc:
+                if "lock" not in str(exc).lower():
+                    return False  # the branch moved: rebuild on the new tip
+            if time.monotonic() > deadline:
+                raise ConflictError(
+                    f"git's lock on {ref.name} is held by another program; nothing was written\n"
+                    f"- if no git command is running, remove {lock} and try again"
+                )
+            time.sleep(0.01)
+    finally:
+        journal.data["ref_lock_at"] = None
 
 
-def recover(repo: pygit2.Repository) -> None:
-    """Finish the worktree/index sync of a writer that died; call with the writer lock held."""
+# ---------------------------------------------------------------- journal and recovery
+
+
+class _Journal:
+    """``<gitdir>/quipu-pending.json``: what the writer holding the lock is doing, for recovery.
+
+    ``index_lock_at`` / ``ref_lock_at`` are set just before quipu may create git's ``index.lock``
+    or the branch's ref lock and cleared when it no longer holds them: a lock file created after
+    that moment by a writer that then died is the dead writer's."""
+
+    def __init__(self, repo: pygit2.Repository, commit: str, ref: str, paths: list[str]) -> None:
+        self.path = os.path.join(repo.path, JOURNAL_NAME)
+        self.data: dict[str, Any] = {
+            "commit": commit, "ref": ref, "paths": paths, "pid": os.getpid(),
+            "index_lock_at": None, "ref_lock_at": None,
+        }
+
+    def write(self, step: str, **stamps: float | None) -> None:
+        self.data.update(step=step, **stamps)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(self.data, fh)
+        os.replace(tmp, self.path)
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def recover(repo: pygit2.Repository) -> list[str]:
+    """Clean up after a writer that died or could not finish; call with the writer lock held.
+
+    Returns the journalled paths still to be synced to HEAD (the caller's write syncs them)."""
+    _remove_dead_writers_scratch(repo)
     path = os.path.join(repo.path, JOURNAL_NAME)
     try:
         with open(path, encoding="utf-8") as fh:
             pending = json.load(fh)
-        paths = [p for p in pending.get("paths", []) if isinstance(p, str)]
+        if not isinstance(pending, dict):
+            raise ValueError(pending)
     except FileNotFoundError:
-        return
+        return []
     except (OSError, ValueError):
-        paths = []
-    if not paths or _sync_paths(repo, paths):
-        _clear_journal(repo)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return []
+    paths = [p for p in pending.get("paths", []) if isinstance(p, str) and _is_safe(p)]
+    pid = pending.get("pid")
+    if isinstance(pid, int) and pid != os.getpid() and not _alive(pid):
+        _remove_dead_writers_files(repo, pending, pid, paths)
+    # Syncing a path to HEAD is right whether or not the dead writer's commit landed.
+    return paths
+
+
+def _is_safe(rel: str) -> bool:
+    try:
+        check_path(rel)
+    except InvalidMemory:
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _remove_dead_writers_files(repo: pygit2.Repository, pending: dict[str, Any], pid: int, paths: list[str]) -> None:
+    """Remove the git lock files a killed quipu writer held, and its temporary files.
+
+    A lock counts as the dead writer's only when its journal says it was about to take that
+    lock and the file is newer than that moment: a lock a person's git took before (an editor
+    open in ``git commit``) is left alone."""
+    candidates = [(os.path.join(repo.path, "index.lock"), pending.get("index_lock_at"))]
+    ref = pending.get("ref")
+    if isinstance(ref, str) and ref.startswith("refs/") and ".." not in ref.split("/"):
+        candidates.append((os.path.join(repo.path, ref + ".lock"), pending.get("ref_lock_at")))
+    for lock, since in candidates:
+        if isinstance(since, (int, float)) and not isinstance(since, bool):
+            with contextlib.suppress(OSError):
+                if since - 0.01 <= os.stat(lock).st_mtime <= since + DEAD_LOCK_WINDOW:
+                    os.unlink(lock)
+    for rel in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(repo.workdir, f"{rel}.{pid}.tmp"))
+
+
+_SCRATCH = re.compile(r"\A(?:quipu-pending\.json|quipu-index)\.(\d+)\.tmp(?:\.lock)?\Z")
+
+
+def _remove_dead_writers_scratch(repo: pygit2.Repository) -> None:
+    """Scratch files in the git dir carry their writer's pid; remove those of dead writers."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(repo.path):
+            match = _SCRATCH.match(name)
+            if match and int(match.group(1)) != os.getpid() and not _alive(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(repo.path, name))
+
+
+# ---------------------------------------------------------------- worktree and git's index
 
 
 def _safe_worktree_path(workdir: str, rel: str) -> str:
-    full = os.path.normpath(os.path.join(workdir, rel))
+    full = os.path.normpath(os.path.join(workdir, check_path(rel)))
     if not full.startswith(os.path.normpath(workdir) + os.sep):
-        raise ConflictError(f"refusing to write outside the store: {rel!r}")
+        raise InvalidMemory(f"refusing to write outside the store: {rel!r}")
     return full
 
 
-def _sync_paths(repo: pygit2.Repository, paths: list[str]) -> bool:
-    """Make worktree files and git index entries of ``paths`` match HEAD; False if git's index was busy."""
-    tree = repo[branch_ref(repo).target].tree  # type: ignore[attr-defined]
+def _blob_entry(tree: pygit2.Tree, rel: str) -> pygit2.Object | None:
+    try:
+        entry = tree[rel]
+    except KeyError:
+        return None
+    return entry if entry.type_str == "blob" else None
+
+
+def _write_worktree(repo: pygit2.Repository, paths: list[str], tree: pygit2.Tree) -> None:
+    """Make the worktree files of ``paths`` match ``tree`` (atomic renames; absent means removed)."""
     workdir = repo.workdir
-    present: list[str] = []
     for rel in paths:
         full = _safe_worktree_path(workdir, rel)
-        try:
-            entry = tree[rel]
-        except KeyError:
-            entry = None
+        entry = _blob_entry(tree, rel)
         if entry is None:
-            with contextlib.suppress(FileNotFoundError):
+            if os.path.isfile(full) or os.path.islink(full):
                 os.unlink(full)
             _prune_empty_dirs(workdir, os.path.dirname(full))
             continue
         data = repo[entry.id].data  # type: ignore[attr-defined]
+        try:
+            with open(full, "rb") as fh:
+                if fh.read(len(data) + 1) == data:
+                    continue
+        except OSError:
+            pass
         os.makedirs(os.path.dirname(full), exist_ok=True)
         tmp = f"{full}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             fh.write(data)
         os.replace(tmp, full)
-        present.append(rel)
-    return _update_git_index(repo, paths, set(present))
 
 
 def _prune_empty_dirs(workdir: str, directory: str) -> None:
@@ -292,28 +514,101 @@ def _prune_empty_dirs(workdir: str, directory: str) -> None:
         directory = os.path.dirname(directory)
 
 
-def _update_git_index(repo: pygit2.Repository, paths: list[str], present: set[str]) -> bool:
-    deadline = time.monotonic() + 3.0
-    lock = os.path.join(repo.path, "index.lock")
-    while True:
-        try:
-            index = repo.index
-            index.read(True)
-            for rel in paths:
-                if rel in present:
-                    index.add(rel)
-                else:
-                    with contextlib.suppress(OSError, KeyError, pygit2.GitError):
-                        index.remove(rel)
-            index.write()
-            return True
-        except pygit2.GitError:
+class _GitIndexLock:
+    """git's own ``index.lock``, taken the way git takes it (O_EXCL) and held across the swap.
+
+    ``prepare`` reads ``.git/index`` (stable: nobody writes it without this lock), stages the
+    paths and leaves the new index in the lock file; ``commit`` renames it over ``.git/index``,
+    ``rollback`` throws it away. A person's ``git add`` is therefore never undone."""
+
+    def __init__(self, repo: pygit2.Repository, journal: _Journal) -> None:
+        self.repo = repo
+        self.journal = journal
+        self.lock = os.path.join(repo.path, "index.lock")
+        self.index = os.path.join(repo.path, "index")
+        self.held = False
+
+    def acquire(self) -> bool:
+        """Take the lock, waiting a little for another program's git; False if it stays busy."""
+        deadline = time.monotonic() + INDEX_WAIT_SECONDS
+        while True:
+            if not os.path.exists(self.lock):
+                self.journal.write("index", index_lock_at=time.time())
+                try:
+                    os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                    self.held = True
+                    return True
+                except FileExistsError:
+                    pass
             if time.monotonic() > deadline:
-                # A person's git holds the index: HEAD is right, and the journal stays so the
-                # next quipu write re-syncs these entries; only `git status` is briefly off.
+                # Another program's git holds the index (a `git commit` waiting in an editor):
+                # HEAD will be right, and the journal keeps the paths for the next write.
+                self.journal.write("index-busy", index_lock_at=None)
                 return False
-            _remove_stale_lock(lock)
-            time.sleep(0.02)
+            time.sleep(0.01)
+
+    def prepare(self, paths: list[str], tree: pygit2.Tree) -> None:
+        tmp = os.path.join(self.repo.path, f"quipu-index.{os.getpid()}.tmp")
+        if os.path.exists(self.index):
+            shutil.copyfile(self.index, tmp)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        try:
+            staged = pygit2.Index(tmp)
+            for rel in paths:
+                entry = _blob_entry(tree, rel)
+                if entry is None:
+                    with contextlib.suppress(OSError, KeyError, ValueError, pygit2.GitError):
+                        staged.remove(rel)
+                    continue
+                full = os.path.join(self.repo.workdir, rel)
+                staged.add(_StatEntry(rel, entry.id, entry.filemode, os.lstat(full)))
+            staged.write()
+            os.replace(tmp, self.lock)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def commit(self) -> None:
+        os.replace(self.lock, self.index)
+        self.held = False
+        self.journal.data["index_lock_at"] = None
+
+    def rollback(self) -> None:
+        if self.held:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock)
+            self.held = False
+        self.journal.data["index_lock_at"] = None
+
+
+class _StatEntry(pygit2.IndexEntry):
+    """An index entry that carries the worktree file's stat data, as ``git add`` records it.
+
+    Without it git would see the entry as possibly modified until something refreshes the index.
+    pygit2 exposes no stat fields, so they are filled into its C struct; if that ever fails the
+    entry is staged without them (still correct, only slower for git to check)."""
+
+    def __init__(self, path: str, oid: pygit2.Oid, mode: int, st: os.stat_result) -> None:
+        super().__init__(path, oid, mode)  # type: ignore[arg-type]
+        self.st = st
+
+    def _to_c(self) -> Any:
+        centry, keep = super()._to_c()
+        with contextlib.suppress(Exception):
+            st = self.st
+            for name, ns in (("ctime", st.st_ctime_ns), ("mtime", st.st_mtime_ns)):
+                stamp = getattr(centry, name)
+                stamp.seconds = min(ns // 1_000_000_000, 2**31 - 1)
+                stamp.nanoseconds = ns % 1_000_000_000
+            centry.dev = st.st_dev & 0xFFFFFFFF
+            centry.ino = st.st_ino & 0xFFFFFFFF
+            centry.uid = st.st_uid & 0xFFFFFFFF
+            centry.gid = st.st_gid & 0xFFFFFFFF
+            centry.file_size = st.st_size & 0xFFFFFFFF
+        return centry, keep
 
 
 def _maybe_gc(repo: pygit2.Repository, oid: str) -> None:

@@ -8,6 +8,10 @@ Contract:
   HEAD (read from git's files) and re-indexes only the paths that differ between the two trees.
   A missing, corrupt, foreign or unreadable index, or one whose commit git no longer has, is
   rebuilt (into a new file that replaces the old one atomically); it never surfaces as an error.
+- After every write quipu records the file's identity (inode, size, mtime) beside it in
+  ``index.sqlite.stamp``. A file changed by anything else (bytes overwritten, a copy dropped in)
+  must pass ``PRAGMA quick_check`` before it is trusted again. ``query`` and ``rows`` rebuild and
+  retry once if SQLite still reports the file damaged mid-query.
 - Files with malformed frontmatter are skipped and listed in ``problems`` (``quipu doctor``).
 - Index writers serialise on an ``flock``; readers never write.
 - The schema, table names and the ranking SQL live in ``quipu.recall``'s stdlib-only world:
@@ -22,10 +26,10 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pygit2
 
@@ -35,6 +39,7 @@ from quipu.memory import Memory, parse_created, parse_memory
 from quipu.store import CONFIG_NAME, Store
 
 SCHEMA_VERSION = "1"
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -145,16 +150,53 @@ def _open_valid(store: Store) -> sqlite3.Connection | None:
     path = store.index_path
     if not path.is_file():
         return None
+    db: sqlite3.Connection | None = None
     try:
         db = connect(path)
         meta = _meta(db)
         if meta.get("schema") != SCHEMA_VERSION or meta.get("store") != str(store.root.resolve()):
             db.close()
             return None
+        if _read_stamp(store) != _file_stamp(path):
+            # Changed by something other than quipu: trust it only if SQLite finds it intact.
+            if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                db.close()
+                return None
+            _write_stamp(store)
         db.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'quipu'").fetchone()
         return db
     except sqlite3.DatabaseError:
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
         return None
+
+
+def _stamp_path(store: Store) -> Path:
+    return store.index_path.with_name(store.index_path.name + ".stamp")
+
+
+def _file_stamp(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _read_stamp(store: Store) -> str:
+    try:
+        return _stamp_path(store).read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def _write_stamp(store: Store) -> None:
+    target = _stamp_path(store)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        tmp.write_text(_file_stamp(store.index_path), encoding="utf-8")
+        os.replace(tmp, target)
 
 
 def ensure_fresh(store: Store, *, force_rebuild: bool = False) -> RefreshResult:
@@ -172,6 +214,7 @@ def ensure_fresh(store: Store, *, force_rebuild: bool = False) -> RefreshResult:
                 changed = _incremental(store, db, indexed, head)
                 problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
                 db.close()
+                _write_stamp(store)
                 if changed is not None:
                     return RefreshResult("incremental", head, changed, problems, time.perf_counter() - start)
             except sqlite3.DatabaseError:
@@ -190,14 +233,31 @@ def open_fresh(store: Store) -> sqlite3.Connection:
         raise FatalError(f"cannot open the index {store.index_path}: {exc}\n- run `quipu index --rebuild`") from exc
 
 
+def query(store: Store, read: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``read`` on a fresh index; if SQLite finds the file damaged, rebuild it and run again."""
+    for attempt in (1, 2):
+        db = open_fresh(store)
+        try:
+            return read(db)
+        except sqlite3.DatabaseError:
+            if attempt == 2:
+                raise
+        finally:
+            db.close()
+        ensure_fresh(store, force_rebuild=True)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 # ---------------------------------------------------------------- full rebuild
 
 
 def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
     path = store.index_path
+    # Rebuilds run under the index lock, so any other temporary file is a killed rebuild's.
+    for stale in path.parent.glob(f"{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
     db = connect(tmp)
     try:
         db.execute("PRAGMA journal_mode = OFF")
@@ -206,7 +266,7 @@ def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
         db.execute("BEGIN")
         rows = []
         problems = []
-        for rel, data in store.iter_memory_files():
+        for rel, data in _memory_blobs(store):
             try:
                 memory = parse_memory(data, rel)
                 _check_path_matches(memory, rel)
@@ -224,12 +284,38 @@ def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
         for item in problems:
             print(f"quipu: skipped {item[1]}", file=sys.stderr)
         os.replace(tmp, path)
+        _write_stamp(store)
         return len(rows), len(problems)
     except BaseException:
         db.close()
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def is_memory_path(rel: str) -> bool:
+    """Every ``memories/**.md`` file is indexed or reported, wherever a person committed it."""
+    return rel.startswith("memories/") and rel.endswith(".md")
+
+
+def _memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
+    """All ``memories/**.md`` blobs at HEAD, sharded or not (a misplaced file becomes a problem)."""
+    repo = store.repo
+    try:
+        top = store._head_tree()["memories"]
+    except KeyError:
+        return
+    if top.type_str != "tree":
+        return
+    stack = [("memories", repo[top.id])]
+    while stack:
+        prefix, tree = stack.pop()
+        for entry in tree:  # type: ignore[attr-defined]
+            rel = f"{prefix}/{entry.name}"
+            if entry.type_str == "tree":
+                stack.append((rel, repo[entry.id]))
+            elif entry.type_str == "blob" and is_memory_path(rel):
+                yield rel, repo[entry.id].data  # type: ignore[attr-defined]
 
 
 def _check_path_matches(memory: Memory, rel: str) -> None:
@@ -343,7 +429,7 @@ def _delete_row(db: sqlite3.Connection, rowid: int) -> None:
 
 
 def _apply(db: sqlite3.Connection, rel: str, data: bytes, affected: set[str]) -> None:
-    if rel.startswith("memories/") and rel.endswith(".md"):
+    if is_memory_path(rel):
         old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE path = ?", (rel,)).fetchone()
         if old:
             _delete_row(db, old[0])
@@ -432,16 +518,15 @@ def _derive(db: sqlite3.Connection, ids: set[str] | None) -> None:
 
 
 def rows(store: Store, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-    db = open_fresh(store)
-    db.row_factory = sqlite3.Row
-    try:
+    def read(db: sqlite3.Connection) -> list[sqlite3.Row]:
+        db.row_factory = sqlite3.Row
         return list(db.execute(sql, tuple(params)))
-    finally:
-        db.close()
+
+    return query(store, read)
 
 
 def config_changed(rel: str) -> bool:
     return rel == CONFIG_NAME
 
 
-__all__ = ["ensure_fresh", "open_fresh", "rows", "fold_events", "RefreshResult", "SCHEMA", "locate"]
+__all__ = ["ensure_fresh", "open_fresh", "query", "rows", "fold_events", "RefreshResult", "SCHEMA", "locate"]

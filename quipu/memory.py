@@ -46,7 +46,8 @@ CLASSES: dict[str, float | None] = {
 ORIGINS = ("user", "session", "import")
 STATUSES = ("active", "superseded")
 
-ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
+# \Z, not $: "$" also matches before a trailing newline, which would let "abc\n" through.
+ID_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{2,63}\Z")
 _TOPIC_RE = re.compile(r"^[^\x00-\x1f]{1,80}$")
 
 # Frontmatter keys in the order they are written. Anything else is refused.
@@ -355,7 +356,10 @@ def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:
 def parse_memory(data: bytes, source: str = "memory") -> Memory:
     """Parse and validate a memory file's bytes."""
     if len(data) > MAX_FILE_BYTES:
-        raise InvalidMemory(f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}")
+        raise InvalidMemory(
+            f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}\n"
+            "- split it into several smaller memories"
+        )
     if b"\x00" in data:
         raise InvalidMemory(f"{source}: contains NUL bytes; a memory must be UTF-8 text")
     try:

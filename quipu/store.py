@@ -19,7 +19,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,9 +209,13 @@ class Store:
     # ------------------------------------------------------------ reading
 
     def _head_tree(self) -> pygit2.Tree:
+        """HEAD's tree; reads work on a detached HEAD too (only writes need the branch)."""
         repo = self.repo
-        ref = gitstore.branch_ref(repo)
-        return repo[ref.target].tree  # type: ignore[attr-defined,no-any-return]
+        try:
+            return repo.head.peel(pygit2.Tree)  # type: ignore[no-any-return]
+        except (pygit2.GitError, KeyError, ValueError):
+            gitstore.branch_ref(repo)  # raises the clear error for an unborn branch
+            raise
 
     def read_bytes(self, rel: str) -> bytes | None:
         try:
@@ -259,9 +263,20 @@ class Store:
 
     # ------------------------------------------------------------ writing
 
-    def commit(self, changes: Mapping[str, bytes | None], summary: str, trailers: Mapping[str, str | None]) -> str:
+    def commit(
+        self,
+        changes: Mapping[str, bytes | None],
+        summary: str,
+        trailers: Mapping[str, str | None],
+        *,
+        create_only: Collection[str] = (),
+        require: Collection[str] = (),
+    ) -> str:
+        """One commit; ``create_only``/``require`` paths are checked under the writer lock."""
         message = format_message(summary, trailers)
-        sha = gitstore.commit_files(self.root, changes, message, repo=self.repo)
+        sha = gitstore.commit_files(
+            self.root, changes, message, repo=self.repo, create_only=create_only, require=require
+        )
         if sha is None:
             raise ConflictError(f"nothing to commit for {summary!r}: the store already holds exactly this")
         return sha
@@ -282,7 +297,10 @@ class Store:
             )
         for old in memory.supersedes:
             if not self.exists(old):
-                raise NotFound(f"memory {memory.id} supersedes {old!r}, which is not in the store")
+                raise NotFound(
+                    f"memory {memory.id} supersedes {old!r}, which is not in the store\n"
+                    "- check the id with `quipu list`, or drop --supersedes"
+                )
         data = render_memory(memory)
         parse_memory(data, memory.path)  # the same validation a hand edit gets
         return self.commit(
@@ -295,6 +313,9 @@ class Store:
                 "Quipu-Session": session or memory.session,
                 "Quipu-Sweep": sweep,
             },
+            # Checked again under the lock: two writers racing for one id cannot both win.
+            create_only=() if overwrite else (memory.path,),
+            require=[memory_path(old) for old in memory.supersedes],
         )
 
     def add_event(
@@ -304,14 +325,20 @@ class Store:
         *,
         summary: str,
         trailers: Mapping[str, str | None],
+        also_require: Collection[str] = (),
     ) -> str:
-        """Commit one new event file about ``memory_id``."""
+        """Commit one new event file about ``memory_id`` (and ``also_require`` ids) that must exist."""
         if not self.exists(memory_id):
             raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
         event = {"memory": memory_id, "at": _now(), **event}
         name = f"{event_dir(memory_id)}/{_stamp()}-{secrets.token_hex(3)}.json"
         data = (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        return self.commit({name: data}, summary, {"Quipu-Memory": memory_id, **trailers})
+        return self.commit(
+            {name: data},
+            summary,
+            {"Quipu-Memory": memory_id, **trailers},
+            require=[memory_path(m) for m in (memory_id, *also_require)],
+        )
 
     def supersede(
         self,
@@ -337,6 +364,7 @@ class Store:
                 "Quipu-Sweep": sweep,
                 **(extra_trailers or {}),
             },
+            also_require=(new,),
         )
 
     def label(

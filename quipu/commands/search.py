@@ -6,6 +6,7 @@ import argparse
 from quipu import index, recall
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
+from quipu.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,14 +22,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
+def search(store: Store, query: str, *, limit: int = 10) -> recall.Recall:
+    """Ranked full-text search over the whole store: no score floor, superseded memories too."""
+    options = recall.Options(limit=limit, min_score=0.0, rarest=8)
+    return index.query(store, lambda db: recall.recall(db, query, "", options))
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    db = index.open_fresh(store)
-    try:
-        options = recall.Options(limit=args.limit, min_score=0.0, rarest=8)
-        result = recall.recall(db, args.query, "", options)
-    finally:
-        db.close()
+    result = search(store, args.query, limit=args.limit)
     if args.json:
         print_json([h.to_json() for h in result.hits])
         return 0

@@ -1,0 +1,479 @@
+"""LoCoMo evidence recall through quipu's real recall path (issue 3 quality), beside plain BM25.
+
+Data: ``<repo>/../shared/data/locomo/locomo10.json`` (CC BY-NC 4.0, read at run time, never copied
+into this repository; skipped with a message when absent).
+
+Each conversation becomes one store: every turn is one memory whose searchable text equals the
+baselines' row, ``"<speaker>: <text>"`` plus ``" [image: <blip_caption>]"`` when present. The
+title is neutral by default (the turn's ``D<session>:<turn>`` label, whose tokens no question
+uses), so the comparison is about ranking rules, not about extra text; ``--title`` tries others.
+Memories are ``event`` notes dated at their session's date that never decay (``--decay`` keeps
+the class default and asks "the day after the last session"). Stores are written in bulk (one
+fast-import commit), then indexed by ``index.ensure_fresh``.
+
+Each question goes through ``quipu.recall.recall`` on the store's index with the options the hook
+reads from the store (``Options.from_config``) but ``limit=5``, so recall@5 can be measured; the
+hook's default limit (2) is reported as hit@2 (the first two hits; the ranking does not depend
+on the limit here: no fact notes, no session exclusions).
+
+Baselines in the same run, per conversation:
+- plain FTS5: one row per turn, ``tokenize='porter unicode61'``, the question's non-stopword
+  words quoted and OR-ed, ``ORDER BY bm25()`` (the orientation figure was recall@5 0.549);
+- ``rank_bm25.BM25Okapi`` over lower-cased word tokens without stop words (no stemming).
+
+Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
+questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
+hit@k = at least one evidence turn in the top k.
+
+Usage: python bench/bench_locomo.py [--data PATH] [--title dia|speaker-date|first-words] [--write-results]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sqlite3
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as C  # noqa: E402
+
+from quipu import index, recall  # noqa: E402
+from quipu.memory import Memory  # noqa: E402
+from quipu.query import extract_terms  # noqa: E402
+from quipu.store import Store  # noqa: E402
+
+DEFAULT_DATA = C.REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+CATEGORIES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
+K = 5
+DIAG_QUIPU_TERMS = "plain FTS5 with quipu's terms (`query.extract_terms`)"
+DIAG_RAREST = "plain FTS5, baseline terms, 3 rarest only"
+DIAG_BOTH = "plain FTS5 with quipu's terms, 3 rarest only"
+_EVIDENCE = re.compile(r"D(\d+):(\d+)")
+_WORD = re.compile(r"\w+")
+# NLTK's English stop-word list: a baseline independent of quipu's own list.
+BASELINE_STOPWORDS = frozenset("""
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
+himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom this
+that that'll these those am is are was were be been being have has had having do does did doing a an the and but
+if or because as until while of at by for with about against between into through during before after above below
+to from up down in out on off over under again further then once here there when where why how all any both each
+few more most other some such no nor not only own same so than too very s t can will just don don't should
+should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't
+haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
+weren weren't won won't wouldn wouldn't
+""".split())
+
+
+@dataclass(frozen=True)
+class Turn:
+    memory_id: str
+    dia: tuple[int, int]
+    speaker: str
+    text: str
+    date: dt.datetime
+
+
+@dataclass
+class Question:
+    conv: str
+    number: int
+    text: str
+    category: int
+    evidence: frozenset[str]
+    ranked: dict[str, list[str]] = field(default_factory=dict)  # system -> top ids
+    quipu_terms: list[tuple[str, int, bool]] = field(default_factory=list)
+    quipu_reason: str = ""
+
+
+# ------------------------------------------------------------------ data
+
+
+def memory_id(conv: str, session: int, turn: int) -> str:
+    return re.sub(r"[^a-z0-9-]", "-", f"{conv.lower()}-d{session}-{turn}")
+
+
+def load(path: Path) -> list[tuple[str, list[Turn], list[Question]]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for sample in data:
+        conv = sample["sample_id"]
+        c = sample["conversation"]
+        turns: list[Turn] = []
+        for key, value in c.items():
+            m = re.fullmatch(r"session_(\d+)", key)
+            if not m or not isinstance(value, list):
+                continue
+            session = int(m.group(1))
+            date = dt.datetime.strptime(c[f"{key}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=dt.timezone.utc)
+            for item in value:
+                dm = _EVIDENCE.fullmatch(item["dia_id"].strip())
+                if not dm:
+                    continue
+                s, t = int(dm.group(1)), int(dm.group(2))
+                text = f"{item['speaker']}: {item['text']}"
+                if item.get("blip_caption"):
+                    text += f" [image: {item['blip_caption']}]"
+                turns.append(Turn(memory_id(conv, s, t), (s, t), item["speaker"], text, date))
+        known = {t.memory_id for t in turns}
+        questions = []
+        for number, qa in enumerate(sample["qa"]):
+            evidence = set()
+            for item in qa.get("evidence") or []:
+                for s, t in _EVIDENCE.findall(str(item)):
+                    mid = memory_id(conv, int(s), int(t))
+                    if mid in known:
+                        evidence.add(mid)
+            if evidence:
+                questions.append(Question(conv, number, qa["question"], int(qa["category"]), frozenset(evidence)))
+        out.append((conv, turns, questions))
+    return out
+
+
+def title_for(turn: Turn, style: str) -> str:
+    if style == "speaker-date":
+        return f"{turn.speaker}, {turn.date:%d %B %Y}"
+    if style == "first-words":
+        words = turn.text.split(":", 1)[1].split()
+        return " ".join(words[:8]) or turn.speaker
+    return f"D{turn.dia[0]}:{turn.dia[1]}"
+
+
+def memories(turns: Iterable[Turn], title: str, decay: bool) -> list[Memory]:
+    out = []
+    for turn in turns:
+        fields: dict[str, object] = {
+            "id": turn.memory_id,
+            "title": title_for(turn, title),
+            "class": "event",
+            "origin": "import",
+            "created": turn.date.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        if not decay:
+            fields["half_life_days"] = None  # never decays: dates must not re-rank the turns
+        out.append(Memory.create(fields, turn.text))
+    return out
+
+
+# ------------------------------------------------------------------ systems
+
+
+def baseline_terms(question: str) -> list[str]:
+    return list(dict.fromkeys(w for w in _WORD.findall(question.lower()) if w not in BASELINE_STOPWORDS))
+
+
+class PlainFts:
+    """One FTS5 row per turn, OR of the quoted question terms, ORDER BY bm25()."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='porter unicode61')")
+        self.db.executemany("INSERT INTO t VALUES (?, ?)", [(t.memory_id, t.text) for t in turns])
+
+    def search(self, question: str, k: int) -> list[str]:
+        return self.search_terms(baseline_terms(question), k)
+
+    def search_terms(self, terms: Sequence[str], k: int, rarest: int = 0) -> list[str]:
+        """OR of ``terms``; with ``rarest``, only that many of the terms with the lowest document
+        frequency (terms absent from the conversation left out), like quipu's rule."""
+        if rarest:
+            df = {t: self.df(t) for t in terms}
+            terms = sorted((t for t in terms if df[t] > 0), key=lambda t: df[t])[:rarest]
+        if not terms:
+            return []
+        expr = " OR ".join(_quote(t) for t in terms)
+        return [r[0] for r in self.db.execute("SELECT id FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?", (expr, k))]
+
+    def df(self, term: str) -> int:
+        return int(self.db.execute("SELECT count(*) FROM t WHERE t MATCH ?", (_quote(term),)).fetchone()[0])
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class RankBm25:
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.ids = [t.memory_id for t in turns]
+        self.bm25 = BM25Okapi([baseline_terms(t.text) or ["_"] for t in turns])
+
+    def search(self, question: str, k: int) -> list[str]:
+        terms = baseline_terms(question)
+        if not terms:
+            return []
+        scores = self.bm25.get_scores(terms)
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
+        return [self.ids[i] for i in order]
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def recall_at(ranked: Sequence[str], evidence: frozenset[str], k: int) -> float:
+    return len(evidence & set(ranked[:k])) / len(evidence)
+
+
+def hit_at(ranked: Sequence[str], evidence: frozenset[str], k: int) -> float:
+    return 1.0 if evidence & set(ranked[:k]) else 0.0
+
+
+def summarize(questions: Sequence[Question], system: str) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[Question]] = defaultdict(list)
+    for q in questions:
+        groups[CATEGORIES[q.category]].append(q)
+        groups["all"].append(q)
+    out = {}
+    for name in [*CATEGORIES.values(), "all"]:
+        qs = groups.get(name, [])
+        if not qs:
+            continue
+        n = len(qs)
+        out[name] = {
+            "n": n,
+            "r1": sum(recall_at(q.ranked[system], q.evidence, 1) for q in qs) / n,
+            "r2": sum(recall_at(q.ranked[system], q.evidence, 2) for q in qs) / n,
+            "r5": sum(recall_at(q.ranked[system], q.evidence, 5) for q in qs) / n,
+            "h2": sum(hit_at(q.ranked[system], q.evidence, 2) for q in qs) / n,
+            "h5": sum(hit_at(q.ranked[system], q.evidence, 5) for q in qs) / n,
+            "silent": sum(1 for q in qs if not q.ranked[system]),
+        }
+    return out
+
+
+# ------------------------------------------------------------------ the run
+
+
+def quipu_variants() -> dict[str, dict[str, object]]:
+    """Ablations of the recall options, each measured on the same index."""
+    return {
+        "quipu": {},
+        "quipu, floor off": {"min_score": 0.0},
+        "quipu, 4 rarest terms": {"rarest": 4},
+        "quipu, 5 rarest terms": {"rarest": 5},
+        "quipu, all terms (no rarest-3)": {"rarest": 64},
+        "quipu, all terms, floor off": {"rarest": 64, "min_score": 0.0},
+    }
+
+
+def run_quipu(db: sqlite3.Connection, questions: Sequence[Question], system: str, overrides: dict[str, object],
+              times: list[float], keep_explain: bool, now: float | None) -> None:
+    config = recall.index_config(db)
+    options = recall.Options.from_config(config, limit=K, now=now, **overrides)  # type: ignore[arg-type]
+    for q in questions:
+        start = time.perf_counter()
+        result = recall.recall(db, q.text, "", options)
+        times.append(time.perf_counter() - start)
+        q.ranked[system] = [h.id for h in result.hits]
+        if keep_explain:
+            q.quipu_terms = result.terms
+            q.quipu_reason = result.reason
+
+
+def silent_reasons(questions: Sequence[Question]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for q in questions:
+        if not q.ranked["quipu"]:
+            counts[q.quipu_reason or "(no reason given)"] += 1
+    return dict(counts)
+
+
+def fmt(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"locomo10.json (default {DEFAULT_DATA})")
+    p.add_argument("--title", choices=("dia", "speaker-date", "first-words"), default="dia",
+                   help="memory titles: the neutral D<s>:<t> label (default), speaker + session date, or the "
+                   "turn's first 8 words (title words weigh 8x in quipu's BM25)")
+    p.add_argument("--decay", action="store_true", help="keep the event class's 90-day half-life (asked the day "
+                   "after each conversation's last session) instead of no decay")
+    p.add_argument("--variants", action="store_true", help="also run the other title styles and decay, "
+                   "reporting quipu's overall figures for each")
+    p.add_argument("--examples", type=int, default=12, help="questions quipu misses but FTS5 hits to list")
+    p.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temporary folder, removed)")
+    p.add_argument("--write-results", action="store_true", help="update the bench_locomo section of bench/RESULTS.md")
+    args = p.parse_args(argv)
+    if not args.data.is_file():
+        print(f"bench_locomo: skipped: no LoCoMo data at {args.data}\n- put locomo10.json there "
+              "(see ../shared/data/locomo/README.md) or pass --data PATH", file=sys.stderr)
+        return 0
+    machine = C.machine()
+    scratch = C.scratch_dir(args.keep, "bench-locomo")
+    C.isolate(scratch)
+    try:
+        return _run(args, scratch, machine)
+    finally:
+        C.cleanup(scratch, args.keep)
+
+
+def build_and_rank(conversations: list[tuple[str, list[Turn], list[Question]]], scratch: Path, title: str,
+                   decay: bool, systems: dict[str, dict[str, object]], tag: str, timing: dict[str, list[float]],
+                   keep_explain: bool) -> float:
+    start = time.perf_counter()
+    for conv, turns, questions in conversations:
+        root = scratch / f"{tag}-{conv}"
+        C.bulk_store(root, memories(turns, title, decay), checkout=False, message=f"LoCoMo {conv}")
+        index.ensure_fresh(Store(root))
+        db = recall.open_index(str(root / ".cache" / "index.sqlite"))
+        now = (max(t.date for t in turns) + dt.timedelta(days=1)).timestamp() if decay else None
+        for system, overrides in systems.items():
+            run_quipu(db, questions, system, overrides, timing.setdefault(system, []),
+                      keep_explain and system == "quipu", now)
+        db.close()
+    return time.perf_counter() - start
+
+
+def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
+    conversations = load(args.data)
+    questions = [q for _c, _t, qs in conversations for q in qs]
+    timing: dict[str, list[float]] = {}
+    build_s = build_and_rank(conversations, scratch, args.title, args.decay, quipu_variants(), "main", timing, True)
+    for _conv, turns, qs in conversations:
+        fts, okapi = PlainFts(turns), RankBm25(turns)
+        for q in qs:
+            start = time.perf_counter()
+            q.ranked["fts5"] = fts.search(q.text, K)
+            timing.setdefault("fts5", []).append(time.perf_counter() - start)
+            start = time.perf_counter()
+            q.ranked["rank_bm25"] = okapi.search(q.text, K)
+            timing.setdefault("rank_bm25", []).append(time.perf_counter() - start)
+            # Decomposition: the plain engine fed with quipu's terms, and with the rarest-3 rule.
+            mine = [t.text for t in extract_terms(q.text)]
+            for system, terms, rarest in ((DIAG_QUIPU_TERMS, mine, 0), (DIAG_RAREST, baseline_terms(q.text), 3),
+                                          (DIAG_BOTH, mine, 3)):
+                start = time.perf_counter()
+                q.ranked[system] = fts.search_terms(terms, K, rarest)
+                timing.setdefault(system, []).append(time.perf_counter() - start)
+
+    diagnostics = [DIAG_QUIPU_TERMS, DIAG_RAREST, DIAG_BOTH]
+    summary = {s: summarize(questions, s)
+               for s in ["quipu", "fts5", "rank_bm25", *list(quipu_variants())[1:], *diagnostics]}
+    labels = {"quipu": "quipu recall (hook options, limit 5)", "fts5": "plain FTS5 BM25, OR of terms",
+              "rank_bm25": "rank_bm25 BM25Okapi"}
+    rows = []
+    for cat in [*CATEGORIES.values(), "all"]:
+        for system in ("quipu", "fts5", "rank_bm25"):
+            s = summary[system][cat]
+            rows.append([cat if system == "quipu" else "", labels[system], s["n"], fmt(s["r1"]), fmt(s["r2"]),
+                         fmt(s["r5"]), fmt(s["h2"]), fmt(s["h5"]), s["silent"]])
+    main_table = C.table(["category", "system", "n", "recall@1", "recall@2", "recall@5", "hit@2", "hit@5",
+                          "silent"], rows)
+
+    ablation_rows = []
+    for system in [*quipu_variants(), "fts5", "rank_bm25", *diagnostics]:
+        s = summary[system]
+        ablation_rows.append([labels.get(system, system), fmt(s["all"]["r5"]), fmt(s["all"]["h2"]),
+                              *(fmt(s[c]["r5"]) for c in CATEGORIES.values()), s["all"]["silent"],
+                              f"{C.median(timing[system]) * 1000:.2f}"])
+    variant_note = ""
+    if args.variants:
+        for title, decay in (("speaker-date", False), ("first-words", False), (args.title, True)):
+            if (title, decay) == (args.title, args.decay):
+                continue
+            tag = f"{title}{'-decay' if decay else ''}"
+            system = f"quipu, title {title}" + (", 90-day decay" if decay else "")
+            vt: dict[str, list[float]] = {}
+            build_and_rank(conversations, scratch, title, decay, {system: {}}, tag, vt, False)
+            s = summarize(questions, system)
+            ablation_rows.append([system, fmt(s["all"]["r5"]), fmt(s["all"]["h2"]),
+                                  *(fmt(s[c]["r5"]) for c in CATEGORIES.values()), s["all"]["silent"],
+                                  f"{C.median(vt[system]) * 1000:.2f}"])
+        variant_note = (" Title variants put extra words in the 8x-weighted title field (speaker-date adds the "
+                        "speaker's name and the date; first-words repeats the turn's first words); the decay "
+                        "variant ranks later sessions higher.")
+    ablation_table = C.table(["system", "recall@5", "hit@2", *(f"R@5 {c}" for c in CATEGORIES.values()),
+                              "silent", "ms/query (median)"], ablation_rows)
+
+    reasons = silent_reasons(questions)
+    reason_text = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: -x[1])) or "none"
+
+    # Where quipu misses and plain FTS5 hits: the evidence for tuning.
+    misses = [q for q in questions if hit_at(q.ranked["quipu"], q.evidence, K) == 0 and hit_at(q.ranked["fts5"], q.evidence, K)]
+    wins = [q for q in questions if hit_at(q.ranked["fts5"], q.evidence, K) == 0 and hit_at(q.ranked["quipu"], q.evidence, K)]
+    by_cause: dict[str, int] = defaultdict(int)
+    for q in misses:
+        by_cause[miss_cause(q)] += 1
+    C.OUT.mkdir(parents=True, exist_ok=True)
+    miss_file = C.OUT / "locomo-misses.jsonl"
+    with open(miss_file, "w", encoding="utf-8") as fh:
+        for q in misses:
+            fh.write(json.dumps({
+                "conv": q.conv, "qa_index": q.number, "category": q.category, "question": q.text,
+                "evidence": sorted(q.evidence), "cause": miss_cause(q), "quipu_reason": q.quipu_reason,
+                "quipu_terms": [{"term": t, "df": d, "chosen": c} for t, d, c in q.quipu_terms],
+                "baseline_terms": baseline_terms(q.text), "quipu": q.ranked["quipu"], "fts5": q.ranked["fts5"],
+                "quipu_floor_off": q.ranked["quipu, floor off"], "quipu_all_terms": q.ranked["quipu, all terms (no rarest-3)"],
+            }) + "\n")
+    example_rows = []
+    step = max(1, len(misses) // max(1, args.examples))
+    for q in misses[::step][: args.examples]:
+        chosen = ", ".join(f"{t}({d})" for t, d, c in q.quipu_terms if c)
+        dropped = ", ".join(f"{t}({d})" for t, d, c in q.quipu_terms if not c)
+        rank = next(i + 1 for i, mid in enumerate(q.ranked["fts5"]) if mid in q.evidence)
+        mine = {t for t, _d, _c in q.quipu_terms}
+        stopped = ", ".join(w for w in baseline_terms(q.text) if w not in mine and not any(w in t for t in mine))
+        example_rows.append([f"{q.conv} #{q.number}", CATEGORIES[q.category], chosen or "-", dropped or "-",
+                             stopped or "-", miss_cause(q), rank])
+    cause_text = "; ".join(f"{n} {c}" for c, n in sorted(by_cause.items(), key=lambda x: -x[1]))
+
+    q_all, f_all, b_all = summary["quipu"]["all"], summary["fts5"]["all"], summary["rank_bm25"]["all"]
+    verdict = "met" if q_all["r5"] >= f_all["r5"] else "NOT met"
+    body = (
+        f"{len(questions):,} questions with evidence over {len(conversations)} conversations "
+        f"({sum(len(t) for _c, t, _q in conversations):,} turns, one store each; built, indexed and queried in "
+        f"{build_s:.1f} s). Titles: `{args.title}`; decay: {'90-day half-life' if args.decay else 'none'}.\n\n"
+        "#### Per category\n\n" + main_table
+        + f"\n\nReading: quipu recall@5 {fmt(q_all['r5'])} against plain FTS5 {fmt(f_all['r5'])} and rank_bm25 "
+        f"{fmt(b_all['r5'])} (goal: >= the FTS5 baseline: {verdict}); hit@2 {fmt(q_all['h2'])} against "
+        f"{fmt(f_all['h2'])}. quipu stayed silent on {q_all['silent']} questions: {reason_text}.\n\n"
+        "#### What the precision rules cost (same stores, same run)\n\n" + ablation_table
+        + "\n\nReading: the floor-off and all-terms rows isolate the minimum-score floor and the three-rarest-terms "
+        "rule inside quipu; the last three rows put quipu's term extraction and the rarest-3 rule into the plain "
+        "FTS5 engine, so (plain FTS5 -> quipu's terms) prices the term extraction alone and (quipu's terms -> "
+        "quipu, all terms, floor off) prices quipu's scoring (field weights, smoothed idf, 50 candidates) alone."
+        f"{variant_note}\n\n"
+        f"#### Questions quipu misses (no evidence in its top 5) but plain FTS5 finds\n\n"
+        f"{len(misses)} such questions (and {len(wins)} the other way round). Causes: {cause_text}. "
+        f"A spread of examples (terms with their document frequency in the conversation's store; the full list with "
+        f"the questions is written to `bench/out/locomo-misses.jsonl`, git-ignored, since the data may not be copied "
+        f"into the repository):\n\n"
+        + C.table(["question", "category", "quipu's chosen terms (df)", "terms left out (df)",
+                   "baseline terms quipu treats as stop words", "cause", "FTS5 rank of evidence"], example_rows)
+    )
+    print(body)
+    if args.write_results:
+        C.update_results("bench_locomo", "LoCoMo evidence recall (issue 3 quality): bench/bench_locomo.py", body,
+                         command=C.command_line(), machine_line=machine)
+    return 0
+
+
+def miss_cause(q: Question) -> str:
+    """Which precision rule, if any, explains a miss (by re-running the question without it)."""
+    if not q.ranked["quipu"]:
+        if "floor" in q.quipu_reason or "left out" in q.quipu_reason:
+            return "silent: below the floor"
+        return f"silent: {q.quipu_reason}"
+    if hit_at(q.ranked["quipu, floor off"], q.evidence, K):
+        return "floor (hit when the floor is off)"
+    if hit_at(q.ranked["quipu, all terms (no rarest-3)"], q.evidence, K):
+        return "rarest-3 dropped a needed term"
+    if hit_at(q.ranked["quipu, all terms, floor off"], q.evidence, K):
+        return "rarest-3 and floor together"
+    if not hit_at(q.ranked[DIAG_QUIPU_TERMS], q.evidence, K):
+        return "term extraction (plain FTS5 with quipu's terms misses too)"
+    return "scoring (plain FTS5 with quipu's terms finds it)"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

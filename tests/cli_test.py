@@ -1,0 +1,183 @@
+"""The `quipu` command line: help everywhere, --json on reads, errors that say how to fix them (issue 2)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from quipu import cli
+from quipu.store import Store
+from testing.fixtures import add_all, git, make_store, memory, quipu
+
+
+@pytest.fixture
+def store(store_path: Path) -> Store:
+    store = make_store(store_path)
+    add_all(store, [
+        memory("rule-push", "Never push to main directly", "Open a pull request instead.", cls="rule",
+               topics=["git"]),
+        memory("fact-port", "The API listens on port 9090", "Port 9090 since the move.", cls="reference",
+               topics=["api"]),
+        memory("fact-old", "The API listens on port 8080", "Old port.", cls="reference", topics=["api"]),
+    ])
+    store.supersede("fact-old", "fact-port")
+    return store
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("name", cli.COMMANDS)
+def test_every_sub_command_has_help(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main([name, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: quipu {name}")
+    assert len(out.split("\n\n", 1)[-1].strip()) > 20  # a description, not just the usage line
+
+
+def test_the_top_level_help_lists_every_command_with_a_summary() -> None:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    summaries = {action.dest: action.help for action in sub._choices_actions}
+    assert set(summaries) == set(cli.COMMANDS)
+    assert all(summary and len(summary) > 5 for summary in summaries.values()), summaries
+
+
+READS = [
+    ("show", "fact-old"),
+    ("list",),
+    ("list", "--class", "reference", "--status", "superseded"),
+    ("search", "port"),
+    ("log",),
+    ("log", "--memory", "fact-old"),
+    ("doctor",),
+    ("index",),
+    ("hooks", "status"),
+    ("recall", "which port does the API listen on"),
+]
+
+
+@pytest.mark.parametrize("argv", READS, ids=[" ".join(a) for a in READS])
+def test_read_commands_print_json(capsys: pytest.CaptureFixture[str], store: Store, argv: tuple[str, ...]) -> None:
+    code, out, _err = run(capsys, "--store", str(store.root), *argv, "--json")
+    assert code in (0, 1)  # doctor exits 1 when a check fails (no hooks here); its JSON still prints
+    json.loads(out)
+
+
+def test_json_of_reads_carries_the_derived_state(capsys: pytest.CaptureFixture[str], store: Store) -> None:
+    shown = json.loads(run(capsys, "--store", str(store.root), "show", "fact-old", "--json")[1])
+    assert (shown["current_status"], shown["superseded_by"]) == ("superseded", "fact-port")
+    listed = json.loads(run(capsys, "--store", str(store.root), "list", "--class", "reference", "--json")[1])
+    assert {r["id"]: r["status"] for r in listed} == {"fact-port": "active", "fact-old": "superseded"}
+    topic = json.loads(run(capsys, "--store", str(store.root), "list", "--topic", "git", "--json")[1])
+    assert [r["id"] for r in topic] == ["rule-push"]
+    found = json.loads(run(capsys, "--store", str(store.root), "search", "port", "--json")[1])
+    assert [h["id"] for h in found] == ["fact-port", "fact-old"]  # the superseded one ranks below
+    log = json.loads(run(capsys, "--store", str(store.root), "log", "--memory", "fact-old", "--json")[1])
+    assert [e["trailers"]["Quipu-Action"] for e in log] == ["supersede", "add"]
+
+
+def test_add_reads_the_body_from_stdin_and_from_the_editor(store: Store, tmp_path: Path) -> None:
+    done = quipu("--store", str(store.root), "add", "-t", "Stdin note", "--json", "-", input="The body came from stdin\n")
+    assert done.returncode == 0, done.stderr
+    added = json.loads(done.stdout)
+    assert Store(store.root).get(added["id"]).body == "The body came from stdin\n"
+
+    editor = _editor(tmp_path, "title: From the editor\nclass: preference\ntopics: [editors]\n", "Typed in vim.")
+    done = _in_a_terminal("--store", str(store.root), "add", "--json", editor=editor)
+    assert done.returncode == 0, done.stderr
+    edited = Store(store.root).get(json.loads(done.stdout)["id"])
+    assert (edited.title, edited.cls, edited.topics, edited.body.strip()) == ("From the editor", "preference", ("editors",), "Typed in vim.")
+
+
+def _in_a_terminal(*argv: str, editor: Path) -> subprocess.CompletedProcess[str]:
+    """`quipu add` with no body opens $EDITOR only when stdin is a terminal: give it one."""
+    leader, follower = os.openpty()
+    try:
+        return subprocess.run([sys.executable, "-m", "quipu", *argv], stdin=follower, capture_output=True, text=True,
+                              env={**os.environ, "EDITOR": str(editor)}, timeout=60)
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+def _editor(tmp_path: Path, frontmatter: str, body: str) -> Path:
+    script = tmp_path / "fake-editor"
+    script.write_text(f"#!/bin/sh\ncat > \"$1\" <<'EOF'\n---\n{frontmatter}---\n{body}\nEOF\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def _error(done: object) -> str:
+    rc, err = done.returncode, done.stderr  # type: ignore[attr-defined]
+    assert rc == 1, err
+    assert err.startswith("quipu: error: ") and "Traceback" not in err
+    return err  # type: ignore[no-any-return]
+
+
+def test_errors_exit_1_with_a_message_that_says_how_to_fix_it(store: Store, tmp_path: Path) -> None:
+    s = str(store.root)
+    assert "- run `quipu init" in _error(quipu("--store", str(tmp_path / "nowhere"), "search", "port"))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert "not a git repository" in _error(quipu("--store", str(plain), "list"))
+    assert "- run `quipu list`" in _error(quipu("--store", s, "show", "no-such-memory"))
+    assert "no '/', '..'" in _error(quipu("--store", s, "add", "--id", "../../etc/passwd", "text"))
+    assert "invalid id" in _error(quipu("--store", s, "add", "--id", "/abs/path", "text"))
+    assert "- choose another id" in _error(quipu("--store", s, "add", "--id", "rule-push", "again"))
+    assert "- run `quipu log`" in _error(quipu("--store", s, "undo", "0123456789abcdef"))
+    too_big = quipu("--store", s, "add", "-t", "Huge", "-", input="word " * 250_000)
+    assert "a memory file may hold at most 1,000,000" in _error(too_big)
+    editor = _editor(tmp_path, "title: Bad class\nclass: opinion\n", "x")
+    err = _error(_in_a_terminal("--store", s, "add", editor=editor))
+    assert "field 'class'" in err and "allowed values: rule, preference, fact, reference, project-note, event" in err
+    git(store.root, "checkout", "-q", "--detach")
+    assert "switch main" in _error(quipu("--store", s, "add", "on a detached head"))
+    assert len(store.log()) == 5  # init, three adds, one supersession: none of the above wrote anything
+
+
+def test_an_unexpected_failure_exits_3_with_a_log_path(store: Store) -> None:
+    """A damaged repository (a memory's blob deleted from .git/objects) is not something quipu
+    expects; the CLI says so, exits 3, and leaves the traceback in a log file."""
+    blob = git(store.root, "rev-parse", "HEAD:memories/fa/fact-port.md").strip()
+    os.unlink(store.root / ".git" / "objects" / blob[:2] / blob[2:])
+    done = quipu("--store", str(store.root), "show", "fact-port")
+    assert done.returncode == 3
+    assert "quipu: unexpected error" in done.stderr
+    log = Path(done.stderr.rsplit("details were written to ", 1)[1].strip())
+    assert log.is_file() and "Traceback" in log.read_text()
+    assert str(log).startswith(os.environ["QUIPU_HOME"])
+
+
+def test_python_dash_m_quipu_and_init_create_a_working_store(tmp_path: Path) -> None:
+    target = tmp_path / "fresh"
+    done = quipu("init", str(target), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["created"] and set(report["hooks"]) >= {"post-commit", "post-merge", "post-checkout", "post-rewrite"}
+    assert (target / "quipu.toml").is_file() and git(target, "status", "--porcelain") == ""
+    again = quipu("init", str(target), "--json")
+    assert again.returncode == 0 and not json.loads(again.stdout)["created"]
+
+
+def test_init_inside_a_project_keeps_the_store_out_of_the_projects_repository(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    done = quipu("init", str(project / ".quipu"))
+    assert done.returncode == 0, done.stderr
+    assert git(project, "status", "--porcelain") == ""  # .quipu is ignored through .git/info/exclude
+    found = quipu("add", "-t", "Project memory", "found from a subfolder", cwd=project)
+    assert found.returncode == 0, found.stderr
+    assert "memories/" in git(project / ".quipu", "ls-tree", "-r", "--name-only", "HEAD")

@@ -1,0 +1,101 @@
+"""The git writer: paths that stay inside the store, and crash safety under SIGKILL (issue 2)."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from quipu import gitstore
+from quipu.errors import InvalidMemory
+from quipu.memory import parse_memory
+from quipu.store import Store
+from testing.fixtures import REPO_ROOT, git, make_store, memory
+
+
+def fsck_problems(root: Path) -> list[str]:
+    """`git fsck` findings other than dangling objects (which a killed writer may leave)."""
+    done = subprocess.run(["git", "-C", str(root), "fsck", "--no-progress"], capture_output=True, text=True)
+    lines = (done.stdout + done.stderr).splitlines()
+    problems = [line for line in lines if line.strip() and not line.startswith("dangling ")]
+    return problems + ([f"git fsck exited {done.returncode}"] if done.returncode else [])
+
+
+def leftovers(store: Store) -> list[str]:
+    """Lock, journal and temporary files a writer must not leave behind once another write ran."""
+    found = []
+    for base, _dirs, files in os.walk(store.root):
+        for name in files:
+            path = os.path.relpath(os.path.join(base, name), store.root)
+            if name.endswith((".lock", ".tmp")) and name != gitstore.LOCK_NAME and not path.startswith(".cache"):
+                found.append(path)
+            if name == gitstore.JOURNAL_NAME:
+                found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("bad", ["../outside.md", "/etc/passwd", "memories/../../x.md", "memories//x.md",
+                                 "memories/./x.md", "a\x00b.md", ".git/config", ".GIT/hooks/post-commit",
+                                 "memories\\x.md", ""])
+def test_commit_files_refuses_paths_that_leave_the_store(store_path: Path, bad: str) -> None:
+    store = make_store(store_path)
+    head = store.head()
+    with pytest.raises(InvalidMemory, match="refusing to write"):
+        gitstore.commit_files(store.root, {bad: b"x"}, "quipu: escape attempt\n")
+    assert store.head() == head
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_dead_writers_journal_is_finished_by_the_next_writer(store_path: Path) -> None:
+    """A writer killed after its worktree write but before git's index caught up."""
+    store = make_store(store_path)
+    store.add(memory("first-one", "A memory whose write was interrupted"))
+    rel = "memories/fi/first-one.md"
+    git(store.root, "rm", "-q", "--cached", rel)  # git's index no longer has it, as after a crash
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    (store.root / f"{rel}.{pid}.tmp").write_text("half-written")
+    (store.root / ".git" / gitstore.JOURNAL_NAME).write_text(
+        f'{{"commit": "", "ref": "refs/heads/main", "paths": ["{rel}"], "pid": {pid}, "step": "worktree",'
+        f' "index_lock_at": null, "ref_lock_at": null}}'
+    )
+    store.add(memory("second-one", "The next write"))
+    assert git(store.root, "status", "--porcelain") == ""
+    assert leftovers(store) == []
+
+
+def test_sigkill_mid_commit_leaves_a_consistent_store_and_the_next_write_succeeds(store_path: Path) -> None:
+    store = make_store(store_path)
+    rng = random.Random(20261129)
+    loop = (
+        "import sys\nfrom quipu.store import Store\nfrom testing.fixtures import memory\n"
+        "store = Store(sys.argv[1])\n"
+        "for n in range(100000):\n"
+        "    store.add(memory(f'{sys.argv[2]}-{n:05d}', f'written by round {sys.argv[2]}', 'body'))\n"
+    )
+    for round_no in range(8):
+        tag = f"k{round_no}"
+        writer = subprocess.Popen([sys.executable, "-c", loop, str(store.root), tag], cwd=REPO_ROOT)
+        first = store.root / "memories" / tag[:2] / f"{tag}-00000.md"
+        deadline = time.monotonic() + 30
+        while not first.exists() and writer.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.25))
+        writer.send_signal(signal.SIGKILL)
+        assert writer.wait(timeout=30) == -signal.SIGKILL
+
+        assert fsck_problems(store.root) == []
+        in_head = git(store.root, "ls-tree", "-r", "--name-only", "HEAD", "memories").split()
+        for rel in in_head:  # every committed memory reads back intact
+            parse_memory(git(store.root, "show", f"HEAD:{rel}").encode(), rel)
+        assert len(in_head) == len(store.log(action="add"))  # one add commit per memory file
+
+        store.add(memory(f"after-{round_no}", "The next write after a crash"))
+        assert git(store.root, "status", "--porcelain") == ""
+        assert leftovers(store) == []
+    assert fsck_problems(store.root) == []
