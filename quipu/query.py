@@ -14,14 +14,19 @@ from __future__ import annotations
 
 
 class Term(tuple):  # type: ignore[type-arg]
-    """(text, strong): a lower-cased term and whether it is a strong signal.
+    """(text, strong, generic): a lower-cased term, whether it is a strong signal (a path, an
+    error name, a URL part), and whether it is a generic word that cannot make a topic alone.
 
     A plain tuple subclass: ``typing.NamedTuple`` would import ``typing`` on the prompt path."""
 
     __slots__ = ()
 
-    def __new__(cls, text: str, strong: bool) -> Term:
-        return tuple.__new__(cls, (text, strong))
+    def __new__(cls, text: str, strong: bool, generic: bool = False) -> Term:
+        return tuple.__new__(cls, (text, strong, generic))
+
+    @property
+    def generic(self) -> bool:
+        return self[2]  # type: ignore[no-any-return]
 
     @property
     def text(self) -> str:
@@ -32,7 +37,7 @@ class Term(tuple):  # type: ignore[type-arg]
         return self[1]  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
-        return f"Term({self[0]!r}, strong={self[1]})"
+        return f"Term({self[0]!r}, strong={self[1]}, generic={self[2]})"
 
 
 
@@ -43,20 +48,34 @@ STOPWORDS = frozenset(
 a about above actually after again against ah ahead all alright also am an and any anything anyway are aren't
 around as ask at aw awesome away back be because been before being below between both but by can can't cannot
 cheers cool could couldn't did didn't do does doesn't doing don't done down during each either else enough etc
-even ever every everything exactly fantastic few fine first for from further get gets getting go goes going gone
-good got gotcha great had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself hey
+even ever every everything exactly fantastic few fine for from further       
+good  gotcha great had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself hey
 hi him himself his hmm how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just k kinda
-last later let let's lets like look looks lol lot lots make makes may maybe me meanwhile might mine more most much
-must mustn't my myself need needs nevermind nice no nope nor not nothing now of off ok okay on once one only or
+later let let's lets    lol     may maybe me meanwhile might mine more most much
+must mustn't my myself   nevermind nice no nope nor not nothing now of off ok okay on once one only or
 other ought our ours ourselves out over own perfect please pls plz pretty proceed quite rather really right same
-say says see seems shall shan't she she'd she'll she's should shouldn't simply so some something sometimes soon
-sorry still such sure take tell than thank thanks thanx thx that that's the their theirs them themselves then there
-there's these they they'd they'll they're they've thing things think this those though through thus to too try
-trying u um uh under until up upon us use used using very via wait want wanted was wasn't way we we'd we'll we're
+    shall shan't she she'd she'll she's should shouldn't simply so some something sometimes soon
+sorry still such sure   than thank thanks thanx thx that that's the their theirs them themselves then there
+there's these they they'd they'll they're they've    this those though through thus to too 
+ u um uh under until up upon us    very via wait   was wasn't way we we'd we'll we're
 we've well were weren't what what's whatever when when's where where's whether which while who who's whom whose
 why why's will with within without won't would wouldn't wow yay yeah yep yes yet you you'd you'll you're you've
 your yours yourself yourselves
-continue continuing keep going go-ahead next now again also then ok okay alright done
+continue continuing keep  go-ahead next now again also then ok okay alright done
+""".split()
+)
+
+# Words that  what to do or point back at the conversation ("fix", "run", "the second option",
+# "same error") but name no subject. A prompt made only of these and stop words has no topic of
+# its own; in a prompt that has one they are ordinary terms (the rarest-terms rule keeps the
+# common ones from carrying the score).
+GENERIC = frozenset(
+    """
+type types mention mentions mentioned recently activity activities favorite favourite based suggest suggested
+year years ago long reason reasons way ways example examples regarding according related specific particular
+describe described main
+get gets getting go goes going gone got look looks make makes need needs say says see seems take tell think
+try trying use used using want wanted like lot lots
 fix fixed check checked run running ran do doing help make made add added change changed update updated create
 created show find found give gave put start started stop stopped work works working worked know knew mean meant
 happen happened happening seem seemed try tried looking look looked sounds sound go went write wrote read
@@ -245,11 +264,12 @@ def extract_terms(text: str) -> list[Term]:
         for word in _words(block):
             if _is_content(word) and len(word) > 2:
                 add(word, False)
-    return [Term(w, s) for w, s in ordered.items()][:_MAX_TERMS]
+    return [Term(w, s, w in GENERIC and not s) for w, s in ordered.items()][:_MAX_TERMS]
 
 
 def has_topic(text: str) -> bool:
-    return bool(extract_terms(text))
+    """True when the text names a subject: at least one content term that is not generic."""
+    return any(not t.generic for t in extract_terms(text))
 
 
 def fts_quote(term: str) -> str:
