@@ -47,7 +47,28 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _module_name(command: str) -> str:
+    return "import_" if command == "import" else command.replace("-", "_")
+
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv`` (skipping the global options), if any."""
+    args = list(argv)
+    while args:
+        head = args.pop(0)
+        if head == "--store":
+            if args:
+                args.pop(0)
+            continue
+        if head.startswith("--store="):
+            continue
+        return head if head in COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that sub-command's module is imported (a hook entry point
+    such as ``session-end`` must not pay for importing every command)."""
     parser = argparse.ArgumentParser(
         prog="quipu",
         description="A git-native memory for Claude Code: memories are markdown files in git, "
@@ -61,9 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         "then the per-user store)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f"quipu.commands.{'import_' if name == 'import' else name.replace('-', '_')}")
-        module.register(sub)
+    for name in (only,) if only else COMMANDS:
+        importlib.import_module(f"quipu.commands.{_module_name(name)}").register(sub)
     return parser
 
 
@@ -81,7 +101,8 @@ def _crash_log(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_chosen_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

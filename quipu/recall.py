@@ -131,17 +131,20 @@ class Recall:
 class Options:
     """How many memories, how strict, and which to leave out."""
 
-    __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest")
+    __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest", "fact_slots", "require_topic")
 
     def __init__(self, limit: int = DEFAULT_LIMIT, min_score: float = DEFAULT_MIN_SCORE,
                  max_chars: int = DEFAULT_MAX_CHARS, exclude: frozenset[str] = frozenset(),
-                 now: float | None = None, rarest: int = RAREST_TERMS) -> None:
+                 now: float | None = None, rarest: int = RAREST_TERMS, fact_slots: int | None = FACT_SLOTS,
+                 require_topic: bool = True) -> None:
         self.limit = limit
         self.min_score = min_score
         self.max_chars = max_chars
         self.exclude = exclude
         self.now = now
         self.rarest = rarest
+        self.fact_slots = fact_slots  # None: fact notes may take every slot (search)
+        self.require_topic = require_topic  # False: generic words count as topic words (search)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], **overrides: Any) -> Options:
@@ -290,6 +293,8 @@ def recall(
     options = options or Options()
     result = Recall()
     prompt_terms = extract_terms(prompt)
+    if not options.require_topic:
+        prompt_terms = [t.__class__(t.text, t.strong, False) for t in prompt_terms]
     if all(t.generic for t in prompt_terms):
         result.reason = "the prompt has no topic of its own (no content terms)"
         return result
@@ -368,8 +373,9 @@ def recall(
         if hit.id in options.exclude:
             result.left_out.append(f"{hit.id}: already injected in this session")
             continue
-        if hit.cls == "fact" and facts >= FACT_SLOTS and options.limit > FACT_SLOTS:
-            result.left_out.append(f"{hit.id}: fact notes may take only {FACT_SLOTS} slot(s)")
+        slots = options.fact_slots
+        if hit.cls == "fact" and slots is not None and facts >= slots and options.limit > slots:
+            result.left_out.append(f"{hit.id}: fact notes may take only {slots} slot(s)")
             continue
         if len(result.hits) >= options.limit:
             result.left_out.append(f"{hit.id}: past the limit of {options.limit}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 
 from quipu import index, recall, transcript
 from quipu.commands._common import add_json, open_store
@@ -24,20 +25,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    db = index.open_fresh(store)
-    try:
-        context = ""
-        if args.transcript:
-            previous, assistant = transcript.read_tail(args.transcript, args.prompt)
-            context = f"{previous}\n{assistant}"
+    context = ""
+    if args.transcript:
+        previous, assistant = transcript.read_tail(args.transcript, args.prompt)
+        context = f"{previous}\n{assistant}"
+
+    def run_recall(db: sqlite3.Connection) -> tuple[recall.Options, recall.Recall]:
         options = recall.Options.from_config(recall.index_config(db), limit=args.limit)
-        result = (
-            recall.Recall(reason="machine text (task notification, hook output, slash command...)")
-            if transcript.is_machine_text(args.prompt)
-            else recall.recall(db, args.prompt, context, options)
-        )
-    finally:
-        db.close()
+        if transcript.is_machine_text(args.prompt):
+            return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
+        return options, recall.recall(db, args.prompt, context, options)
+
+    options, result = index.query(store, run_recall)
     text = recall.format_context(result.hits, options.max_chars)
     if args.json:
         print_json({**result.to_json(), "context": text})

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def search(store: Store, query: str, *, limit: int = 10) -> recall.Recall:
     """Ranked full-text search over the whole store: no score floor, superseded memories too."""
-    options = recall.Options(limit=limit, min_score=0.0, rarest=8)
+    options = recall.Options(limit=limit, min_score=0.0, rarest=8, fact_slots=None, require_topic=False)
     return index.query(store, lambda db: recall.recall(db, query, "", options))
 
 
