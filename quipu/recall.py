@@ -56,6 +56,7 @@ DEFAULT_MIN_SCORE = 1.0
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
 SNIPPET_TOKENS = 28
 IDF_MIN_DOCS = 100
+READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see _rows_matching)
 _SECONDS_PER_DAY = 86400.0
 
 
@@ -63,11 +64,12 @@ class Hit:
     """One recalled memory with its score and why it matched."""
 
     __slots__ = ("id", "title", "description", "cls", "status", "superseded_by", "labels", "snippet",
-                 "bm25", "score", "matched", "context_matched")
+                 "bm25", "score", "matched", "context_matched", "rowid")
 
     def __init__(self, id: str, title: str, description: str, cls: str, status: str, superseded_by: str | None,
                  labels: tuple[str, ...], snippet: str, bm25: float, score: float, matched: tuple[str, ...],
-                 context_matched: tuple[str, ...]) -> None:
+                 context_matched: tuple[str, ...], rowid: int = 0) -> None:
+        self.rowid = rowid
         self.id = id
         self.title = title
         self.description = description
@@ -244,43 +246,62 @@ def idf(total: int, df: int) -> float:
     return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
 
 
-def _term_scores(
-    db: Connection, rowids: Sequence[int], terms: Sequence[str], df: dict[str, int], total: int
-) -> dict[int, dict[str, float]]:
-    """Per candidate, the BM25 contribution of each term it contains, re-weighted with ``idf``.
+def _rows_matching(db: Connection, expr: str, rowids: Sequence[int], df: int) -> list[tuple[int, float]]:
+    """(rowid, -bm25) of the candidates matching ``expr``.
 
-    FTS5's bm25() is a sum over terms of idf(term) x a saturated, length-normalised, field-weighted
-    term frequency; one single-term query per chosen term recovers each summand, whose FTS idf we
-    swap for the smoothed one (FTS5's idf vanishes in small stores and for common words)."""
-    out: dict[int, dict[str, float]] = {r: {} for r in rowids}
-    if not rowids:
-        return out
-    marks = ", ".join("?" * len(rowids))
+    FTS5 answers ``rowid IN (...)`` slowly (about 0.1 ms per listed row at 100,000 memories), so a
+    term found in few memories is read whole and filtered here; only a common one uses IN."""
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    sql = (
-        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts"
-        f" WHERE memory_fts MATCH ? AND rowid IN ({marks})"
-    )
+    wanted = set(rowids)
+    if df <= READ_WHOLE_DF:
+        sql = f"SELECT rowid, -bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?"
+        return [(r, score) for r, score in db.execute(sql, (expr,)) if r in wanted]
+    marks = ", ".join("?" * len(rowids))
+    sql = f"SELECT rowid, -bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})"
+    return list(db.execute(sql, [expr, *rowids]))
+
+
+def _term_scores(
+    db: Connection, rowids: Sequence[int], terms: Sequence[str], df: dict[str, int]
+) -> dict[int, dict[str, float]]:
+    """Per candidate, FTS5's BM25 summand of each term it contains.
+
+    FTS5's bm25() is a sum over the query's phrases of idf(phrase) x a saturated,
+    length-normalised, field-weighted term frequency; one single-term query per term recovers
+    each summand."""
+    out: dict[int, dict[str, float]] = {r: {} for r in rowids}
     for term in terms:
-        n = df.get(term, 0)
-        scale = idf(total, n) / _fts_idf(total, n)
-        for rowid, rank in db.execute(sql, [fts_quote(term), *rowids]):
-            out[rowid][term] = -float(rank) * scale
+        for rowid, score in _rows_matching(db, fts_quote(term), rowids, df.get(term, 0)):
+            out[rowid][term] = float(score)
     return out
 
 
-def _share(db: Connection, rowids: Sequence[int], terms: Sequence[str]) -> dict[int, float]:
-    """Each candidate's BM25 for ``terms`` as a share (0..1) of the best candidate's."""
+def _share(
+    db: Connection, rowids: Sequence[int], terms: Sequence[str], chosen: Sequence[str],
+    chosen_scores: dict[int, dict[str, float]], rare: int,
+) -> dict[int, float]:
+    """Each candidate's BM25 for ``terms`` as a share (0..1) of the best candidate's.
+
+    The query is ANDed with the chosen terms, so it reads no more rows than they match
+    (``rare``); the chosen terms' own summands are then taken off again (bm25 is additive)."""
     if not terms or not rowids:
         return {}
-    marks = ", ".join("?" * len(rowids))
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    found = db.execute(
-        f"SELECT rowid, -bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})",
-        [_match_expr(terms), *rowids],
-    ).fetchall()
+    expr = f"({_match_expr(terms)}) AND ({_match_expr(chosen)})"
+    found = [
+        (rowid, score - sum(chosen_scores.get(rowid, {}).values()))
+        for rowid, score in _rows_matching(db, expr, rowids, rare)
+    ]
     best = max((score for _, score in found), default=0.0)
-    return {rowid: score / best for rowid, score in found} if best > 0 else {}
+    return {rowid: max(0.0, score) / best for rowid, score in found} if best > 1e-9 else {}
+
+
+def _snippet(db: Connection, rowid: int, expr: str) -> str:
+    row = db.execute(
+        f"SELECT snippet(memory_fts, 4, '', '', ' … ', {SNIPPET_TOKENS}) FROM memory_fts"
+        " WHERE memory_fts MATCH ? AND rowid = ?",
+        (expr, rowid),
+    ).fetchone()
+    return " ".join(row[0].split()) if row and row[0] else ""
 
 
 def recall(
@@ -331,8 +352,7 @@ def recall(
     rows = db.execute(
         f"""
         SELECT m.rowid, m.id, m.title, m.description, m.class, m.status, m.superseded_by, m.labels,
-               m.created_ts, m.half_life_days,
-               snippet(memory_fts, 4, '', '', ' … ', {SNIPPET_TOKENS}) AS snip
+               m.created_ts, m.half_life_days
         FROM memory_fts JOIN memories m ON m.rowid = memory_fts.rowid
         WHERE memory_fts MATCH ?
         ORDER BY bm25(memory_fts, {", ".join(str(w) for w in BM25_WEIGHTS)})
@@ -344,12 +364,19 @@ def recall(
         result.reason = "no memory matches the chosen terms"
         return result
     rowids = [r[0] for r in rows]
-    per_term = _term_scores(db, rowids, chosen, df, total)
-    rest_share = _share(db, rowids, rest_terms)
-    ctx_matched = _term_scores(db, rowids, ctx_chosen, df, total) if ctx_chosen else {r: {} for r in rowids}
+    raw = _term_scores(db, rowids, chosen, df)
+    # Swap FTS5's idf for the smoothed one (FTS5's vanishes in small stores and for common words).
+    scale = {t: idf(total, df[t]) / _fts_idf(total, df[t]) for t in chosen}
+    per_term = {r: {t: v * scale[t] for t, v in terms.items()} for r, terms in raw.items()}
+    rare = sum(df[c] for c in chosen)
+    rest_share = _share(db, rowids, rest_terms, chosen, raw, rare)
+    ctx_matched: dict[int, list[str]] = {r: [] for r in rowids}
+    for term in ctx_chosen:
+        for rowid, _score in _rows_matching(db, f"{fts_quote(term)} AND ({_match_expr(chosen)})", rowids, rare):
+            ctx_matched[rowid].append(term)
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
-    for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life, snip) in rows:
+    for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life) in rows:
         base = sum(per_term[rowid].values())
         score = base * _decay(created, half_life, now) * (1.0 + REST_BOOST * rest_share.get(rowid, 0.0))
         label_list = tuple(labels.split()) if labels else ()
@@ -360,8 +387,8 @@ def recall(
         if ctx_chosen:
             score *= 1.0 + CONTEXT_BOOST * len(ctx_matched[rowid]) / len(ctx_chosen)
         scored.append(
-            Hit(mid, title, desc, cls, status, sup_by, label_list, " ".join(snip.split()), base, score,
-                tuple(per_term[rowid]), tuple(ctx_matched[rowid]))
+            Hit(mid, title, desc, cls, status, sup_by, label_list, "", base, score,
+                tuple(per_term[rowid]), tuple(ctx_matched[rowid]), rowid)
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
@@ -382,6 +409,8 @@ def recall(
             continue
         facts += hit.cls == "fact"
         result.hits.append(hit)
+    for hit in result.hits:  # snippets only for what is shown: snippet() is costly per row
+        hit.snippet = _snippet(db, hit.rowid, _match_expr(chosen))
     if not result.hits:
         result.reason = "every candidate was left out"
     return result
