@@ -435,7 +435,7 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
         f"{build_s:.1f} s). Titles: `{args.title}`; decay: {'90-day half-life' if args.decay else 'none'}.\n\n"
         "#### Per category\n\n" + main_table
         + f"\n\nReading: quipu recall@5 {fmt(q_all['r5'])} against plain FTS5 {fmt(f_all['r5'])} and rank_bm25 "
-        f"{fmt(b_all['r5'])} (goal: >= the FTS5 baseline: {verdict}); hit@2 {fmt(q_all['h2'])} against "
+        f"{fmt(b_all['r5'])} (goal: >= the FTS5 baseline: {verdict}; {q_all['r5']:.4f} against {f_all['r5']:.4f}); hit@2 {fmt(q_all['h2'])} against "
         f"{fmt(f_all['h2'])}. quipu stayed silent on {q_all['silent']} questions: {reason_text}.\n\n"
         "#### What the precision rules cost (same stores, same run)\n\n" + ablation_table
         + "\n\nReading: the floor-off and all-terms rows isolate the minimum-score floor and the three-rarest-terms "

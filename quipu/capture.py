@@ -27,15 +27,14 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from quipu.locks import file_lock
 from quipu import enrich, facts, gates, index, secrets_scan, transcript
 from quipu.errors import FatalError
 from quipu.gates import Candidate
@@ -252,17 +251,10 @@ def _metered(store: Store, model: Model, budget: Budget | None) -> Model:
     return MeteredModel(model, budget, store.cache_dir / CALLS_LOG)
 
 
-@contextlib.contextmanager
-def _capture_lock(store: Store) -> Iterator[None]:
+def _capture_lock(store: Store) -> contextlib.AbstractContextManager[None]:
     """One capture at a time per store: a pre-compact and a session end of one session queue up,
     and the second sees what the first committed (and tells the model)."""
-    store.cache_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(store.cache_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock, also when the process is killed
+    return file_lock(store.cache_dir / LOCK_NAME)
 
 
 def capture_session(

@@ -30,19 +30,19 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
+from quipu.locks import file_lock
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 
 LOCK_NAME = "quipu.lock"
@@ -93,16 +93,8 @@ def branch_ref(repo: pygit2.Repository) -> pygit2.Reference:
         ) from None
 
 
-@contextlib.contextmanager
-def writer_lock(repo: pygit2.Repository) -> Iterator[None]:
-    path = os.path.join(repo.path, LOCK_NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def writer_lock(repo: pygit2.Repository) -> contextlib.AbstractContextManager[None]:
+    return file_lock(os.path.join(repo.path, LOCK_NAME))
 
 
 # ---------------------------------------------------------------- trees

@@ -20,7 +20,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sqlite3
@@ -34,6 +33,7 @@ from typing import Any, TypeVar
 import pygit2
 
 from quipu import locate
+from quipu.locks import file_lock
 from quipu.errors import FatalError
 from quipu.memory import Memory, parse_created, parse_memory
 from quipu.store import CONFIG_NAME, Store
@@ -123,16 +123,8 @@ def _row(memory: Memory, path: str) -> dict[str, Any]:
     }
 
 
-@contextlib.contextmanager
-def _index_lock(store: Store) -> Iterator[None]:
-    store.cache_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(store.cache_dir / "index.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def _index_lock(store: Store) -> contextlib.AbstractContextManager[None]:
+    return file_lock(store.cache_dir / "index.lock")
 
 
 def connect(path: Path | str) -> sqlite3.Connection:

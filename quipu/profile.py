@@ -37,13 +37,12 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import difflib
-import fcntl
-import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from quipu.locks import file_lock
 from quipu import gates, index
 from quipu.errors import FatalError
 from quipu.memory import Memory, new_id, now_utc, parse_memory, render_memory
@@ -245,16 +244,8 @@ def _check_text(text: str) -> str:
 
 # ------------------------------------------------------------------------------ writing
 
-@contextlib.contextmanager
-def _locked(store: Store) -> Iterator[None]:
-    store.cache_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(store.cache_dir / "profile.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def _locked(store: Store) -> contextlib.AbstractContextManager[None]:
+    return file_lock(store.cache_dir / "profile.lock")
 
 
 def _memory_for(line: Line, why: str) -> Memory:

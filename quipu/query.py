@@ -46,13 +46,13 @@ class Term(tuple):  # type: ignore[type-arg]
 STOPWORDS = frozenset(
     """
 a about above actually after again against ah ahead all alright also am an and any anything anyway are aren't
-around as ask at aw awesome away back be because been before being below between both but by can can't cannot
-cheers cool could couldn't did didn't do does doesn't doing don't done down during each either else enough etc
+around as ask at aw awesome   be because been before being below between both but by can can't cannot
+cheers cool could couldn't did didn't do does doesn't doing don't  down during each either else enough etc
 even ever every everything exactly fantastic few fine for from further       
 good  gotcha great had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself hey
 hi him himself his hmm how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just k kinda
-later let let's lets    lol     may maybe me meanwhile might mine more most much
-must mustn't my myself   nevermind nice no nope nor not nothing now of off ok okay on once one only or
+ let let's lets    lol     may maybe me meanwhile might mine more most much
+must mustn't my myself   nevermind nice no nope nor not nothing now of off ok okay on once  only or
 other ought our ours ourselves out over own perfect please pls plz pretty proceed quite rather really right same
     shall shan't she she'd she'll she's should shouldn't simply so some something sometimes soon
 sorry still such sure   than thank thanks thanx thx that that's the their theirs them themselves then there
@@ -61,16 +61,17 @@ there's these they they'd they'll they're they've    this those though through t
 we've well were weren't what what's whatever when when's where where's whether which while who who's whom whose
 why why's will with within without won't would wouldn't wow yay yeah yep yes yet you you'd you'll you're you've
 your yours yourself yourselves
-continue continuing keep  go-ahead next now again also then ok okay alright done
+continue continuing   go-ahead next now again also then ok okay alright 
 """.split()
 )
 
-# Words that  what to do or point back at the conversation ("fix", "run", "the second option",
+# Words that  what to do or point  at the conversation ("fix", "run", "the second option",
 # "same error") but name no subject. A prompt made only of these and stop words has no topic of
-# its own; in a prompt that has one they are ordinary terms (the rarest-terms rule keeps the
+# its own; in a prompt that has  they are ordinary terms (the rarest-terms rule keeps the
 # common ones from carrying the score).
 GENERIC = frozenset(
     """
+one away back keep later done
 type types mention mentions mentioned recently activity activities favorite favourite based suggest suggested
 year years ago long reason reasons way ways example examples regarding according related specific particular
 describe described main
@@ -143,8 +144,6 @@ def _words(text: str) -> list[str]:
 def _is_content(word: str) -> bool:
     if word in STOPWORDS or len(word) < 2 or "'" in word:
         return False
-    if word.isdigit():
-        return len(word) >= 3  # ports, status codes, issue numbers
     return True
 
 
@@ -264,7 +263,9 @@ def extract_terms(text: str) -> list[Term]:
         for word in _words(block):
             if _is_content(word) and len(word) > 2:
                 add(word, False)
-    return [Term(w, s, w in GENERIC and not s) for w, s in ordered.items()][:_MAX_TERMS]
+    # Short numbers (a day, a count) sharpen but never make a topic; ports, status codes and
+    # issue numbers (three digits or more) can.
+    return [Term(w, s, (w in GENERIC or (w.isdigit() and len(w) < 3)) and not s) for w, s in ordered.items()][:_MAX_TERMS]
 
 
 def has_topic(text: str) -> bool:

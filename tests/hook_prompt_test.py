@@ -5,7 +5,6 @@ import json
 import os
 import random
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from quipu import index
 from quipu.store import Store
-from testing.fixtures import add_all, example_store, memory, run_prompt_hook
+from testing.fixtures import example_store, memory, run_prompt_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"
 HEAVY = ("yaml", "pygit2", "git", "numpy", "_yaml", "_pygit2")
