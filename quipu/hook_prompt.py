@@ -10,7 +10,8 @@ Contract:
 - Any failure (bad JSON, missing store or index, locked or corrupt index, unreadable transcript)
   exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``.
 - When the index is behind HEAD, the hook answers from it anyway and starts a detached
-  ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits.
+  ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits;
+  when a store has no index yet (a fresh clone), it stays silent and starts the same refresh.
 """
 from __future__ import annotations
 
@@ -111,6 +112,7 @@ def _spawn_refresh(root: str) -> None:
     except OSError:
         pass
     try:
+        os.makedirs(os.path.dirname(mark), exist_ok=True)
         with open(mark, "w", encoding="utf-8"):
             pass
         devnull = os.devnull
@@ -141,6 +143,9 @@ def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
         return ""
     root, _how = locate.find_store_root(None, event.cwd or None, env)
     index = locate.index_path(root)
+    if not os.path.isfile(index) and locate.git_dir(root) and os.path.isfile(os.path.join(root, "quipu.toml")):
+        _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
+        return ""
     db = recall.open_index(index)
     try:
         meta = recall.index_meta(db)

@@ -208,3 +208,19 @@ def test_not_a_store_fails_open(tmp_path: Path) -> None:
     plain.mkdir()
     out, err = hook(event("deploy production", None), None, QUIPU_STORE=str(plain))
     assert out == "" and err == b""
+
+
+def test_a_freshly_cloned_store_gets_its_index_built_in_the_background(tmp_path: Path) -> None:
+    origin = example_store(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    import subprocess
+
+    subprocess.run(["git", "clone", "-q", str(origin.root), str(clone)], check=True)
+    assert not (clone / ".cache" / "index.sqlite").exists()
+    ask = event("what port does postgres listen on locally?", None, session_id="s-clone")
+    assert hook(ask, None, QUIPU_STORE=str(clone))[0] == ""  # silent, but a refresh started
+    deadline = time.time() + 20
+    while time.time() < deadline and not (clone / ".cache" / "index.sqlite").exists():
+        time.sleep(0.2)
+    time.sleep(0.5)
+    assert "postgres-port" in hook(ask, None, QUIPU_STORE=str(clone))[0]
