@@ -80,3 +80,18 @@ def example_store(path: Path) -> Store:
     store = make_store(path)
     add_all(store, example_memories())
     return store
+
+
+def indexed_head(root: Path) -> str | None:
+    """The commit a store's index was built from, read directly from its SQLite file (None if unreadable)."""
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(f"file:{root / '.cache' / 'index.sqlite'}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()
+            return str(row[0]) if row else None
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None

@@ -15,7 +15,7 @@ import pytest
 from quipu import githooks, index
 from quipu.errors import FatalError
 from quipu.store import Store
-from testing.fixtures import git, make_store, memory, quipu
+from testing.fixtures import git, indexed_head, make_store, memory, quipu
 
 USER_HOOK = b"#!/bin/sh\n# the user's own post-commit hook\necho \"ran $(git rev-parse HEAD)\" >> \"$(git rev-parse --git-dir)/user-hook.log\"\n"
 
@@ -125,7 +125,7 @@ def test_hooks_refresh_the_index_after_a_plain_git_commit(store: Store) -> None:
     git(store.root, "commit", "-q", "-m", "by hand")
     head = git(store.root, "rev-parse", "HEAD").strip()
     deadline = time.monotonic() + 30
-    while _indexed_head(store) != head:  # the post-commit stub refreshes in the background
+    while indexed_head(store.root) != head:  # the post-commit stub refreshes in the background
         assert time.monotonic() < deadline, "the post-commit hook never refreshed the index"
         time.sleep(0.05)
     db = sqlite3.connect(store.index_path)
@@ -152,17 +152,6 @@ def test_the_stub_runs_the_interpreter_that_installed_it() -> None:
     """Regression (issue 2): the stub named the venv's interpreter by its realpath, which is the
     base interpreter without quipu installed."""
     assert f"py={shlex.quote(sys.executable)}\n" in githooks._stub("post-commit")
-
-
-def _indexed_head(store: Store) -> str | None:
-    try:
-        db = sqlite3.connect(f"file:{store.index_path}?mode=ro", uri=True)
-        try:
-            return db.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()[0]
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return None
 
 
 def git_run(store: Store, *args: str) -> subprocess.CompletedProcess[str]:

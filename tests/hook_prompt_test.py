@@ -12,7 +12,7 @@ import pytest
 
 from quipu import index
 from quipu.store import Store
-from testing.fixtures import example_store, memory, run_prompt_hook
+from testing.fixtures import example_store, indexed_head, memory, run_prompt_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"
 HEAVY = ("yaml", "pygit2", "git", "numpy", "_yaml", "_pygit2")
@@ -127,14 +127,9 @@ def test_stale_index_still_answers_and_a_refresh_catches_up(tmp_path: Path) -> N
     out, _ = hook(event("postgres port", store, session_id="s-stale"), store)
     assert "postgres-port" in out
     deadline = time.time() + 20
-    while time.time() < deadline:
-        db = sqlite3.connect(store.index_path)
-        head = dict(db.execute("SELECT key, value FROM meta").fetchall())["head"]
-        db.close()
-        if head == store.head():
-            break
+    while time.time() < deadline and indexed_head(store.root) != store.head():
         time.sleep(0.2)
-    assert head == store.head()
+    assert indexed_head(store.root) == store.head()
     out, _ = hook(event("why is the kafka consumer lag so high", store, session_id="s-stale-2"), store)
     assert "kafka-lag" in out
 

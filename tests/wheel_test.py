@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing.fixtures import REPO_ROOT
+from testing.fixtures import REPO_ROOT, indexed_head
 
 pytestmark = pytest.mark.slow
 
@@ -87,17 +86,6 @@ def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, P
     subprocess.run(["git", "-C", str(store), "commit", "-q", "-m", "by hand"], check=True, env=env)
     head = subprocess.run(["git", "-C", str(store), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     deadline = time.monotonic() + 30
-    while _indexed_head(store) != head:
+    while indexed_head(store) != head:
         assert time.monotonic() < deadline, "the post-commit hook did not refresh the index through the venv"
         time.sleep(0.1)
-
-
-def _indexed_head(store: Path) -> str | None:
-    try:
-        db = sqlite3.connect(f"file:{store / '.cache' / 'index.sqlite'}?mode=ro", uri=True)
-        try:
-            return db.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()[0]
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return None
