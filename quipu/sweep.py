@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quipu import index
+from quipu import consistency, index
 from quipu.curate import apply, candidates, deterministic
 from quipu.curate.corpus import Corpus, load
 from quipu.curate.ledger import Ledger, load_ledger
@@ -165,6 +165,13 @@ def _deterministic_pass(store: Store, corpus: Corpus, ledger: Ledger, report: Sw
         if finding.other:
             ledger.note(finding.memory, finding.other, "review")
         report.findings.append(item)
+    # Across boundaries: profile lines against memories, rules against the project's CLAUDE.md.
+    tensions = consistency.find_tensions(store, options.project_root)
+    if not options.dry_run:
+        report.commits.extend(consistency.queue(store, tensions, sweep=report.sweep_id))
+    for tension in tensions:
+        report.findings.append({"kind": f"consistency-{tension.against}", "memory": tension.memory, "other": None,
+                                "detail": f"{tension.why}: {tension.claim!r} vs {tension.other!r} ({tension.where})"})
 
 
 def _model_pass(store: Store, corpus: Corpus, ledger: Ledger, model: MeteredModel, pairs: Sequence[candidates.Pair],

@@ -110,3 +110,20 @@ def test_profile_check_command_lists_and_queues(store_path: Path, tmp_path: Path
     assert json.loads(real.stdout)["queued"] == 1
     listed = quipu("--store", str(store.root), "review")
     assert "consistency" in listed.stdout and "no-force-push" in listed.stdout
+
+
+def test_the_daily_sweep_queues_claude_md_contradictions_once(store_path: Path, tmp_path: Path) -> None:
+    store = store_with_rules(store_path)
+    project = tmp_path / "shop"
+    write_claude_md(project, "- Always force-push to main after rebasing a feature.\n")
+
+    first = quipu("--store", str(store.root), "sweep", "--model", "none", "--project-root", str(project), "--json")
+    second = quipu("--store", str(store.root), "sweep", "--model", "none", "--project-root", str(project), "--json")
+
+    assert first.returncode == 0, first.stderr
+    kinds = [f["kind"] for f in json.loads(first.stdout)["findings"]]
+    assert "consistency-claude-md" in kinds
+    items = [i for i in review.items(store) if i.kind == "consistency"]
+    assert [i.memory for i in items] == ["no-force-push"]
+    assert second.returncode == 0, second.stderr
+    assert len([i for i in review.items(store) if i.kind == "consistency"]) == 1  # not queued twice

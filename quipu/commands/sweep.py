@@ -17,8 +17,9 @@ from quipu.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, SweepOptions, Swee
 
 def add_model_options(p: argparse.ArgumentParser, *, calls: int, chars: int) -> None:
     p.add_argument("--model", metavar="SPEC",
-                   help="claude (default), claude:<model>, command:<command line> or scripted "
-                        "(default: [sweep] model in quipu.toml, else claude)")
+                   help="claude (default), claude:<model>, command:<command line> or scripted; for `quipu "
+                        "sweep` also none (the deterministic pass only) (default: [sweep] model in quipu.toml, "
+                        "else claude)")
     p.add_argument("--max-calls", type=int, metavar="N",
                    help=f"at most N model calls in this run (default {calls}; 0 for no limit)")
     p.add_argument("--max-chars", type=int, metavar="N",
@@ -114,7 +115,8 @@ def print_report(report: SweepReport) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    model = None if args.dry_run else make_model(args.model, store)
+    deterministic_only = (args.model or _setting(store, "model")) == "none"
+    model = None if args.dry_run or deterministic_only else make_model(args.model, store)
     budget = make_budget(args, store, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS)
     root = Path(args.project_root).expanduser().resolve() if args.project_root else None
     if root is not None and not root.is_dir():
