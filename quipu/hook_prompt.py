@@ -30,6 +30,7 @@ LOG_MAX_BYTES = 1_000_000
 CHILD_ENV = "QUIPU_CHILD"
 _SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 REFRESH_MARK_SECONDS = 30.0
+SESSION_KEEP_DAYS = 14
 
 
 class PromptEvent:
@@ -97,10 +98,24 @@ def _remember(path: str | None, seen: frozenset[str], ids: list[str]) -> None:
     if not path:
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not seen:
+        _prune_sessions(os.path.dirname(path))  # once per session: its first injection
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(_fastjson.dumps(sorted(seen | set(ids))))
     os.replace(tmp, path)
+
+
+def _prune_sessions(directory: str) -> None:
+    """Forget the injected-ids sets of sessions untouched for SESSION_KEEP_DAYS."""
+    cutoff = time.time() - SESSION_KEEP_DAYS * 86400
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+    except OSError:
+        pass
 
 
 def _spawn_refresh(root: str) -> None:

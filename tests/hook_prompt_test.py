@@ -219,3 +219,17 @@ def test_a_freshly_cloned_store_gets_its_index_built_in_the_background(tmp_path:
         time.sleep(0.2)
     time.sleep(0.5)
     assert "postgres-port" in hook(ask, None, QUIPU_STORE=str(clone))[0]
+
+
+def test_a_new_session_forgets_sessions_untouched_for_two_weeks(tmp_path: Path) -> None:
+    store = example_store(tmp_path / "s")
+    sessions = store.root / ".cache" / "sessions"
+    sessions.mkdir(parents=True)
+    old, recent = sessions / "old-session.json", sessions / "recent-session.json"
+    for path in (old, recent):
+        path.write_text('["postgres-port"]')
+    month_ago = time.time() - 30 * 86400
+    os.utime(old, (month_ago, month_ago))
+    out, _ = hook(event("what port does postgres listen on locally?", store, session_id="s-new"), store)
+    assert "postgres-port" in out
+    assert not old.exists() and recent.exists() and (sessions / "s-new.json").exists()
