@@ -12,13 +12,15 @@ Contract:
   UTF-16 code units instead, which are never more than the bytes, so this errs on the safe side.
 - Every reported line number is a line number of the original file, and every line past the
   cut is named with the markdown section (nearest heading above it) it belongs to.
-- ``auto_memory_index(cwd)`` is ``<claude dir>/projects/<project>/memory/MEMORY.md``, where
+- ``auto_memory_index(cwd)`` is ``<autoMemoryDirectory>/MEMORY.md`` when Claude Code's settings
+  name one, else ``<claude dir>/projects/<project>/memory/MEMORY.md``, where
   ``<project>`` is the main git work tree's path (shared by all worktrees; the directory itself
   outside git) with every character other than ASCII letters and digits replaced by ``-``.
 - Only the standard library is used; nothing here raises for a finding.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -248,8 +250,25 @@ def project_root(cwd: str | os.PathLike[str] | None = None) -> str:
     return top
 
 
+def _configured_memory_dir(root: str) -> Path | None:
+    """Claude Code's ``autoMemoryDirectory`` setting (local, then project, then user settings)."""
+    for settings in (Path(root) / ".claude" / "settings.local.json", Path(root) / ".claude" / "settings.json",
+                     claude_dir() / "settings.json"):
+        try:
+            value = json.loads(settings.read_text(encoding="utf-8")).get("autoMemoryDirectory")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, str) and value.strip():
+            return Path(value.strip()).expanduser()
+    return None
+
+
 def auto_memory_index(cwd: str | os.PathLike[str] | None = None) -> Path:
-    return claude_dir() / "projects" / project_slug(project_root(cwd)) / "memory" / "MEMORY.md"
+    root = project_root(cwd)
+    configured = _configured_memory_dir(root)
+    if configured is not None:
+        return configured / "MEMORY.md"
+    return claude_dir() / "projects" / project_slug(root) / "memory" / "MEMORY.md"
 
 
 def finding(path: str | os.PathLike[str] | None = None, cwd: str | None = None) -> tuple[bool, str, list[str]]:

@@ -234,3 +234,10 @@ def test_carriage_returns_and_undecodable_bytes_count_as_the_bytes_they_are(tmp_
     assert result.bytes == 30_000 and result.cut_by == "lines" and result.loaded_bytes == 2_000
     assert result.cut[0].text == "- caf\ufffd \ufffd"
     assert memorymd.measure_file(path, max_lines=5000).loaded_lines == 2_500
+
+
+def test_auto_memory_index_follows_the_auto_memory_directory_setting(tmp_path: Path, quipu_env: Path) -> None:
+    project = tmp_path / "proj"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text('{"autoMemoryDirectory": "~/notes/claude-memory"}')
+    assert memorymd.auto_memory_index(project) == quipu_env / "notes" / "claude-memory" / "MEMORY.md"
