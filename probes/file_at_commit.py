@@ -19,7 +19,7 @@ from .base import failed
 from .base import first_line
 from .base import passed
 from .base import unknown
-from .git_commit_exists import find_commit
+from .git_commit_exists import locate_commit
 
 name = 'file-at-commit'
 schema: Mapping[str, ArgSpec] = {
@@ -40,12 +40,10 @@ def validate(raw_args: object, ctx: Context) -> Args:
 
 
 def check(args: Args, ctx: Context) -> ProbeResult:
-    repo = _git.repo_dir(args, ctx)
-    if isinstance(repo, ProbeResult):
-        return repo
-    found = find_commit(repo, str(args['commit']), ctx)
-    if isinstance(found, ProbeResult):
-        return found
+    located = locate_commit(args, ctx)
+    if isinstance(located, ProbeResult):
+        return located
+    repo, found = located
     out = _git.git(repo, ('cat-file', '-e', f'{found}:{args["path"]}'), ctx)
     if isinstance(out, ProbeResult):
         return out

@@ -41,11 +41,19 @@ def find_commit(repo: str, commit: str, ctx: Context) -> str | ProbeResult:
     return _git.not_a_repo(out, repo)
 
 
-def check(args: Args, ctx: Context) -> ProbeResult:
+def locate_commit(args: Args, ctx: Context) -> tuple[str, str] | ProbeResult:
+    """(repository folder, full sha) of the claim's commit, or the result explaining why not."""
     repo = _git.repo_dir(args, ctx)
     if isinstance(repo, ProbeResult):
         return repo
     found = find_commit(repo, str(args['commit']), ctx)
     if isinstance(found, ProbeResult):
         return found
-    return passed(f'commit {found[:12]} exists in {args["repo"]}')
+    return repo, found
+
+
+def check(args: Args, ctx: Context) -> ProbeResult:
+    located = locate_commit(args, ctx)
+    if isinstance(located, ProbeResult):
+        return located
+    return passed(f'commit {located[1][:12]} exists in {args["repo"]}')

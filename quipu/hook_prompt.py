@@ -154,8 +154,11 @@ def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
     env = dict(os.environ) if env is None else env
     if env.get(CHILD_ENV):
         return ""
-    if transcript.is_machine_text(event.prompt) or not query.has_topic(event.prompt):
+    if transcript.is_machine_text(event.prompt):
         return ""
+    terms = query.extract_terms(event.prompt)
+    if all(t.generic for t in terms):
+        return ""  # no topic of its own: never open the index
     root, _how = locate.find_store_root(None, event.cwd or None, env)
     index = locate.index_path(root)
     if not os.path.isfile(index) and locate.git_dir(root) and os.path.isfile(os.path.join(root, "quipu.toml")):
@@ -176,7 +179,7 @@ def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
             previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
             context = f"{previous}\n{assistant}"
         options = recall.Options.from_config(config, exclude=seen)
-        result = recall.recall(db, event.prompt, context, options)
+        result = recall.recall(db, event.prompt, context, options, terms)
     finally:
         db.close()
     text = recall.format_context(result.hits, options.max_chars)

@@ -31,6 +31,8 @@ from quipu.query import extract_terms, fts_quote
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from quipu.query import Term
     from sqlite3 import Connection
     from typing import Any
 
@@ -309,11 +311,14 @@ def recall(
     prompt: str,
     context: str = "",
     options: Options | None = None,
+    prompt_terms: list[Term] | None = None,
 ) -> Recall:
-    """Rank memories for ``prompt`` (optionally sharpened by ``context``)."""
+    """Rank memories for ``prompt`` (optionally sharpened by ``context``); ``prompt_terms`` may
+    pass ``extract_terms(prompt)`` when the caller already has it."""
     options = options or Options()
     result = Recall()
-    prompt_terms = extract_terms(prompt)
+    if prompt_terms is None:
+        prompt_terms = extract_terms(prompt)
     if not options.require_topic:
         prompt_terms = [t.__class__(t.text, t.strong, False) for t in prompt_terms]
     if all(t.generic for t in prompt_terms):
