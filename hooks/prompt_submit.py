@@ -1,33 +1,20 @@
-"""Claude Code UserPromptSubmit hook: quipu recall. Run as `python -I -S prompt_submit.py`.
+"""Claude Code UserPromptSubmit hook: quipu recall (quipu/hook_prompt.py). Run as `python -I -S <this file>`.
 
-It finds the quipu package beside it (a source checkout or an installed wheel) without the
-site machinery, imports only the standard library, and exits 0 with no output on any failure.
+Only a few statements: Python compiles a script anew at every start (modules come from their
+cached bytecode). No site-packages: the quipu package is found beside this file, in a source
+checkout (hooks/ next to quipu/) or an installed wheel (quipu/_assets/hooks/). Its folder goes
+last on sys.path, so nothing there (nor the working directory) can stand in for a standard
+module. Fails open. The collector of reference cycles is off: the process lives for
+milliseconds, and imports would trigger it several times for nothing.
 """
-import os
+import gc
 import sys
 
-
-def _package_parent():
-    here = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(4):
-        if os.path.isfile(os.path.join(here, "quipu", "hook_prompt.py")):
-            return here
-        here = os.path.dirname(here)
-    return None
-
-
-def _main():
-    try:
-        parent = _package_parent()
-        if parent is None:
-            return
-        sys.path.insert(0, parent)
-        from quipu.hook_prompt import main
-
-        main()
-    except BaseException:  # noqa: BLE001 - a prompt hook fails open
-        pass
-
-
-_main()
-sys.exit(0)
+gc.disable()
+try:
+    _top = (__file__ if __file__.startswith("/") else __import__("posix").getcwd() + "/" + __file__).rsplit("/", 2)[0]
+    sys.path.append(_top.rsplit("/", 2)[0] if _top.endswith("/quipu/_assets") else _top)
+    from quipu.hook_prompt import run_as_hook
+except BaseException:  # noqa: BLE001 - a prompt hook fails open
+    sys.exit(0)
+run_as_hook()

@@ -9,8 +9,6 @@ Contract: ``loads`` accepts one JSON value surrounded by optional whitespace and
 ``ValueError`` otherwise (like ``json.loads``, NaN/Infinity refused); ``dumps`` writes dicts,
 lists, tuples, strings, ints, floats, booleans and None as ASCII JSON.
 """
-from __future__ import annotations
-
 try:
     import _json
 except ImportError:  # pragma: no cover - CPython always has it

@@ -13,17 +13,15 @@ Contract:
   ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits;
   when a store has no index yet (a fresh clone), it stays silent and starts the same refresh.
 """
-from __future__ import annotations
-
-import os
 import sys
 import time
 
-from quipu import _fastjson, locate, query, recall, transcript
+from quipu import _fastjson, _fs, locate, query, recall, transcript
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any
+    from collections.abc import Mapping
+    from typing import IO
 
 MAX_STDIN = 1_000_000
 LOG_MAX_BYTES = 1_000_000
@@ -31,6 +29,7 @@ CHILD_ENV = "QUIPU_CHILD"
 _SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 REFRESH_MARK_SECONDS = 30.0
 SESSION_KEEP_DAYS = 14
+PRUNE_EVERY_SECONDS = 86400.0
 
 
 class PromptEvent:
@@ -45,8 +44,8 @@ class PromptEvent:
         self.prompt = prompt
 
     @classmethod
-    def create(cls, raw: bytes) -> PromptEvent | None:
-        data: Any = _fastjson.loads(raw.decode("utf-8"))
+    def create(cls, raw: bytes) -> "PromptEvent | None":
+        data = _fastjson.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             return None
         prompt = data.get("prompt")
@@ -65,10 +64,10 @@ class PromptEvent:
 
 def log(message: str) -> None:
     try:
-        directory = os.path.join(locate.quipu_home(), "logs")
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, "hook.log")
-        mode = "w" if os.path.exists(path) and os.path.getsize(path) > LOG_MAX_BYTES else "a"
+        directory = _fs.join(locate.quipu_home(), "logs")
+        _fs.makedirs(directory)
+        path = _fs.join(directory, "hook.log")
+        mode = "w" if _size(path) > LOG_MAX_BYTES else "a"
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         with open(path, mode, encoding="utf-8") as fh:
             fh.write(f"{stamp} prompt-hook {message}"[:2000].replace("\n", " ") + "\n")
@@ -76,57 +75,80 @@ def log(message: str) -> None:
         pass
 
 
-def _session_file(root: str, session_id: str) -> str | None:
+def _size(path: str) -> int:
+    try:
+        return _fs.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _session_file(root: str, session_id: str) -> "str | None":
     clean = "".join(c for c in session_id if c in _SESSION_CHARS)[:128]
     if not clean:
         return None
-    return os.path.join(root, locate.CACHE_DIR_NAME, "sessions", f"{clean}.json")
+    return _fs.join(root, locate.CACHE_DIR_NAME, "sessions", f"{clean}.ids")
 
 
-def _seen(path: str | None) -> frozenset[str]:
+def _seen(path: "str | None") -> frozenset:
+    """The ids already injected in this session: one per line of its session file."""
     if not path:
         return frozenset()
     try:
         with open(path, encoding="utf-8") as fh:
-            value = _fastjson.loads(fh.read())
-        return frozenset(x for x in value if isinstance(x, str)) if isinstance(value, list) else frozenset()
+            return frozenset(line for line in fh.read().split("\n") if line)
     except (OSError, ValueError):
         return frozenset()
 
 
-def _remember(path: str | None, seen: frozenset[str], ids: list[str]) -> None:
+def _remember(path: "str | None", seen: frozenset, ids: list) -> None:
+    """Append ``ids`` to the session file: one small O_APPEND write, no temporary file."""
     if not path:
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = "".join(f"{i}\n" for i in ids if i not in seen)
+    try:
+        fh = open(path, "a", encoding="utf-8")
+    except FileNotFoundError:
+        _fs.makedirs(_fs.dirname(path))
+        fh = open(path, "a", encoding="utf-8")
+    with fh:
+        fh.write(data)
     if not seen:
-        _prune_sessions(os.path.dirname(path))  # once per session: its first injection
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(_fastjson.dumps(sorted(seen | set(ids))))
-    os.replace(tmp, path)
+        _prune_sessions(_fs.dirname(path))  # a session's first injection, at most daily
 
 
 def _prune_sessions(directory: str) -> None:
-    """Forget the injected-ids sets of sessions untouched for SESSION_KEEP_DAYS."""
-    cutoff = time.time() - SESSION_KEEP_DAYS * 86400
+    """Forget the injected-ids sets of sessions untouched for SESSION_KEEP_DAYS; the folder is
+    scanned at most once a day (the mtime of its ``.pruned`` mark says when it last was)."""
+    mark = _fs.join(directory, ".pruned")
+    now = time.time()
     try:
-        with os.scandir(directory) as entries:
+        if now - _fs.stat(mark).st_mtime < PRUNE_EVERY_SECONDS:
+            return
+    except OSError:
+        pass
+    cutoff = now - SESSION_KEEP_DAYS * 86400
+    try:
+        with open(mark, "w", encoding="utf-8"):
+            pass
+        with _fs.scandir(directory) as entries:
             for entry in entries:
-                if entry.name.endswith(".json") and entry.stat().st_mtime < cutoff:
-                    os.unlink(entry.path)
+                if entry.name.endswith((".ids", ".json")) and entry.stat().st_mtime < cutoff:
+                    _fs.unlink(entry.path)
     except OSError:
         pass
 
 
 def _spawn_refresh(root: str) -> None:
     """Start ``quipu index --refresh`` detached, at most once per REFRESH_MARK_SECONDS."""
-    mark = os.path.join(root, locate.CACHE_DIR_NAME, "refresh.started")
+    mark = _fs.join(root, locate.CACHE_DIR_NAME, "refresh.started")
     try:
-        if time.time() - os.stat(mark).st_mtime < REFRESH_MARK_SECONDS:
+        if time.time() - _fs.stat(mark).st_mtime < REFRESH_MARK_SECONDS:
             return
     except OSError:
         pass
     try:
+        import os  # only here, off the common path: a refresh starts at most every 30 s
+
         os.makedirs(os.path.dirname(mark), exist_ok=True)
         with open(mark, "w", encoding="utf-8"):
             pass
@@ -149,9 +171,9 @@ def _spawn_refresh(root: str) -> None:
         log(f"could not start an index refresh: {exc}")
 
 
-def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
+def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     """The additionalContext for ``event``, or '' to stay silent."""
-    env = dict(os.environ) if env is None else env
+    env = _fs.environ() if env is None else env
     if env.get(CHILD_ENV):
         return ""
     if transcript.is_machine_text(event.prompt):
@@ -161,24 +183,28 @@ def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
         return ""  # no topic of its own: never open the index
     root, _how = locate.find_store_root(None, event.cwd or None, env)
     index = locate.index_path(root)
-    if not os.path.isfile(index) and locate.git_dir(root) and os.path.isfile(os.path.join(root, "quipu.toml")):
+    if not _fs.isfile(index) and locate.git_dir(root) and _fs.isfile(_fs.join(root, "quipu.toml")):
         _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
         return ""
     db = recall.open_index(index)
     try:
+        # One read transaction for every query: one shared lock and one hot-journal check
+        # instead of one per statement, and all answers from the same state of the index.
+        db.execute("BEGIN")
         meta = recall.index_meta(db)
         gitdir = locate.git_dir(root)
         head = locate.read_head(gitdir) if gitdir else None
         if head and meta.get("head") != head:
             _spawn_refresh(root)
-        config = recall.index_config(db)
+        config = recall.index_config(db, meta)
         session_file = _session_file(root, event.session_id)
         seen = _seen(session_file)
         context = ""
         if event.transcript_path:
             previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
             context = f"{previous}\n{assistant}"
-        options = recall.Options.from_config(config, exclude=seen)
+        count = str(meta.get("count") or "")
+        options = recall.Options.from_config(config, exclude=seen, store_size=int(count) if count.isdigit() else None)
         result = recall.recall(db, event.prompt, context, options, terms)
     finally:
         db.close()
@@ -188,9 +214,9 @@ def run(event: PromptEvent, env: dict[str, str] | None = None) -> str:
     return text
 
 
-def main(stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
+def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> int:
     try:
-        if os.environ.get(CHILD_ENV):
+        if _fs.environ().get(CHILD_ENV):
             return 0
         raw = (stdin or sys.stdin.buffer).read(MAX_STDIN + 1)
         if len(raw) > MAX_STDIN:
@@ -209,3 +235,20 @@ def main(stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - fail open, always
         log(f"{type(exc).__name__}: {exc}")
     return 0
+
+
+def run_as_hook() -> None:
+    """``main`` on the real stdin and stdout, then exit 0 at once.
+
+    The output is flushed and every file closed by then; the interpreter's own teardown (freeing
+    each module and object one by one) would cost about a sixth of an interpreter start and
+    achieve nothing for a process that ends here."""
+    try:
+        main()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - a closed pipe: nothing left to say anyway
+        pass
+    import posix
+
+    posix._exit(0)

@@ -1,6 +1,6 @@
 """Finding a store and reading its HEAD with the standard library alone.
 
-This module is on the prompt path: it imports only ``os``. Contract:
+This module is on the prompt path: it imports only ``quipu._fs`` (no ``os``). Contract:
 - ``find_store_root`` applies the documented order: an explicit path, ``QUIPU_STORE``, the
   nearest ``.quipu`` folder upwards from the working directory, then the per-user default
   ``$QUIPU_HOME/store`` (``QUIPU_HOME`` defaults to ``$XDG_DATA_HOME/quipu`` or
@@ -9,9 +9,7 @@ This module is on the prompt path: it imports only ``os``. Contract:
 - ``read_head`` returns the commit id HEAD points at by reading ``HEAD``, the loose ref file and
   ``packed-refs`` directly (no git, no subprocess), or None when it cannot tell.
 """
-from __future__ import annotations
-
-import os
+from quipu import _fs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,33 +20,33 @@ CACHE_DIR_NAME = ".cache"
 INDEX_NAME = "index.sqlite"
 
 
-def quipu_home(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
+def quipu_home(env: "Mapping[str, str] | None" = None) -> str:
+    env = _fs.environ() if env is None else env
     if env.get("QUIPU_HOME"):
-        return os.path.abspath(os.path.expanduser(env["QUIPU_HOME"]))
-    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "quipu")
+        return _fs.abspath(_fs.expanduser(env["QUIPU_HOME"]))
+    base = env.get("XDG_DATA_HOME") or _fs.join(_fs.expanduser("~"), ".local", "share")
+    return _fs.join(base, "quipu")
 
 
-def default_store(env: Mapping[str, str] | None = None) -> str:
-    return os.path.join(quipu_home(env), "store")
+def default_store(env: "Mapping[str, str] | None" = None) -> str:
+    return _fs.join(quipu_home(env), "store")
 
 
 def find_store_root(
-    explicit: str | None = None, cwd: str | None = None, env: Mapping[str, str] | None = None
+    explicit: str | None = None, cwd: str | None = None, env: "Mapping[str, str] | None" = None
 ) -> tuple[str, str]:
     """Return (store root, how it was chosen)."""
-    env = os.environ if env is None else env
+    env = _fs.environ() if env is None else env
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit)), "--store"
+        return _fs.abspath(_fs.expanduser(explicit)), "--store"
     if env.get("QUIPU_STORE"):
-        return os.path.abspath(os.path.expanduser(env["QUIPU_STORE"])), "QUIPU_STORE"
-    here = os.path.abspath(cwd or os.getcwd())
+        return _fs.abspath(_fs.expanduser(env["QUIPU_STORE"])), "QUIPU_STORE"
+    here = _fs.abspath(cwd or _fs.getcwd())
     while True:
-        candidate = os.path.join(here, STORE_DIR_NAME)
-        if os.path.isdir(candidate):
+        candidate = _fs.join(here, STORE_DIR_NAME)
+        if _fs.isdir(candidate):
             return candidate, f"nearest {STORE_DIR_NAME} folder"
-        parent = os.path.dirname(here)
+        parent = _fs.dirname(here)
         if parent == here:
             break
         here = parent
@@ -56,8 +54,8 @@ def find_store_root(
 
 
 def git_dir(root: str) -> str | None:
-    dotgit = os.path.join(root, ".git")
-    if os.path.isdir(dotgit):
+    dotgit = _fs.join(root, ".git")
+    if _fs.isdir(dotgit):
         return dotgit
     try:
         with open(dotgit, encoding="utf-8") as fh:
@@ -67,13 +65,13 @@ def git_dir(root: str) -> str | None:
     if not line.startswith("gitdir:"):
         return None
     target = line[len("gitdir:") :].strip()
-    return os.path.normpath(os.path.join(root, target))
+    return _fs.normpath(_fs.join(root, target))
 
 
 def _common_dir(gitdir: str) -> str:
     try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as fh:
-            return os.path.normpath(os.path.join(gitdir, fh.read().strip()))
+        with open(_fs.join(gitdir, "commondir"), encoding="utf-8") as fh:
+            return _fs.normpath(_fs.join(gitdir, fh.read().strip()))
     except OSError:
         return gitdir
 
@@ -81,7 +79,7 @@ def _common_dir(gitdir: str) -> str:
 def read_head(gitdir: str) -> str | None:
     """The commit id HEAD resolves to, read from git's files; None if it cannot be read."""
     try:
-        with open(os.path.join(gitdir, "HEAD"), encoding="utf-8") as fh:
+        with open(_fs.join(gitdir, "HEAD"), encoding="utf-8") as fh:
             head = fh.read(1024).strip()
     except OSError:
         return None
@@ -91,13 +89,13 @@ def read_head(gitdir: str) -> str | None:
     common = _common_dir(gitdir)
     for base in (gitdir, common):
         try:
-            with open(os.path.join(base, ref), encoding="utf-8") as fh:
+            with open(_fs.join(base, ref), encoding="utf-8") as fh:
                 sha = fh.read(128).strip()
             return sha if _is_sha(sha) else None
         except OSError:
             continue
     try:
-        with open(os.path.join(common, "packed-refs"), encoding="utf-8") as fh:
+        with open(_fs.join(common, "packed-refs"), encoding="utf-8") as fh:
             for line in fh:
                 parts = line.split()
                 if len(parts) == 2 and parts[1] == ref and _is_sha(parts[0]):
@@ -112,4 +110,4 @@ def _is_sha(text: str) -> bool:
 
 
 def index_path(root: str) -> str:
-    return os.path.join(root, CACHE_DIR_NAME, INDEX_NAME)
+    return _fs.join(root, CACHE_DIR_NAME, INDEX_NAME)

@@ -15,18 +15,16 @@ or opens git objects. Contract:
 - ``recall`` returns ``Recall`` with hits and an explanation (the terms chosen, their document
   frequencies, the scores and why anything was left out) for ``quipu recall --explain``.
 """
-from __future__ import annotations
-
 # Only the cheapest modules: the hook's whole budget is about one interpreter start, and
-# ``sqlite3`` (datetime, collections), ``json`` (re, enum), ``dataclasses`` and ``typing`` each
-# cost a large part of it. ``_sqlite3``, the C module ``sqlite3`` wraps (same connection and
-# exception classes), is imported by ``open_index`` only, so a prompt with no topic never pays it.
-import math
-import os
+# ``sqlite3`` (datetime, collections), ``json`` (re, enum), ``dataclasses``, ``typing`` and even
+# ``os`` each cost a large part of it. ``_sqlite3``, the C module ``sqlite3`` wraps (same
+# connection and exception classes), is loaded by ``open_index`` only (see ``_sqlite_module``),
+# so a prompt with no topic never pays for it.
+import sys
 import time
 
-from quipu import _fastjson
-from quipu.query import extract_terms, fts_quote
+from quipu import _fastjson, _fs
+from quipu.query import extract_terms, fts_quote, fts_term
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,6 +57,7 @@ FACT_SLOTS = 1                # self-updating fact notes may take at most this m
 SNIPPET_TOKENS = 28
 IDF_MIN_DOCS = 100
 READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see _rows_matching)
+TERM_READ_LIMIT = 2000        # a chosen term's best rows read at most (a term that common is no topic)
 _SECONDS_PER_DAY = 86400.0
 
 
@@ -95,7 +94,7 @@ class Hit:
         out.extend(self.labels)
         return ", ".join(out)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> "dict[str, Any]":
         return {
             "id": self.id,
             "title": self.title,
@@ -122,7 +121,7 @@ class Recall:
         self.left_out: list[str] = []
         self.reason = reason
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> "dict[str, Any]":
         return {
             "hits": [h.to_json() for h in self.hits],
             "terms": [{"term": t, "df": df, "chosen": c} for t, df, c in self.terms],
@@ -135,12 +134,13 @@ class Recall:
 class Options:
     """How many memories, how strict, and which to leave out."""
 
-    __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest", "fact_slots", "require_topic")
+    __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest", "fact_slots", "require_topic",
+                 "store_size")
 
     def __init__(self, limit: int = DEFAULT_LIMIT, min_score: float = DEFAULT_MIN_SCORE,
                  max_chars: int = DEFAULT_MAX_CHARS, exclude: frozenset[str] = frozenset(),
                  now: float | None = None, rarest: int = RAREST_TERMS, fact_slots: int | None = FACT_SLOTS,
-                 require_topic: bool = True) -> None:
+                 require_topic: bool = True, store_size: "int | None" = None) -> None:
         self.limit = limit
         self.min_score = min_score
         self.max_chars = max_chars
@@ -149,9 +149,10 @@ class Options:
         self.rarest = rarest
         self.fact_slots = fact_slots  # None: fact notes may take every slot (search)
         self.require_topic = require_topic  # False: generic words count as topic words (search)
+        self.store_size = store_size  # memories in the index, when the caller read it already
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], **overrides: Any) -> Options:
+    def from_config(cls, config: "dict[str, Any]", **overrides: "Any") -> "Options":
         values: dict[str, Any] = {}
         for key, kind in (("limit", int), ("min_score", float), ("max_chars", int)):
             value = config.get(key)
@@ -165,29 +166,82 @@ def _uri(path: str) -> str:
     return "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=ro"
 
 
-def open_index(path: str) -> Connection:
-    """Open the index read-only; raises sqlite3.Error if it is missing or unreadable."""
+def _lru_cache(maxsize: int = 128, typed: bool = False) -> "Any":
+    """``functools.lru_cache`` as ``_sqlite3`` calls it (positional maxsize), on the same C core."""
+    import _functools
+
+    return lambda function: _functools._lru_cache_wrapper(function, maxsize, typed, tuple)
+
+
+def _sqlite_module() -> "Any":
+    """The ``_sqlite3`` C module, loaded without ``functools``.
+
+    ``_sqlite3`` takes ``functools.lru_cache`` when it loads (for its statement cache), and
+    ``functools`` pulls in ``collections``, ``operator``, ``reprlib`` and ``types``: two thirds of
+    the module's load time. When ``functools`` is not loaded yet, a stand-in module offering only
+    ``lru_cache`` (built on the same C ``_lru_cache_wrapper``) is in ``sys.modules`` while
+    ``_sqlite3`` loads, and is taken out again at once, so any later ``import functools`` gets the
+    real one. If the stand-in is not enough (another Python), the normal import runs."""
+    loaded = sys.modules.get("_sqlite3")
+    if loaded is not None:
+        return loaded
+    if "functools" not in sys.modules:
+        stand_in = type(sys)("functools")
+        stand_in.lru_cache = _lru_cache  # type: ignore[attr-defined]
+        sys.modules["functools"] = stand_in
+        try:
+            import _sqlite3
+
+            return _sqlite3
+        except Exception:  # noqa: BLE001 - fall back to the normal import below
+            pass
+        finally:
+            if sys.modules.get("functools") is stand_in:
+                del sys.modules["functools"]
     import _sqlite3
 
-    if not os.path.isfile(path):
-        raise _sqlite3.OperationalError(f"no index at {path}")
-    return _sqlite3.connect(_uri(path), uri=True, timeout=0.5, isolation_level=None)
+    return _sqlite3
 
 
-def index_meta(db: Connection) -> dict[str, str]:
+def open_index(path: str) -> "Connection":
+    """Open the index read-only; raises sqlite3.Error if it is missing or unreadable."""
+    sqlite = _sqlite_module()
+    if not _fs.isfile(path):
+        raise sqlite.OperationalError(f"no index at {path}")
+    return sqlite.connect(_uri(path), uri=True, timeout=0.5, isolation_level=None)
+
+
+def index_meta(db: "Connection") -> dict[str, str]:
     return dict(db.execute("SELECT key, value FROM meta").fetchall())
 
 
-def index_config(db: Connection) -> dict[str, Any]:
+def index_config(db: "Connection", meta: "dict[str, str] | None" = None) -> "dict[str, Any]":
+    """The store's recall settings (from quipu.toml, copied into the index); ``meta`` when the
+    caller already read ``index_meta``."""
     try:
-        value = _fastjson.loads(index_meta(db).get("config", "{}"))
+        value = _fastjson.loads((index_meta(db) if meta is None else meta).get("config", "{}"))
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def _stems(db: Connection, words: Sequence[str]) -> dict[str, str]:
-    """Map each word to the term the index's tokenizer makes of it (stemmed), via a temp FTS table."""
+def _stems(db: "Connection", words: "Sequence[str]") -> dict[str, str]:
+    """Map each word to the term the index's tokenizer makes of it (stemmed). ASCII words are
+    stemmed in Python (``quipu.query.fts_term``); any other goes through a temporary FTS5 table."""
+    out: dict[str, str] = {}
+    others: list[str] = []
+    for word in words:
+        term = fts_term(word)
+        if term is None:
+            others.append(word)
+        elif term:
+            out[word] = term
+    if others:
+        out.update(_sqlite_stems(db, others))
+    return out
+
+
+def _sqlite_stems(db: "Connection", words: "Sequence[str]") -> dict[str, str]:
     db.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.quipu_q USING fts5(w, tokenize='porter unicode61 remove_diacritics 2')"
     )
@@ -201,43 +255,82 @@ def _stems(db: Connection, words: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def document_frequencies(db: Connection, words: Sequence[str]) -> dict[str, int]:
+def document_frequencies(db: "Connection", words: "Sequence[str]") -> dict[str, int]:
     """Document frequency of each word in the store, after stemming."""
     return _frequencies(db, words, _stems(db, words)) if words else {}
 
 
-def _frequencies(db: Connection, words: Sequence[str], stems: dict[str, str]) -> dict[str, int]:
+def _frequencies(db: "Connection", words: "Sequence[str]", stems: dict[str, str]) -> dict[str, int]:
     wanted = sorted(set(stems.values()))
     df: dict[str, int] = {}
+    sql = "SELECT term, df FROM term_df WHERE term IN ({})"
     for chunk in range(0, len(wanted), 200):
         part = wanted[chunk : chunk + 200]
         marks = ", ".join("?" * len(part))
-        for term, docs in db.execute(f"SELECT term, doc FROM memory_vocab WHERE term IN ({marks})", part):
-            df[term] = docs
+        try:
+            rows = db.execute(sql.format(marks), part).fetchall()
+        except _sqlite_module().OperationalError:  # an index built before term_df: count the slow way
+            sql = "SELECT term, doc FROM memory_vocab WHERE term IN ({})"
+            rows = db.execute(sql.format(marks), part).fetchall()
+        df.update(rows)
     return {w: df.get(stems.get(w, ""), 0) for w in words}
 
 
-def _store_size(db: Connection) -> int:
+def _store_size(db: "Connection", known: "int | None" = None) -> int:
+    if known is not None:
+        return known
     value = index_meta(db).get("count")
     if value and value.isdigit():
         return int(value)
     return int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
 
 
+_LN2 = 0.6931471805599453
+_SQRT2 = 1.4142135623730951
+
+
+def ln(x: float) -> float:
+    """The natural logarithm, to double precision, without ``math``: loading that shared library
+    costs the prompt hook more than all of its uses here. x = m * 2**k with m in [1/sqrt 2, sqrt 2),
+    then ln m = 2 atanh(s), s = (m - 1) / (m + 1) (|s| < 0.18), summed until the terms vanish."""
+    if not x > 0.0 or x == float("inf"):
+        raise ValueError(f"ln({x!r}) is not a finite real number")
+    k = 0
+    while x >= _SQRT2:
+        x *= 0.5
+        k += 1
+    while x < _SQRT2 * 0.5:
+        x *= 2.0
+        k -= 1
+    s = (x - 1.0) / (x + 1.0)
+    s2 = s * s
+    power = s
+    total = 0.0
+    n = 1
+    while True:
+        step = power / n
+        if total + step == total:
+            break
+        total += step
+        power *= s2
+        n += 2
+    return k * _LN2 + 2.0 * total
+
+
 def _decay(created_ts: float, half_life_days: float | None, now: float) -> float:
     if half_life_days is None or half_life_days <= 0:
         return 1.0
     age_days = max(0.0, (now - created_ts) / _SECONDS_PER_DAY)
-    return math.pow(0.5, age_days / half_life_days)
+    return 0.5 ** (age_days / half_life_days)
 
 
-def _match_expr(terms: Sequence[str]) -> str:
+def _match_expr(terms: "Sequence[str]") -> str:
     return " OR ".join(fts_quote(t) for t in terms)
 
 
 def _fts_idf(total: int, df: int) -> float:
     """The idf FTS5's bm25() uses (clamped to 1e-6 for terms in half the rows or more)."""
-    value = math.log((total - df + 0.5) / (df + 0.5)) if total > 0 else 0.0
+    value = ln((total - df + 0.5) / (df + 0.5)) if total > 0 else 0.0
     return value if value > 0 else 1e-6
 
 
@@ -245,10 +338,10 @@ def idf(total: int, df: int) -> float:
     """Smoothed idf, never zero. Small stores are treated as holding at least IDF_MIN_DOCS
     memories: in a store of three notes, a word found in one of them is still a real signal."""
     total = max(total, IDF_MIN_DOCS)
-    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+    return ln(1.0 + (total - df + 0.5) / (df + 0.5))
 
 
-def _rows_matching(db: Connection, expr: str, rowids: Sequence[int], df: int) -> list[tuple[int, float]]:
+def _rows_matching(db: "Connection", expr: str, rowids: "Sequence[int]", df: int) -> list[tuple[int, float]]:
     """(rowid, -bm25) of the candidates matching ``expr``.
 
     FTS5 answers ``rowid IN (...)`` slowly (about 0.1 ms per listed row at 100,000 memories), so a
@@ -263,23 +356,25 @@ def _rows_matching(db: Connection, expr: str, rowids: Sequence[int], df: int) ->
     return list(db.execute(sql, [expr, *rowids]))
 
 
-def _term_scores(
-    db: Connection, rowids: Sequence[int], terms: Sequence[str], df: dict[str, int]
-) -> dict[int, dict[str, float]]:
-    """Per candidate, FTS5's BM25 summand of each term it contains.
+def _term_matches(db: "Connection", terms: "Sequence[str]", df: dict[str, int]) -> dict[int, dict[str, float]]:
+    """Per memory matching any of ``terms``: FTS5's BM25 summand of each term it contains.
 
     FTS5's bm25() is a sum over the query's phrases of idf(phrase) x a saturated,
     length-normalised, field-weighted term frequency; one single-term query per term recovers
-    each summand."""
-    out: dict[int, dict[str, float]] = {r: {} for r in rowids}
+    each summand. A term in more than TERM_READ_LIMIT memories gives only its best rows."""
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    out: dict[int, dict[str, float]] = {}
     for term in terms:
-        for rowid, score in _rows_matching(db, fts_quote(term), rowids, df.get(term, 0)):
-            out[rowid][term] = float(score)
+        sql = f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
+        if df.get(term, 0) > TERM_READ_LIMIT:
+            sql += f" ORDER BY s DESC LIMIT {TERM_READ_LIMIT}"
+        for rowid, score in db.execute(sql, (fts_quote(term),)):
+            out.setdefault(rowid, {})[term] = float(score)
     return out
 
 
 def _share(
-    db: Connection, rowids: Sequence[int], terms: Sequence[str], chosen: Sequence[str],
+    db: "Connection", rowids: "Sequence[int]", terms: "Sequence[str]", chosen: "Sequence[str]",
     chosen_scores: dict[int, dict[str, float]], rare: int,
 ) -> dict[int, float]:
     """Each candidate's BM25 for ``terms`` as a share (0..1) of the best candidate's.
@@ -297,7 +392,9 @@ def _share(
     return {rowid: max(0.0, score) / best for rowid, score in found} if best > 1e-9 else {}
 
 
-def _snippet(db: Connection, rowid: int, expr: str) -> str:
+def _snippet(db: "Connection", rowid: int, expr: str) -> str:
+    """The body lines around ``expr``'s matches in one memory (``rowid =``: FTS5 answers it
+    faster than ``rowid IN`` for even two rows)."""
     row = db.execute(
         f"SELECT snippet(memory_fts, 4, '', '', ' … ', {SNIPPET_TOKENS}) FROM memory_fts"
         " WHERE memory_fts MATCH ? AND rowid = ?",
@@ -307,12 +404,12 @@ def _snippet(db: Connection, rowid: int, expr: str) -> str:
 
 
 def recall(
-    db: Connection,
+    db: "Connection",
     prompt: str,
     context: str = "",
-    options: Options | None = None,
-    prompt_terms: list[Term] | None = None,
-) -> Recall:
+    options: "Options | None" = None,
+    prompt_terms: "list[Term] | None" = None,
+) -> "Recall":
     """Rank memories for ``prompt`` (optionally sharpened by ``context``); ``prompt_terms`` may
     pass ``extract_terms(prompt)`` when the caller already has it."""
     options = options or Options()
@@ -353,26 +450,27 @@ def recall(
     ctx_chosen = [t.text for t in ctx_present[:CONTEXT_TERMS]]
     result.context_terms = ctx_chosen
 
-    total = _store_size(db)
-    rows = db.execute(
-        f"""
-        SELECT m.rowid, m.id, m.title, m.description, m.class, m.status, m.superseded_by, m.labels,
-               m.created_ts, m.half_life_days
-        FROM memory_fts JOIN memories m ON m.rowid = memory_fts.rowid
-        WHERE memory_fts MATCH ?
-        ORDER BY bm25(memory_fts, {", ".join(str(w) for w in BM25_WEIGHTS)})
-        LIMIT {CANDIDATES}
-        """,
-        (_match_expr(chosen),),
-    ).fetchall()
-    if not rows:
-        result.reason = "no memory matches the chosen terms"
-        return result
-    rowids = [r[0] for r in rows]
-    raw = _term_scores(db, rowids, chosen, df)
-    # Swap FTS5's idf for the smoothed one (FTS5's vanishes in small stores and for common words).
+    total = _store_size(db, options.store_size)
+    # Candidates: the memories with the best sum of the chosen terms' BM25 summands, each summand
+    # re-weighted with the smoothed idf (FTS5's own vanishes in small stores and for common words).
+    raw = _term_matches(db, chosen, df)
     scale = {t: idf(total, df[t]) / _fts_idf(total, df[t]) for t in chosen}
     per_term = {r: {t: v * scale[t] for t, v in terms.items()} for r, terms in raw.items()}
+    best = sorted(per_term, key=lambda r: (-sum(per_term[r].values()), r))[:CANDIDATES]
+    if not best:
+        result.reason = "no memory matches the chosen terms"
+        return result
+    marks = ", ".join("?" * len(best))
+    found = {
+        row[0]: row
+        for row in db.execute(
+            "SELECT rowid, id, title, description, class, status, superseded_by, labels, created_ts, half_life_days"
+            f" FROM memories WHERE rowid IN ({marks})",
+            best,
+        )
+    }
+    rows = [found[r] for r in best if r in found]
+    rowids = [r[0] for r in rows]
     rare = sum(df[c] for c in chosen)
     rest_share = _share(db, rowids, rest_terms, chosen, raw, rare)
     ctx_matched: dict[int, list[str]] = {r: [] for r in rowids}
@@ -421,7 +519,7 @@ def recall(
     return result
 
 
-def format_context(hits: Sequence[Hit], max_chars: int = DEFAULT_MAX_CHARS) -> str:
+def format_context(hits: "Sequence[Hit]", max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Compact, fenced text for injection; empty when there is nothing to say."""
     if not hits:
         return ""

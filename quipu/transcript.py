@@ -9,9 +9,7 @@ On the prompt path: standard library only. Contract:
   and returns the last human prompt before the current one and the last assistant text.
 - ``human_turns`` reads a whole transcript for the offline passes (capture), in order.
 """
-from __future__ import annotations
-
-import os
+import io
 
 from quipu import _fastjson
 
@@ -73,7 +71,7 @@ def is_machine_text(text: object) -> bool:
     return False
 
 
-def _content_text(message: Any) -> str | None:
+def _content_text(message: "Any") -> str | None:
     """The typed text of a user message, or None if it carries tool results."""
     if not isinstance(message, dict):
         return None
@@ -93,7 +91,7 @@ def _content_text(message: Any) -> str | None:
     return None
 
 
-def human_text(record: Any) -> str | None:
+def human_text(record: "Any") -> str | None:
     """The prompt text if ``record`` is a human-typed prompt, else None."""
     if not isinstance(record, dict) or record.get("type") != "user":
         return None
@@ -116,11 +114,11 @@ def human_text(record: Any) -> str | None:
     return text
 
 
-def is_human_record(record: Any) -> bool:
+def is_human_record(record: "Any") -> bool:
     return human_text(record) is not None
 
 
-def assistant_text(record: Any) -> str | None:
+def assistant_text(record: "Any") -> str | None:
     if not isinstance(record, dict) or record.get("type") != "assistant" or record.get("isSidechain"):
         return None
     message = record.get("message")
@@ -140,7 +138,7 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
     """(previous human prompt, last assistant text) from the last ``max_bytes`` of a transcript."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
+            fh.seek(0, io.SEEK_END)
             size = fh.tell()
             start = max(0, size - max_bytes)
             fh.seek(start)
@@ -174,7 +172,7 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
     return previous, assistant
 
 
-def records(path: str) -> Iterator[dict[str, Any]]:
+def records(path: str) -> "Iterator[dict[str, Any]]":
     """Every JSON record of a transcript, in order; bad lines are skipped."""
     with open(path, "rb") as fh:
         for raw in fh:

@@ -16,7 +16,10 @@ from testing.fixtures import example_store, indexed_head, memory, run_prompt_hoo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"
 HEAVY = ("yaml", "pygit2", "git", "numpy", "_yaml", "_pygit2")
-SLOW_STDLIB = ("json", "re", "typing", "dataclasses", "subprocess", "sqlite3", "datetime", "enum", "tomllib")
+# Each of these costs a large share of an interpreter start (``os`` alone about a sixth under -I -S;
+# ``functools`` is what ``_sqlite3`` would pull in without the stand-in of recall._sqlite_module).
+SLOW_STDLIB = ("json", "re", "typing", "dataclasses", "subprocess", "sqlite3", "datetime", "enum", "tomllib",
+               "os", "functools", "collections", "__future__")
 
 
 @pytest.fixture(scope="module")
@@ -221,15 +224,37 @@ def test_a_freshly_cloned_store_gets_its_index_built_in_the_background(tmp_path:
     assert "postgres-port" in hook(ask, None, QUIPU_STORE=str(clone))[0]
 
 
-def test_a_new_session_forgets_sessions_untouched_for_two_weeks(tmp_path: Path) -> None:
+def test_a_new_session_forgets_sessions_untouched_for_two_weeks_scanning_at_most_daily(tmp_path: Path) -> None:
     store = example_store(tmp_path / "s")
     sessions = store.root / ".cache" / "sessions"
     sessions.mkdir(parents=True)
-    old, recent = sessions / "old-session.json", sessions / "recent-session.json"
-    for path in (old, recent):
-        path.write_text('["postgres-port"]')
     month_ago = time.time() - 30 * 86400
-    os.utime(old, (month_ago, month_ago))
-    out, _ = hook(event("what port does postgres listen on locally?", store, session_id="s-new"), store)
+    old, legacy, recent = sessions / "old-session.ids", sessions / "legacy.json", sessions / "recent-session.ids"
+    for path in (old, legacy, recent):
+        path.write_text("postgres-port\n")
+    for path in (old, legacy):
+        os.utime(path, (month_ago, month_ago))
+    ask = "what port does postgres listen on locally?"
+    out, _ = hook(event(ask, store, session_id="s-new"), store)
     assert "postgres-port" in out
-    assert not old.exists() and recent.exists() and (sessions / "s-new.json").exists()
+    assert not old.exists() and not legacy.exists() and recent.exists()
+    assert (sessions / "s-new.ids").read_text() == "postgres-port\n"
+    # Scanned today already: another new session leaves a stale file for tomorrow's scan.
+    old.write_text("postgres-port\n")
+    os.utime(old, (month_ago, month_ago))
+    assert "postgres-port" in hook(event(ask, store, session_id="s-newer"), store)[0]
+    assert old.exists()
+    os.utime(sessions / ".pruned", (time.time() - 2 * 86400,) * 2)
+    assert "postgres-port" in hook(event(ask, store, session_id="s-newest"), store)[0]
+    assert not old.exists()
+
+def test_modules_in_the_project_folder_never_stand_in_for_the_standard_library(shop: Store, tmp_path: Path) -> None:
+    """Claude Code starts the hook in the user's project; a `_json.py` or `math.py` there is not imported."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("_json", "math", "posix", "_sqlite3", "quipu"):
+        (project / f"{name}.py").write_text(f"open({str(tmp_path / 'imported')!r}, 'a').write({name!r})\n")
+    proc = run_prompt_hook(event("how do we deploy shop-api to production?", shop, session_id="s-shadow"),
+                           env={"QUIPU_STORE": str(shop.root)}, cwd=project)
+    assert proc.returncode == 0 and "deploy-procedure" in proc.stdout.decode()
+    assert not (tmp_path / "imported").exists()

@@ -147,3 +147,48 @@ def test_a_fixed_file_leaves_the_problem_list(store: Store) -> None:
     git(store.root, "commit", "-q", "-am", "fixed")
     assert index.rows(store, "SELECT * FROM problems") == []
     assert ids(store, "sprocket") == ["fixme"]
+
+
+def _df_tables(store: Store) -> tuple[dict[str, int], dict[str, int]]:
+    """(term_df, what fts5vocab counts) of the index as it is now."""
+    index.ensure_fresh(store)
+    kept = {r[0]: r[1] for r in index.rows(store, "SELECT term, df FROM term_df")}
+    counted = {r[0]: r[1] for r in index.rows(store, "SELECT term, doc FROM memory_vocab")}
+    return kept, counted
+
+
+def test_the_document_frequency_table_stays_exact_through_adds_edits_deletes_and_resets(store: Store) -> None:
+    kept, counted = _df_tables(store)
+    assert kept == counted and kept["pipelin"] == 1  # after the rebuild that made the index
+    add_all(store, [memory("ci-note", "The pipeline runs pytest on every push", "Café crème for the pipeline team.")])
+    kept, counted = _df_tables(store)
+    assert kept == counted and kept["pipelin"] == 2 and kept["cafe"] == 1
+    # A person edits one note and deletes another by hand: both rows' terms are recounted.
+    path = store.root / "memories" / "de" / "deploy-note.md"
+    path.write_text(path.read_text().replace("blue green pipeline", "canary rollout"))
+    git(store.root, "rm", "-q", "memories/ya/yaml-note.md")
+    git(store.root, "commit", "-qam", "edit and delete by hand")
+    kept, counted = _df_tables(store)
+    assert kept == counted and kept["pipelin"] == 1 and "yaml" not in kept and kept["canari"] == 1
+    git(store.root, "reset", "-q", "--hard", "HEAD~2")
+    kept, counted = _df_tables(store)
+    assert kept == counted and kept["pipelin"] == 1 and "canari" not in kept and "cafe" not in kept
+
+
+def test_the_full_text_index_is_merged_after_a_rebuild_and_after_enough_changed_rows(store: Store) -> None:
+    from quipu.memory import render_memory
+
+    def fts_changes() -> int:
+        index.ensure_fresh(store)
+        return int(index.rows(store, "SELECT value FROM meta WHERE key = 'fts_changes'")[0][0])
+
+    assert fts_changes() == 0  # the rebuild that made the index merged it
+    add_all(store, [memory("one-more", "One more pipeline note")])
+    assert fts_changes() == 1
+    # One commit of many new notes (as a sync from another machine brings): past the threshold.
+    batch = [memory(f"bulk-{n:03d}", f"Bulk note {n} about pipelines") for n in range(index.OPTIMIZE_AFTER_ROWS)]
+    store.commit({m.path: render_memory(m) for m in batch}, "bulk import", {"Quipu-Action": "import"})
+    assert fts_changes() == 0
+    assert len(ids(store, "bulk pipelines")) > 0
+    with index.open_fresh(store) as db:
+        db.execute("INSERT INTO memory_fts(memory_fts) VALUES('integrity-check')")  # raises if damaged

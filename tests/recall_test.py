@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -181,3 +182,37 @@ def test_old_project_note_decays_but_a_user_rule_never_does(tmp_path: Path) -> N
     assert abs(hits["note-old"].score - hits["note-old"].bm25 * 0.5 ** ((time.time() - 1761955200) / 86400 / 150)) < 0.05 * hits["note-old"].bm25
     top = rule[0]
     assert top.id == "rule-old" and top.score == pytest.approx(top.bm25)
+
+
+def test_words_with_accents_are_stemmed_by_sqlite_and_still_match(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("cafe-menu", "Café crème prices", "The naïve pricing of the café menu."),
+                    memory("other", "Espresso machine cleaning", "Descale it weekly.")])
+    assert ranked(store, "what did the cafe crème cost again?") == ["cafe-menu"]
+    assert ranked(store, "the Café's naïve prices") == ["cafe-menu"]
+
+
+def test_an_index_from_before_the_frequency_table_still_answers_the_same(shop: Store, tmp_path: Path) -> None:
+    prompt = "why does postgres refuse the connection on the default port"
+    expected = ranked(shop, prompt)
+    legacy = tmp_path / "legacy.sqlite"
+    legacy.write_bytes(shop.index_path.read_bytes())
+    with sqlite3.connect(legacy) as db:
+        db.execute("DROP TABLE term_df")
+    db = recall.open_index(str(legacy))
+    try:
+        assert [h.id for h in recall.recall(db, prompt, "", recall.Options()).hits] == expected == ["postgres-port"]
+    finally:
+        db.close()
+
+
+def test_ln_is_the_natural_logarithm() -> None:
+    import math
+    import random
+
+    rng = random.Random(3)
+    for x in [1.0, 2.0, 0.5, 1e-9, 3.7e12, 1 + 1e-12, *(10 ** rng.uniform(-12, 12) for _ in range(2000))]:
+        assert recall.ln(x) == pytest.approx(math.log(x), rel=1e-14, abs=1e-15)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            recall.ln(bad)

@@ -89,3 +89,12 @@ def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, P
     while indexed_head(store) != head:
         assert time.monotonic() < deadline, "the post-commit hook did not refresh the index through the venv"
         time.sleep(0.1)
+
+    # The prompt hook runs from where the wheel put it, without site-packages (-I -S), and recalls.
+    hook = Path(where[0]).parent / "_assets" / "hooks" / "prompt_submit.py"
+    event = {"session_id": "wheel", "transcript_path": "", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+             "prompt": "where did we write down the sprocket?"}
+    ran = subprocess.run([str(bin_dir / "python"), "-I", "-S", str(hook)], input=json.dumps(event), capture_output=True,
+                         text=True, env={**env, "QUIPU_STORE": str(store)}, timeout=60)
+    assert ran.returncode == 0 and ran.stderr == ""
+    assert "hand-note" in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -1,0 +1,139 @@
+"""The prompt path's window on the file system, without ``import os``.
+
+Under ``python -I -S`` the interpreter starts without ``os``; importing it (with ``stat``,
+``posixpath`` and ``_collections_abc``) costs about a sixth of the whole start. The built-in
+``posix`` module underneath it is already loaded, so the few calls the prompt hook makes go
+straight to it. Contract:
+- Every function here behaves like its ``os`` / ``os.path`` namesake for str (and path-like)
+  paths.
+- ``environ()`` is ``os.environ`` when ``os`` is loaded (so changes made through it are seen),
+  otherwise a str copy of the process environment decoded as ``os`` decodes it.
+- On a platform without ``posix`` every name is simply the ``os`` one.
+"""
+import sys
+
+try:
+    import posix as _posix
+except ImportError:  # pragma: no cover - Windows
+    _posix = None  # type: ignore[assignment]
+
+SEEK_END = 2
+_S_IFMT = 0o170000
+_S_IFDIR = 0o040000
+_S_IFREG = 0o100000
+_environ_copy = None
+
+if _posix is None:  # pragma: no cover - Windows
+    import os as _os
+
+    environ = lambda: _os.environ  # noqa: E731
+    join, dirname, normpath, abspath, expanduser = (
+        _os.path.join, _os.path.dirname, _os.path.normpath, _os.path.abspath, _os.path.expanduser)
+    isfile, isdir = _os.path.isfile, _os.path.isdir
+    makedirs = lambda path: _os.makedirs(path, exist_ok=True)  # noqa: E731
+    devnull = _os.devnull
+    stat, replace, unlink, scandir, getpid, getcwd = (
+        _os.stat, _os.replace, _os.unlink, _os.scandir, _os.getpid, _os.getcwd)
+else:
+    stat = _posix.stat
+    replace = _posix.replace
+    unlink = _posix.unlink
+    scandir = _posix.scandir
+    getpid = _posix.getpid
+    getcwd = _posix.getcwd
+    devnull = "/dev/null"
+
+    def environ() -> dict[str, str]:  # type: ignore[no-redef]
+        """The process environment as str -> str."""
+        os_module = sys.modules.get("os")
+        if os_module is not None:
+            return os_module.environ
+        global _environ_copy
+        if _environ_copy is None:
+            encoding = sys.getfilesystemencoding()
+            _environ_copy = {
+                k.decode(encoding, "surrogateescape"): v.decode(encoding, "surrogateescape")
+                for k, v in _posix.environ.items()
+            }
+        return _environ_copy
+
+    def join(first: str, *rest: str) -> str:  # type: ignore[no-redef]
+        path = _posix.fspath(first)
+        for part in map(_posix.fspath, rest):
+            if part.startswith("/"):
+                path = part
+            elif not path or path.endswith("/"):
+                path += part
+            else:
+                path += "/" + part
+        return path
+
+    def dirname(path: str) -> str:  # type: ignore[no-redef]
+        head = path[: path.rfind("/") + 1]
+        if head and head != "/" * len(head):
+            head = head.rstrip("/")
+        return head
+
+    def normpath(path: str) -> str:  # type: ignore[no-redef]
+        if not path:
+            return "."
+        initial = 0
+        if path.startswith("/"):
+            # POSIX keeps exactly two leading slashes, folds three or more into one.
+            initial = 2 if path.startswith("//") and not path.startswith("///") else 1
+        parts: list[str] = []
+        for part in path.split("/"):
+            if part in ("", "."):
+                continue
+            if part != ".." or (not initial and not parts) or (parts and parts[-1] == ".."):
+                parts.append(part)
+            elif parts:
+                parts.pop()
+        out = "/" * initial + "/".join(parts)
+        return out or "."
+
+    def abspath(path: str) -> str:  # type: ignore[no-redef]
+        path = _posix.fspath(path)
+        if not path.startswith("/"):
+            path = join(getcwd(), path)
+        return normpath(path)
+
+    def expanduser(path: str) -> str:  # type: ignore[no-redef]
+        path = _posix.fspath(path)
+        if not path.startswith("~"):
+            return path
+        slash = path.find("/", 1)
+        if slash < 0:
+            slash = len(path)
+        home = environ().get("HOME") if slash == 1 else None
+        if home is None:  # ~user, or no HOME: the password database, through os (rare)
+            import os
+
+            return os.path.expanduser(path)
+        home = home.rstrip("/")
+        return (home + path[slash:]) or "/"
+
+    def _mode(path: str) -> int:
+        try:
+            return _posix.stat(path).st_mode & _S_IFMT
+        except (OSError, ValueError):
+            return 0
+
+    def isfile(path: str) -> bool:  # type: ignore[no-redef]
+        return _mode(path) == _S_IFREG
+
+    def isdir(path: str) -> bool:  # type: ignore[no-redef]
+        return _mode(path) == _S_IFDIR
+
+    def makedirs(path: str) -> None:  # type: ignore[no-redef]
+        """Create ``path`` and its missing parents; an existing folder is fine."""
+        if isdir(path):
+            return
+        parent = dirname(path.rstrip("/"))
+        if parent and parent != path and not isdir(parent):
+            makedirs(parent)
+        try:
+            _posix.mkdir(path, 0o777)
+        except FileExistsError:
+            if not isdir(path):
+                raise
