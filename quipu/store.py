@@ -172,6 +172,8 @@ class Store:
             for rel in files:
                 index.add(rel)
             index.write()
+            repo.config["index.version"] = gitstore.INDEX_VERSION  # git's own new indexes, too
+            gitstore.compact_index(repo)
         else:
             store.commit(files, "quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
         return store, True

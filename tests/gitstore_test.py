@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quipu import gitstore
+from quipu import gitindex, gitstore
 from quipu.errors import InvalidMemory
 from quipu.memory import parse_memory
 from quipu.store import Store
@@ -99,3 +99,23 @@ def test_sigkill_mid_commit_leaves_a_consistent_store_and_the_next_write_succeed
         assert git(store.root, "status", "--porcelain") == ""
         assert leftovers(store) == []
     assert fsck_problems(store.root) == []
+
+
+def test_a_long_run_of_writes_keeps_the_index_exact_and_never_undoes_a_persons_git_add(store_path: Path) -> None:
+    """One process writing many times in a row keeps git's index as bytes and splices its entries
+    in; anything else writing the index (a person's `git add`) sends it back to reading the file."""
+    store = make_store(store_path)
+    index_file = store.root / ".git" / "index"
+    for n in range(gitstore.SPLICE_AFTER_STREAK + 3):
+        store.add(memory(f"run-{n:02d}", f"Note {n} of a long run"))
+    assert git(store.root, "status", "--porcelain") == ""
+    assert index_file.read_bytes()[4:8] == gitstore.INDEX_VERSION.to_bytes(4, "big")
+    kept = gitstore._INDEX_CACHE[str(index_file)][1]
+    assert isinstance(kept, gitindex.IndexFile)  # the run went through the splicing path
+    (store.root / "notes.txt").write_text("a person's own file\n")
+    git(store.root, "add", "notes.txt")
+    for n in range(gitstore.SPLICE_AFTER_STREAK + 2):
+        store.add(memory(f"after-{n:02d}", f"Note {n} after the person's git add"))
+    assert git(store.root, "status", "--porcelain") == "A  notes.txt\n"
+    assert git(store.root, "diff-files", "--name-only") == ""  # every entry's stat data is current
+    assert leftovers(store) == []

@@ -1,0 +1,159 @@
+"""git's index file held as bytes, so a process that commits again and again can splice its few
+changed entries in instead of having libgit2 rewrite (and re-hash) the whole file each time.
+
+Why: libgit2 hashes the index with collision-detecting SHA-1, about 30 instructions a byte; at
+10,000 memories that alone is half the cost of a commit. ``hashlib`` (OpenSSL) is 15 times faster,
+and joining 10,000 cached entry byte strings is cheaper still.
+
+Contract:
+- ``IndexFile.parse(data)`` reads index versions 2, 3 and 4 with SHA-1 object ids. It raises
+  ``Unsupported`` for anything it must not rewrite: a bad checksum, unmerged entries (a
+  conflict), a split or sparse index, or any other required extension. Optional extensions (the
+  cache tree, the untracked cache, offset tables) are dropped on write; git rebuilds them.
+- ``set(path, ...)`` stages a blob entry with the file's stat data exactly as ``git add`` would;
+  ``remove(path)`` unstages; both keep the entries sorted as git sorts them (bytewise).
+- ``serialize()`` gives the whole file: header, entries in the version read, trailing SHA-1.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import struct
+
+_HEADER = struct.Struct(">4sII")
+_STAT = struct.Struct(">10I")
+_FLAGS = struct.Struct(">H")
+_OID_LEN = 20
+_FIXED = 40 + _OID_LEN + 2  # stat data, object id, flags
+_EXTENDED = 0x4000
+_STAGE_MASK = 0x3000
+_NAME_MASK = 0x0FFF
+
+
+class Unsupported(Exception):
+    """An index this module will not rewrite; the caller uses libgit2 instead."""
+
+
+def _varint(value: int) -> bytes:
+    """git's offset varint (the v4 "bytes to strip" number)."""
+    out = [value & 127]
+    value >>= 7
+    while value:
+        value -= 1
+        out.append(128 | (value & 127))
+        value >>= 7
+    return bytes(reversed(out))
+
+
+class IndexFile:
+    """The entries of one index file: sorted paths, each with its fixed part and encoded bytes."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.paths: list[bytes] = []
+        self.fixed: list[bytes] = []    # stat data + object id + flags (+ extended flags)
+        self.encoded: list[bytes] = []  # the entry as it is written (v4: relative to the previous path)
+
+    @classmethod
+    def parse(cls, data: bytes) -> IndexFile:
+        if len(data) < _HEADER.size + _OID_LEN or hashlib.sha1(data[:-_OID_LEN]).digest() != data[-_OID_LEN:]:
+            raise Unsupported("not a whole index file")
+        signature, version, count = _HEADER.unpack_from(data, 0)
+        if signature != b"DIRC" or version not in (2, 3, 4):
+            raise Unsupported(f"index version {version}")
+        index = cls(version)
+        paths, fixed, encoded = index.paths, index.fixed, index.encoded
+        pos = _HEADER.size
+        previous = b""
+        end = len(data) - _OID_LEN
+        for _ in range(count):
+            start = pos
+            (flags,) = _FLAGS.unpack_from(data, pos + 60)
+            if flags & _STAGE_MASK:
+                raise Unsupported("unmerged entries")
+            pos += _FIXED
+            if flags & _EXTENDED:
+                if version < 3:
+                    raise Unsupported("extended flags in a version 2 index")
+                pos += 2
+            fixed_part = data[start:pos]
+            if version == 4:
+                strip = data[pos] & 127
+                while data[pos] & 128:
+                    pos += 1
+                    strip = ((strip + 1) << 7) | (data[pos] & 127)
+                pos += 1
+                nul = data.index(b"\x00", pos)
+                path = previous[: len(previous) - strip] + data[pos:nul]
+                pos = nul + 1
+            else:
+                nul = data.index(b"\x00", pos)
+                path = data[pos:nul]
+                pos = start + ((pos - start + len(path) + 8) & ~7)
+            if pos > end:
+                raise Unsupported("entries run past the end of the file")
+            paths.append(path)
+            fixed.append(fixed_part)
+            encoded.append(data[start:pos])
+            previous = path
+        while pos < end:  # extensions: optional ones (uppercase) are dropped, required ones refused
+            name, size = struct.unpack_from(">4sI", data, pos)
+            if not (65 <= name[0] <= 90):
+                raise Unsupported(f"index extension {name!r}")
+            pos += 8 + size
+        if pos != end:
+            raise Unsupported("extensions run past the end of the file")
+        if index.paths != sorted(index.paths):
+            raise Unsupported("entries out of order")
+        return index
+
+    def _encode(self, i: int) -> bytes:
+        path, fixed = self.paths[i], self.fixed[i]
+        if self.version == 4:
+            previous = self.paths[i - 1] if i > 0 else b""
+            common = len(os.path.commonprefix([previous, path]))
+            return fixed + _varint(len(previous) - common) + path[common:] + b"\x00"
+        size = (len(fixed) + len(path) + 8) & ~7
+        return fixed + path + b"\x00" * (size - len(fixed) - len(path))
+
+    def _reencode(self, i: int) -> None:
+        if self.version == 4 and i < len(self.paths):
+            self.encoded[i] = self._encode(i)
+
+    def set(self, path: str, oid: bytes, mode: int, st: os.stat_result) -> None:
+        """Stage ``path`` as a blob ``oid`` with ``mode`` and the worktree file's stat data."""
+        raw = path.encode("utf-8")
+        if len(oid) != _OID_LEN:
+            raise Unsupported("object ids that are not SHA-1")
+        fixed = (
+            _STAT.pack(
+                st.st_ctime_ns // 1_000_000_000 & 0xFFFFFFFF, st.st_ctime_ns % 1_000_000_000,
+                st.st_mtime_ns // 1_000_000_000 & 0xFFFFFFFF, st.st_mtime_ns % 1_000_000_000,
+                st.st_dev & 0xFFFFFFFF, st.st_ino & 0xFFFFFFFF, mode, st.st_uid & 0xFFFFFFFF,
+                st.st_gid & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF,
+            )
+            + oid
+            + _FLAGS.pack(min(len(raw), _NAME_MASK))
+        )
+        i = bisect.bisect_left(self.paths, raw)
+        if i < len(self.paths) and self.paths[i] == raw:
+            self.fixed[i] = fixed
+            self.encoded[i] = self._encode(i)
+            return
+        self.paths.insert(i, raw)
+        self.fixed.insert(i, fixed)
+        self.encoded.insert(i, b"")
+        self.encoded[i] = self._encode(i)
+        self._reencode(i + 1)
+
+    def remove(self, path: str) -> None:
+        raw = path.encode("utf-8")
+        i = bisect.bisect_left(self.paths, raw)
+        if i < len(self.paths) and self.paths[i] == raw:
+            del self.paths[i], self.fixed[i], self.encoded[i]
+            self._reencode(i)
+
+    def serialize(self) -> bytes:
+        body = _HEADER.pack(b"DIRC", self.version, len(self.paths)) + b"".join(self.encoded)
+        return body + hashlib.sha1(body).digest()
