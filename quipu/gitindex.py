@@ -13,6 +13,9 @@ Contract:
 - ``set(path, ...)`` stages a blob entry with the file's stat data exactly as ``git add`` would;
   ``remove(path)`` unstages; both keep the entries sorted as git sorts them (bytewise).
 - ``serialize()`` gives the whole file: header, entries in the version read, trailing SHA-1.
+  ``trailer`` is the SHA-1 of the file last parsed or serialized (git's checksum of the file).
+- ``set`` returns the entry's fixed part; ``set_fixed`` stages such a part again (replaying
+  another writer's change, see quipu.gitstore).
 """
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ class IndexFile:
         self.paths: list[bytes] = []
         self.fixed: list[bytes] = []    # stat data + object id + flags (+ extended flags)
         self.encoded: list[bytes] = []  # the entry as it is written (v4: relative to the previous path)
+        self.trailer = b""  # the SHA-1 at the end of the file this was last parsed from or written as
 
     @classmethod
     def parse(cls, data: bytes) -> IndexFile:
@@ -106,6 +110,7 @@ class IndexFile:
             raise Unsupported("extensions run past the end of the file")
         if index.paths != sorted(index.paths):
             raise Unsupported("entries out of order")
+        index.trailer = data[-_OID_LEN:]
         return index
 
     def _encode(self, i: int) -> bytes:
@@ -121,8 +126,9 @@ class IndexFile:
         if self.version == 4 and i < len(self.paths):
             self.encoded[i] = self._encode(i)
 
-    def set(self, path: str, oid: bytes, mode: int, st: os.stat_result) -> None:
-        """Stage ``path`` as a blob ``oid`` with ``mode`` and the worktree file's stat data."""
+    def set(self, path: str, oid: bytes, mode: int, st: os.stat_result) -> bytes:
+        """Stage ``path`` as a blob ``oid`` with ``mode`` and the worktree file's stat data; returns
+        the entry's fixed part."""
         raw = path.encode("utf-8")
         if len(oid) != _OID_LEN:
             raise Unsupported("object ids that are not SHA-1")
@@ -136,6 +142,14 @@ class IndexFile:
             + oid
             + _FLAGS.pack(min(len(raw), _NAME_MASK))
         )
+        self.set_fixed(path, fixed)
+        return fixed
+
+    def set_fixed(self, path: str, fixed: bytes) -> None:
+        """Stage ``path`` with an entry's fixed part (stat data, object id, flags) as ``set`` made it."""
+        raw = path.encode("utf-8")
+        if len(fixed) != _FIXED or _FLAGS.unpack_from(fixed, 60)[0] & (_EXTENDED | _STAGE_MASK):
+            raise Unsupported("not an entry this module makes")
         i = bisect.bisect_left(self.paths, raw)
         if i < len(self.paths) and self.paths[i] == raw:
             self.fixed[i] = fixed
@@ -156,4 +170,5 @@ class IndexFile:
 
     def serialize(self) -> bytes:
         body = _HEADER.pack(b"DIRC", self.version, len(self.paths)) + b"".join(self.encoded)
-        return body + hashlib.sha1(body).digest()
+        self.trailer = hashlib.sha1(body).digest()
+        return body + self.trailer

@@ -529,12 +529,71 @@ def _prune_empty_dirs(workdir: str, directory: str) -> None:
         directory = os.path.dirname(directory)
 
 
-# The git index this process wrote last, parsed: {.git/index: (its file key, libgit2's Index or the
-# file as bytes, the path it was written through, how many writes in a row it has served)}.
-_INDEX_CACHE: dict[str, tuple[tuple[int, ...] | None, pygit2.Index | gitindex.IndexFile, str, int]] = {}
-# Writes in a row (nobody else writing the index between them) after which a process keeps the
-# index as bytes: turning the file into bytes costs about three libgit2 writes.
-SPLICE_AFTER_STREAK = 3
+# The git index this process wrote last: {.git/index: (its file key, libgit2's Index or the file
+# as bytes, the path it was written through, where its change ended in the index log)}.
+_Cached = tuple[tuple[int, ...] | None, "pygit2.Index | gitindex.IndexFile", str, int]
+_INDEX_CACHE: dict[str, _Cached] = {}
+# quipu writers' changes to git's index, one JSON line each: {"from": checksum, "to": checksum,
+# "set": [[path, entry]], "rm": [path]}, so that another quipu process catches up with them
+# instead of reading the whole file again.
+INDEX_LOG_NAME = "quipu-index.log"
+INDEX_LOG_MAX_BYTES = 512 * 1024
+
+
+def _log_index_change(path: str, record: dict[str, Any]) -> int:
+    """Append one change to the index log (started afresh past INDEX_LOG_MAX_BYTES); returns the
+    log's length after it (where the next writer's changes will start), or -1."""
+    line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_size > INDEX_LOG_MAX_BYTES:
+            flags |= os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o644)
+        try:
+            os.write(fd, line)
+            return os.lseek(fd, 0, os.SEEK_CUR)
+        finally:
+            os.close(fd)
+    except OSError:
+        return -1
+
+
+def _catch_up(kept: gitindex.IndexFile, lock: str, log: str, since: int) -> bool:
+    """Bring ``kept`` up to the index in ``lock`` through the quipu writers' changes logged after
+    offset ``since`` of the log (where this process's own last change ended).
+
+    True only when a chain of changes leads from the checksum ``kept`` was written with to the
+    checksum at the end of the file, and ``kept`` then serializes to exactly that checksum (a
+    person's `git add` or `git status` wrote the file: no chain, and the caller reads it)."""
+    with open(lock, "rb") as fh:
+        fh.seek(-20, os.SEEK_END)
+        target = fh.read(20).hex()
+    with open(log, "rb") as fh:
+        if since < 0 or since > os.fstat(fh.fileno()).st_size:
+            return False  # the log was started afresh since
+        fh.seek(since)
+        lines = fh.read().splitlines()
+    changes: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and isinstance(record.get("from"), str):
+                changes[record["from"]] = record
+    at = kept.trailer.hex()
+    for _ in range(len(changes) + 1):
+        if at == target:
+            kept.serialize()
+            return kept.trailer.hex() == target
+        record = changes.get(at)
+        if record is None:
+            return False
+        for rel in record["rm"]:
+            kept.remove(rel)
+        for rel, fixed in record["set"]:
+            kept.set_fixed(rel, bytes.fromhex(fixed))
+        at = record["to"]
+    return False
 
 
 def _file_key(path: str) -> tuple[int, ...] | None:
@@ -564,7 +623,7 @@ class _GitIndexLock:
         self.index = os.path.join(repo.path, "index")
         self.held = False
         self.staged: pygit2.Index | gitindex.IndexFile | None = None
-        self.streak = 0
+        self.record: dict[str, Any] | None = None
 
     def acquire(self) -> bool:
         """Take the lock, waiting a little for another program's git; False if it stays busy."""
@@ -605,46 +664,57 @@ class _GitIndexLock:
         os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
     def prepare(self, paths: list[str], tree: pygit2.Tree) -> None:
-        cached = _INDEX_CACHE.pop(self.index, None)
+        staged = self._current(_INDEX_CACHE.pop(self.index, None))
         self.staged = None
-        self.streak = 0
-        staged: pygit2.Index | gitindex.IndexFile
-        if cached is not None and cached[0] == _file_key(self.index) and cached[2] == self.lock:
-            # This process wrote .git/index last and nobody replaced it since: what it keeps in
-            # memory is exactly what is on disk (reading 10,000 entries costs milliseconds). A
-            # process that keeps on writing alone keeps the file as bytes and splices entries in
-            # (see quipu.gitindex).
-            staged = cached[1]
-            self.streak = cached[3] + 1
-            if isinstance(staged, pygit2.Index) and self.streak >= SPLICE_AFTER_STREAK:
-                with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, IndexError):
-                    with open(self.lock, "rb") as fh:
-                        staged = gitindex.IndexFile.parse(fh.read())
-        else:
-            staged = pygit2.Index(self.lock)
+        changes: dict[str, list[Any]] = {"set": [], "rm": []}
+        start = staged.trailer.hex() if isinstance(staged, gitindex.IndexFile) else ""
         for rel in paths:
             entry = _blob_entry(tree, rel)
             if entry is None:
                 with contextlib.suppress(OSError, KeyError, ValueError, pygit2.GitError):
                     staged.remove(rel)
+                changes["rm"].append(rel)
                 continue
             st = os.lstat(os.path.join(self.repo.workdir, rel))
             if isinstance(staged, gitindex.IndexFile):
-                staged.set(rel, entry.id.raw, entry.filemode, st)
+                changes["set"].append([rel, staged.set(rel, entry.id.raw, entry.filemode, st).hex()])
             else:
                 staged.add(_StatEntry(rel, entry.id, entry.filemode, st))
         if isinstance(staged, gitindex.IndexFile):
             _write_over(self.lock, staged.serialize())
+            self.record = {"from": start, "to": staged.trailer.hex(), **changes}
         else:
             staged.write()  # libgit2 writes <lock>.lock and renames it over the lock
+            self.record = None
         self.staged = staged
+
+    def _current(self, cached: _Cached | None) -> pygit2.Index | gitindex.IndexFile:
+        """The index as it is in the lock file now, kept by this process as bytes: still exact if
+        nobody wrote since (same file key); else caught up with the other quipu writers' changes
+        from their log and checked against the file's checksum; else read again. libgit2 reads
+        and writes only an index quipu.gitindex will not rewrite."""
+        if cached is not None and isinstance(cached[1], gitindex.IndexFile):
+            key, kept, through, since = cached
+            if key == _file_key(self.index) and through == self.lock:
+                return kept
+            with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, KeyError, TypeError):
+                if _catch_up(kept, self.lock, os.path.join(self.repo.path, INDEX_LOG_NAME), since):
+                    return kept
+        try:
+            with open(self.lock, "rb") as fh:
+                return gitindex.IndexFile.parse(fh.read())
+        except (gitindex.Unsupported, OSError, ValueError, IndexError):
+            return pygit2.Index(self.lock)
 
     def commit(self) -> None:
         os.replace(self.lock, self.index)
         self.held = False
         self.journal.data["index_lock_at"] = None
+        since = -1
+        if self.record is not None:
+            since = _log_index_change(os.path.join(self.repo.path, INDEX_LOG_NAME), self.record)
         if self.staged is not None:
-            _INDEX_CACHE[self.index] = (_file_key(self.index), self.staged, self.lock, self.streak)
+            _INDEX_CACHE[self.index] = (_file_key(self.index), self.staged, self.lock, since)
 
     def rollback(self) -> None:
         if self.held:
