@@ -83,7 +83,8 @@ CREATE VIRTUAL TABLE memory_fts USING fts5(
 CREATE VIRTUAL TABLE memory_vocab USING fts5vocab(memory_fts, 'row');
 -- The same numbers as a plain table: fts5vocab counts a term's documents by reading its whole
 -- posting list on every lookup (slow for common words); the prompt hook reads this instead.
--- Kept exact: a rebuild copies memory_vocab, an incremental refresh recounts the changed terms.
+-- Kept exact: a rebuild copies memory_vocab, an incremental refresh moves it by the terms of
+-- the rows it removes and adds.
 CREATE TABLE term_df(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE events(memory TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(memory, name));
 CREATE TABLE problems(path TEXT PRIMARY KEY, problem TEXT NOT NULL);
@@ -424,30 +425,36 @@ def _forget(db: sqlite3.Connection, rel: str, affected: set[str]) -> None:
 
 
 def _start_changed_terms(db: sqlite3.Connection) -> None:
-    """A scratch FTS5 table (same tokenizer) that collects the text of every row an incremental
-    refresh removes or adds, so that exactly those rows' terms are recounted in term_df."""
+    """Two scratch FTS5 tables (the index's tokenizer) that collect the text of every row an
+    incremental refresh removes and adds, so that term_df moves by exactly their terms."""
     cols = ", ".join(_FTS_COLUMNS)
-    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.changed_text USING fts5({cols}, tokenize='{TOKENIZE}')")
-    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.changed_vocab USING fts5vocab(temp, changed_text, 'row')")
-    db.execute("DELETE FROM temp.changed_text")
+    for side in ("removed", "added"):
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{side}_text USING fts5({cols}, tokenize='{TOKENIZE}')")
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{side}_vocab USING fts5vocab(temp, {side}_text, 'row')")
+        db.execute(f"DELETE FROM temp.{side}_text")
 
 
-def _note_changed_row(db: sqlite3.Connection, rowid: int) -> None:
+def _note_changed_row(db: sqlite3.Connection, rowid: int, side: str) -> None:
     cols = ", ".join(_FTS_COLUMNS)
-    db.execute(f"INSERT INTO temp.changed_text({cols}) SELECT {cols} FROM memories WHERE rowid = ?", (rowid,))
+    db.execute(f"INSERT INTO temp.{side}_text({cols}) SELECT {cols} FROM memories WHERE rowid = ?", (rowid,))
 
 
 def _recount_changed_terms(db: sqlite3.Connection) -> int:
-    """Recount term_df for the terms of the rows noted since ``_start_changed_terms``; returns
-    how many rows were noted."""
-    rows = db.execute("SELECT count(*) FROM temp.changed_text").fetchone()[0]
-    terms = [t for (t,) in db.execute("SELECT term FROM temp.changed_vocab")]
-    for start in range(0, len(terms), 500):
-        part = terms[start : start + 500]
-        marks = ", ".join("?" * len(part))
-        db.execute(f"DELETE FROM term_df WHERE term IN ({marks})", part)
-        db.execute(f"INSERT INTO term_df SELECT term, doc FROM memory_vocab WHERE term IN ({marks})", part)
-    db.execute("DELETE FROM temp.changed_text")
+    """Move term_df by the documents removed and added since ``_start_changed_terms`` (each
+    term's count of noted rows, from fts5vocab over the scratch tables: no posting list of the
+    index is read); returns how many rows were noted."""
+    rows = sum(db.execute(f"SELECT count(*) FROM temp.{side}_text").fetchone()[0] for side in ("removed", "added"))
+    db.execute(
+        "INSERT INTO term_df(term, df) SELECT term, doc FROM temp.added_vocab WHERE true"
+        " ON CONFLICT(term) DO UPDATE SET df = df + excluded.df"
+    )
+    db.execute(
+        "UPDATE term_df SET df = df - (SELECT doc FROM temp.removed_vocab AS r WHERE r.term = term_df.term)"
+        " WHERE term IN (SELECT term FROM temp.removed_vocab)"
+    )
+    db.execute("DELETE FROM term_df WHERE df <= 0")
+    for side in ("removed", "added"):
+        db.execute(f"DELETE FROM temp.{side}_text")
     return int(rows)
 
 
@@ -470,7 +477,7 @@ def _note_fts_changes(db: sqlite3.Connection, rows: int) -> None:
 
 
 def _delete_row(db: sqlite3.Connection, rowid: int) -> None:
-    _note_changed_row(db, rowid)
+    _note_changed_row(db, rowid, "removed")
     cols = ", ".join(_FTS_COLUMNS)
     db.execute(
         f"INSERT INTO memory_fts(memory_fts, rowid, {cols}) SELECT 'delete', rowid, {cols} FROM memories WHERE rowid = ?",
@@ -502,7 +509,7 @@ def _apply(db: sqlite3.Connection, rel: str, data: bytes, affected: set[str]) ->
             f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories WHERE rowid = ?",
             (cur.lastrowid,),
         )
-        _note_changed_row(db, cur.lastrowid)
+        _note_changed_row(db, cur.lastrowid, "added")
         affected.add(memory.id)
         affected.update(memory.supersedes)
     elif (mid := _memory_id_of_event(rel)) is not None:
