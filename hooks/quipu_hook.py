@@ -11,6 +11,8 @@ Contract (a zero-logic launcher):
   ``$QUIPU_HOME/logs/hook.log``.
 - It does nothing when ``QUIPU_CHILD`` is set, so quipu's own ``claude -p`` children never
   re-enter quipu.
+- It records the real path of the interpreter it runs under in ``$QUIPU_HOME/python``, which
+  the plugin's prompt hook (``prompt_submit.sh``) starts instead of a ``python3`` shim.
 - quipu is looked for beside this file first (a source checkout used as a Claude Code plugin,
   or an installed wheel, where this file is ``quipu/_assets/hooks/quipu_hook.py``), then in the
   interpreter's own packages, and last as a ``quipu`` executable on PATH (a pipx or uv tool
@@ -38,15 +40,37 @@ EVENTS = {
 }
 
 
+def _home() -> str:
+    home = os.environ.get("QUIPU_HOME")
+    if home:
+        return os.path.abspath(os.path.expanduser(home))
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "quipu")
+
+
+def _record_interpreter() -> None:
+    """Write this interpreter's real path to ``$QUIPU_HOME/python`` for the plugin's prompt hook
+    (hooks/prompt_submit.sh), which cannot afford a ``python3`` shim on every prompt."""
+    real = os.path.realpath(sys.executable)
+    if sys.version_info < (3, 11) or not os.access(real, os.X_OK):
+        return
+    path = os.path.join(_home(), "python")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            if fh.read().strip() == real:
+                return
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(real + "\n")
+    os.replace(tmp, path)
+
+
 def _log(message: str) -> None:
     try:
-        home = os.environ.get("QUIPU_HOME")
-        if home:
-            home = os.path.abspath(os.path.expanduser(home))
-        else:
-            base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-            home = os.path.join(base, "quipu")
-        directory = os.path.join(home, "logs")
+        directory = os.path.join(_home(), "logs")
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, "hook.log")
         mode = "w" if os.path.exists(path) and os.path.getsize(path) > LOG_MAX_BYTES else "a"
@@ -125,6 +149,10 @@ def main(argv: list[str]) -> int:
         _log(f"bad arguments {argv!r}; expected one of {', '.join(EVENTS)}")
         return 0
     command = EVENTS[argv[0]]
+    try:
+        _record_interpreter()
+    except OSError as exc:
+        _log(f"{command}: could not record the interpreter for the prompt hook: {exc}")
     data = sys.stdin.buffer.read(MAX_STDIN + 1)
     if len(data) > MAX_STDIN:
         _log(f"{command}: event larger than {MAX_STDIN} bytes; nothing done")

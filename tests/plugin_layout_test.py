@@ -74,14 +74,14 @@ def test_plugin_hooks_match_what_install_writes() -> None:
         assert handler["type"] == "command" and handler["timeout"] == spec.timeout
         command = str(handler["command"])
         if spec.argument is None:
-            assert command == 'python3 -I -S "${CLAUDE_PLUGIN_ROOT}/hooks/prompt_submit.py"'
+            assert command == 'sh "${CLAUDE_PLUGIN_ROOT}/hooks/prompt_submit.sh"'
         else:
             assert command == f'python3 "${{CLAUDE_PLUGIN_ROOT}}/hooks/quipu_hook.py" {spec.argument}'
 
 
 def test_every_script_the_plugin_names_exists_in_the_repository() -> None:
     named = scripts_named()
-    assert named == {"hooks/prompt_submit.py", "hooks/quipu_hook.py"}
+    assert named == {"hooks/prompt_submit.sh", "hooks/quipu_hook.py"}
     for rel in named:
         assert (REPO_ROOT / rel).is_file()
         assert (quipu.assets.hooks_dir() / Path(rel).name).is_file()
@@ -157,3 +157,49 @@ def test_launcher_passes_the_session_start_output_through(tmp_path: Path, quipu_
     assert proc.returncode == 0
     if proc.stdout.strip():
         assert json.loads(proc.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+PLUGIN_PROMPT = REPO_ROOT / "hooks" / "prompt_submit.sh"
+
+
+def fake_python3(folder: Path, marker: Path) -> Path:
+    """A `python3` on PATH, as a shim would be, that leaves a mark and then runs the real one."""
+    folder.mkdir(exist_ok=True)
+    shim = folder / "python3"
+    shim.write_text(f'#!/bin/sh\necho used >> "{marker}"\nexec "{real_python()}" "$@"\n')
+    shim.chmod(0o755)
+    return folder
+
+
+def plugin_prompt(store: Path, path: str) -> subprocess.CompletedProcess[bytes]:
+    event = {"session_id": os.urandom(4).hex(), "transcript_path": "", "cwd": str(store),
+             "hook_event_name": "UserPromptSubmit", "prompt": "where is the sprocket?"}
+    return subprocess.run(["/bin/sh", str(PLUGIN_PROMPT)], input=json.dumps(event).encode(), capture_output=True,
+                          env={**os.environ, "QUIPU_STORE": str(store), "PATH": path}, timeout=60)
+
+
+def test_the_plugins_prompt_hook_runs_the_interpreter_the_session_hook_recorded(tmp_path: Path, quipu_env: Path) -> None:
+    store = make_store(tmp_path / "store")
+    from testing.fixtures import add_all, memory
+
+    add_all(store, [memory("sprocket", "Where the sprocket is", "The sprocket is in the left drawer.")])
+    marker = tmp_path / "shim-used"
+    shims = fake_python3(tmp_path / "shims", marker)
+    # Before any session hook ran: the python3 on PATH, whatever it is.
+    done = plugin_prompt(store.root, str(shims))
+    assert done.returncode == 0 and b"sprocket" in done.stdout and marker.read_text() == "used\n"
+    # A session hook (started through that same python3) records the real interpreter ...
+    run_launcher(str(LAUNCHER), "session-start", python=str(shims / "python3"), env={"PATH": str(shims)})
+    recorded = (quipu_env / ".quipu-home" / "python").read_text().strip()
+    assert recorded == os.path.realpath(real_python())
+    # ... and from then on the prompt hook starts it directly, never the shim.
+    marker.unlink()
+    done = plugin_prompt(store.root, str(shims))
+    assert done.returncode == 0 and b"sprocket" in done.stdout and not marker.exists()
+
+
+def test_the_plugins_prompt_hook_fails_open_without_any_python(tmp_path: Path, quipu_env: Path) -> None:
+    (quipu_env / ".quipu-home").mkdir(parents=True)
+    (quipu_env / ".quipu-home" / "python").write_text("/nonexistent/python3.11\n")  # uninstalled since
+    done = plugin_prompt(tmp_path, str(tmp_path / "empty-path"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
