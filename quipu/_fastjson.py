@@ -1,67 +1,163 @@
-"""JSON for the prompt path without importing the ``json`` package.
+"""JSON for the prompt path in plain Python, without ``json`` and without loading ``_json``.
 
 ``import json`` pulls in ``re`` (and with it ``enum`` and ``functools``), which costs about as
-much as starting the interpreter. The C accelerator ``_json`` that ``json`` itself uses parses and
-quotes strings on its own; this module drives it directly. Where ``_json`` is missing (another
-Python implementation) it falls back to ``json``.
+much as starting the interpreter; even the C accelerator ``_json`` is a shared library whose
+loading costs the hook more than parsing its few small documents here. Strings are cut out with
+``str.find`` (escapes are rare), so a document costs about one step per value, not per character.
+Offline code that reads whole transcripts uses ``json``.
 
 Contract: ``loads`` accepts one JSON value surrounded by optional whitespace and raises
-``ValueError`` otherwise (like ``json.loads``, NaN/Infinity refused); ``dumps`` writes dicts,
-lists, tuples, strings, ints, floats, booleans and None as ASCII JSON.
+``ValueError`` otherwise (NaN and Infinity refused, like ``json.loads(strict=False)``: control
+characters inside strings are accepted); surrogate pairs in ``\\u`` escapes become one character.
+``dumps`` writes dicts, lists, tuples, strings, ints, floats, booleans and None as ASCII JSON
+(``\\u`` escapes, surrogate pairs beyond the BMP), like ``json.dumps``.
 """
-try:
-    import _json
-except ImportError:  # pragma: no cover - CPython always has it
-    _json = None  # type: ignore[assignment]
-
 _WS = " \t\n\r"
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_NUMBER_CHARS = frozenset("0123456789+-.eE")
+_QUOTE = {i: f"\\u{i:04x}" for i in range(32)}
+_QUOTE.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t",
+               ord("\b"): "\\b", ord("\f"): "\\f"})
 
 
-class _Context:
-    """The attributes ``_json.make_scanner`` reads from a JSONDecoder."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    memo: dict = {}
-
-    @staticmethod
-    def parse_constant(name: str) -> object:
-        raise ValueError(f"JSON constant {name} is not allowed")
-
-
-_scan = _json.make_scanner(_Context()) if _json is not None else None
-
-
-def loads(text: str | bytes) -> object:
+def loads(text: "str | bytes") -> object:
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
-    if _scan is None:  # pragma: no cover
-        import json
-
-        return json.loads(text)
-    start = 0
-    end = len(text)
-    while start < end and text[start] in _WS:
-        start += 1
-    while end > start and text[end - 1] in _WS:
-        end -= 1
     try:
-        value, stop = _scan(text[:end], start)
-    except StopIteration:
-        raise ValueError("not JSON") from None
-    if stop != end:
-        raise ValueError("extra data after the JSON value")
+        value, end = _value(text, _skip(text, 0))
+    except IndexError:
+        raise ValueError("JSON ends too early") from None
+    if _skip(text, end) != len(text):
+        raise ValueError(f"extra data after the JSON value at {end}")
     return value
 
 
-def dumps(value: object) -> str:
-    if _json is None:  # pragma: no cover
-        import json
+def _skip(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in _WS:
+        i += 1
+    return i
 
-        return json.dumps(value)
+
+def _value(s: str, i: int) -> "tuple[object, int]":
+    c = s[i]
+    if c == '"':
+        return _string(s, i + 1)
+    if c == "{":
+        return _object(s, i + 1)
+    if c == "[":
+        return _array(s, i + 1)
+    if s.startswith("true", i):
+        return True, i + 4
+    if s.startswith("false", i):
+        return False, i + 5
+    if s.startswith("null", i):
+        return None, i + 4
+    return _number(s, i)
+
+
+def _string(s: str, i: int) -> "tuple[str, int]":
+    """The string whose opening quote is just before ``i``; returns it and the index after it."""
+    end = s.index('"', i)
+    slash = s.find("\\", i, end)
+    if slash < 0:
+        return s[i:end], end + 1
+    parts = []
+    while True:
+        slash = s.find("\\", i)
+        end = s.index('"', i)
+        if slash < 0 or slash > end:
+            parts.append(s[i:end])
+            return "".join(parts), end + 1
+        parts.append(s[i:slash])
+        kind = s[slash + 1]
+        if kind == "u":
+            code = _hex4(s, slash + 2)
+            i = slash + 6
+            if 0xD800 <= code < 0xDC00 and s.startswith("\\u", i):
+                low = _hex4(s, i + 2)
+                if 0xDC00 <= low < 0xE000:
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    i += 6
+            parts.append(chr(code))
+        elif kind in _ESCAPES:
+            parts.append(_ESCAPES[kind])
+            i = slash + 2
+        else:
+            raise ValueError(f"invalid escape at {slash}")
+
+
+def _hex4(s: str, i: int) -> int:
+    digits = s[i : i + 4]
+    if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+        raise ValueError(f"invalid \\u escape at {i}")
+    return int(digits, 16)
+
+
+def _number(s: str, i: int) -> "tuple[object, int]":
+    j = i
+    n = len(s)
+    while j < n and s[j] in _NUMBER_CHARS:
+        j += 1
+    token = s[i:j]
+    body = token[1:] if token.startswith("-") else token
+    if not body or not body[0].isdigit() or (len(body) > 1 and body[0] == "0" and body[1].isdigit()):
+        raise ValueError(f"not a JSON value at {i}")
+    if body[-1] in "+-.eE" or ".e" in body.lower() or ".E" in body:
+        raise ValueError(f"bad number at {i}")
+    try:
+        if "." in token or "e" in token or "E" in token:
+            return float(token), j
+        return int(token), j
+    except ValueError:
+        raise ValueError(f"bad number at {i}") from None
+
+
+def _object(s: str, i: int) -> "tuple[dict, int]":
+    out: dict = {}
+    i = _skip(s, i)
+    if s[i] == "}":
+        return out, i + 1
+    while True:
+        if s[i] != '"':
+            raise ValueError(f"expected a key at {i}")
+        key, i = _string(s, i + 1)
+        i = _skip(s, i)
+        if s[i] != ":":
+            raise ValueError(f"expected ':' at {i}")
+        out[key], i = _value(s, _skip(s, i + 1))
+        i = _skip(s, i)
+        if s[i] == "}":
+            return out, i + 1
+        if s[i] != ",":
+            raise ValueError(f"expected ',' or '}}' at {i}")
+        i = _skip(s, i + 1)
+
+
+def _array(s: str, i: int) -> "tuple[list, int]":
+    out: list = []
+    i = _skip(s, i)
+    if s[i] == "]":
+        return out, i + 1
+    while True:
+        value, i = _value(s, i)
+        out.append(value)
+        i = _skip(s, i)
+        if s[i] == "]":
+            return out, i + 1
+        if s[i] != ",":
+            raise ValueError(f"expected ',' or ']' at {i}")
+        i = _skip(s, i + 1)
+
+
+def _escape(code: int) -> str:
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def dumps(value: object) -> str:
     if value is None:
         return "null"
     if value is True:
@@ -69,7 +165,11 @@ def dumps(value: object) -> str:
     if value is False:
         return "false"
     if isinstance(value, str):
-        return _json.encode_basestring_ascii(value)
+        if value.isascii():
+            return '"' + value.translate(_QUOTE) + '"'
+        table = dict(_QUOTE)
+        table.update({ord(c): _escape(ord(c)) for c in set(value) if c >= "\x80"})
+        return '"' + value.translate(table) + '"'
     if isinstance(value, int):
         return str(int(value))
     if isinstance(value, float):

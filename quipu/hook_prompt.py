@@ -94,9 +94,9 @@ def _seen(path: "str | None") -> frozenset:
     if not path:
         return frozenset()
     try:
-        with open(path, encoding="utf-8") as fh:
-            return frozenset(line for line in fh.read().split("\n") if line)
-    except (OSError, ValueError):
+        with open(path, "rb") as fh:
+            return frozenset(line for line in fh.read().decode("utf-8", "replace").split("\n") if line)
+    except OSError:
         return frozenset()
 
 
@@ -104,12 +104,12 @@ def _remember(path: "str | None", seen: frozenset, ids: list) -> None:
     """Append ``ids`` to the session file: one small O_APPEND write, no temporary file."""
     if not path:
         return
-    data = "".join(f"{i}\n" for i in ids if i not in seen)
+    data = "".join(f"{i}\n" for i in ids if i not in seen).encode("utf-8")
     try:
-        fh = open(path, "a", encoding="utf-8")
+        fh = open(path, "ab")
     except FileNotFoundError:
         _fs.makedirs(_fs.dirname(path))
-        fh = open(path, "a", encoding="utf-8")
+        fh = open(path, "ab")
     with fh:
         fh.write(data)
     if not seen:

@@ -79,8 +79,8 @@ def _common_dir(gitdir: str) -> str:
 def read_head(gitdir: str) -> str | None:
     """The commit id HEAD resolves to, read from git's files; None if it cannot be read."""
     try:
-        with open(_fs.join(gitdir, "HEAD"), encoding="utf-8") as fh:
-            head = fh.read(1024).strip()
+        with open(_fs.join(gitdir, "HEAD"), "rb") as fh:
+            head = fh.read(1024).decode("utf-8", "replace").strip()
     except OSError:
         return None
     if not head.startswith("ref:"):
@@ -89,8 +89,8 @@ def read_head(gitdir: str) -> str | None:
     common = _common_dir(gitdir)
     for base in (gitdir, common):
         try:
-            with open(_fs.join(base, ref), encoding="utf-8") as fh:
-                sha = fh.read(128).strip()
+            with open(_fs.join(base, ref), "rb") as fh:
+                sha = fh.read(128).decode("ascii", "replace").strip()
             return sha if _is_sha(sha) else None
         except OSError:
             continue

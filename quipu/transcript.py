@@ -53,6 +53,10 @@ MACHINE_PREFIXES = (
 _SLASH_COMMAND_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0-9:_-")
 
 TAIL_BYTES = 256 * 1024
+FIRST_TAIL_BYTES = 32 * 1024  # the last two turns nearly always fit: read more only when not
+# How a tool result block starts in a transcript line. Inside a JSON string every quote is
+# escaped, so these bytes only ever occur as the structure itself, never in a person's text.
+_TOOL_RESULT = b'"type":"tool_result"'
 
 
 def is_machine_text(text: object) -> bool:
@@ -134,28 +138,35 @@ def assistant_text(record: "Any") -> str | None:
     return text or None
 
 
-def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) -> tuple[str, str]:
-    """(previous human prompt, last assistant text) from the last ``max_bytes`` of a transcript."""
+def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) -> "tuple[str, str]":
+    """(previous human prompt, last assistant text) from the end of a transcript: the last
+    FIRST_TAIL_BYTES, then four times as much while something is missing, up to ``max_bytes``."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, io.SEEK_END)
-            size = fh.tell()
-            start = max(0, size - max_bytes)
-            fh.seek(start)
-            chunk = fh.read(max_bytes)
+            size = fh.seek(0, io.SEEK_END)
+            window = min(FIRST_TAIL_BYTES, max_bytes)
+            while True:
+                start = max(0, size - window)
+                fh.seek(start)
+                previous, assistant = _scan_tail(fh.read(size - start), start > 0, current_prompt.strip())
+                if (previous and assistant) or start == 0 or window >= max_bytes:
+                    return previous, assistant
+                window = min(window * 4, max_bytes)
     except (OSError, ValueError, TypeError):
         return "", ""
+
+
+def _scan_tail(chunk: bytes, cut: bool, current: str) -> "tuple[str, str]":
     lines = chunk.split(b"\n")
-    if start > 0:
+    if cut:
         lines = lines[1:]  # the first line is cut
     previous = ""
     assistant = ""
-    current = current_prompt.strip()
     for raw in reversed(lines):
         if previous and assistant:
             break
-        if not raw.strip():
-            continue
+        if not raw.strip() or _TOOL_RESULT in raw:
+            continue  # tool output (often the largest lines) is neither a prompt nor assistant text
         try:
             record = _fastjson.loads(raw)
         except ValueError:
@@ -173,11 +184,14 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
 
 
 def records(path: str) -> "Iterator[dict[str, Any]]":
-    """Every JSON record of a transcript, in order; bad lines are skipped."""
+    """Every JSON record of a transcript, in order; bad lines are skipped. (Offline: whole
+    transcripts are read with ``json``'s C parser.)"""
+    import json
+
     with open(path, "rb") as fh:
         for raw in fh:
             try:
-                record = _fastjson.loads(raw)
+                record = json.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict):

@@ -69,6 +69,18 @@ def test_tail_read_is_bounded_on_a_huge_transcript(tmp_path: Path) -> None:
     assert (previous, last) == ("latest human prompt about redis", "redis answer")
 
 
+def test_tail_read_looks_further_back_when_the_last_turns_are_long(tmp_path: Path) -> None:
+    """The previous prompt sits behind 100 KB of tool output and a long answer: the first window
+    misses it, a wider one finds it; a prompt beyond the last max_bytes is never read."""
+    path = tmp_path / "t.jsonl"
+    records = [user("the previous human prompt"), user([{"type": "tool_result", "content": "y" * 100_000}]),
+               assistant("a long answer " * 3000), user("now what")]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    answer = ("a long answer " * 3000).strip()
+    assert transcript.read_tail(str(path), "now what") == ("the previous human prompt", answer)
+    assert transcript.read_tail(str(path), "now what", max_bytes=60_000) == ("", answer)
+
+
 def test_conversation_keeps_only_human_prompts_and_assistant_text(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     records = [user("<command-name>/x</command-name>"), user("real prompt"), assistant("real answer"),
