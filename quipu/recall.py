@@ -54,7 +54,9 @@ DEFAULT_LIMIT = 2
 DEFAULT_MAX_CHARS = 1500
 DEFAULT_MIN_SCORE = 1.0
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
-SNIPPET_TOKENS = 28
+SNIPPET_WORDS = 28           # words of the body shown with a hit
+EXCERPT_SPAN = 200            # characters within which matches count as one place
+EXCERPT_LEAD = 40             # characters of the body kept before the first match
 IDF_MIN_DOCS = 100
 READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see _rows_matching)
 TERM_READ_LIMIT = 2000        # a chosen term's best rows read at most (a term that common is no topic)
@@ -392,15 +394,39 @@ def _share(
     return {rowid: max(0.0, score) / best for rowid, score in found} if best > 1e-9 else {}
 
 
-def _snippet(db: "Connection", rowid: int, expr: str) -> str:
-    """The body lines around ``expr``'s matches in one memory (``rowid =``: FTS5 answers it
-    faster than ``rowid IN`` for even two rows)."""
-    row = db.execute(
-        f"SELECT snippet(memory_fts, 4, '', '', ' … ', {SNIPPET_TOKENS}) FROM memory_fts"
-        " WHERE memory_fts MATCH ? AND rowid = ?",
-        (expr, rowid),
-    ).fetchone()
-    return " ".join(row[0].split()) if row and row[0] else ""
+def _word_starts(low: str, stem: str, limit: int = 20) -> list[int]:
+    """Where words beginning with ``stem`` start in the lower-cased text (the first ``limit``)."""
+    found: list[int] = []
+    at = low.find(stem)
+    while at >= 0 and len(found) < limit:
+        if at == 0 or not low[at - 1].isalnum():
+            found.append(at)
+        at = low.find(stem, at + 1)
+    return found
+
+
+def excerpt(body: str, stems: "Sequence[str]", words: int = SNIPPET_WORDS) -> str:
+    """The ``words`` words of ``body`` around the place where the most of ``stems`` (terms as the
+    index stems them, so each is the start of a word) occur close together; the body's start when
+    none occurs. ``…`` marks a cut. In Python on the one or two bodies shown: an FTS5
+    ``snippet()`` query per hit costs more than the rest of the ranking."""
+    low = body.lower()
+    hits = sorted((at, stem) for stem in set(stems) for at in _word_starts(low, stem))
+    anchor, best = 0, 0
+    for i, (at, _stem) in enumerate(hits):
+        near = {stem for other, stem in hits[i:] if other - at <= EXCERPT_SPAN}
+        if len(near) > best:
+            anchor, best = at, len(near)
+    start = body.rfind(" ", 0, max(0, anchor - EXCERPT_LEAD)) + 1 if anchor > EXCERPT_LEAD else 0
+    chunk = body[start:].split(None, words)
+    text = " ".join(chunk[:words])
+    return ("… " if start > 0 else "") + text + (" …" if len(chunk) > words else "")
+
+
+def _excerpts(db: "Connection", rowids: "Sequence[int]", stems: "Sequence[str]") -> dict[int, str]:
+    marks = ", ".join("?" * len(rowids))
+    rows = db.execute(f"SELECT rowid, body FROM memories WHERE rowid IN ({marks})", list(rowids))
+    return {rowid: excerpt(body, stems) for rowid, body in rows if body and body.strip()}
 
 
 def recall(
@@ -512,8 +538,10 @@ def recall(
             continue
         facts += hit.cls == "fact"
         result.hits.append(hit)
-    for hit in result.hits:  # snippets only for what is shown: snippet() is costly per row
-        hit.snippet = _snippet(db, hit.rowid, _match_expr(chosen))
+    if result.hits:  # excerpts only for what is shown
+        shown = _excerpts(db, [h.rowid for h in result.hits], [stems[c] for c in chosen if c in stems])
+        for hit in result.hits:
+            hit.snippet = shown.get(hit.rowid, "")
     if not result.hits:
         result.reason = "every candidate was left out"
     return result

@@ -216,3 +216,14 @@ def test_ln_is_the_natural_logarithm() -> None:
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError):
             recall.ln(bad)
+
+
+def test_the_excerpt_shows_the_part_of_the_body_where_the_terms_meet() -> None:
+    body = ("Background that says nothing much. " * 20 + "Deploys of shop-api go through the blue green pipeline; "
+            "a deployment needs a dry run first. " + "Unrelated closing words. " * 20 + "One more pipeline mention.")
+    text = recall.excerpt(body, ["deploy", "pipelin"])
+    assert text.startswith("… ") and text.endswith(" …")
+    assert "Deploys of shop-api go through the blue green pipeline" in text and len(text.split()) <= 30
+    assert recall.excerpt(body, ["rapid"]).startswith("Background")  # nothing matches: the start
+    assert recall.excerpt("api and rapid", ["rapid"]) == "api and rapid"
+    assert recall.excerpt("short", ["short"]) == "short"
