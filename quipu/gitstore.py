@@ -768,6 +768,7 @@ class _StatEntry(pygit2.IndexEntry):
 
 
 INDEX_VERSION = 4
+_NOT_COMPACTED: set[str] = set()
 
 
 def compact_index(repo: pygit2.Repository) -> None:
@@ -782,8 +783,9 @@ def compact_index(repo: pygit2.Repository) -> None:
             header = fh.read(8)
     except OSError:
         return
-    if header[:4] != b"DIRC" or int.from_bytes(header[4:8], "big") >= INDEX_VERSION:
+    if header[:4] != b"DIRC" or int.from_bytes(header[4:8], "big") >= INDEX_VERSION or repo.path in _NOT_COMPACTED:
         return
+    _NOT_COMPACTED.add(repo.path)  # one try per process and store; the next process tries again
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         subprocess.run(
             ["git", "-C", repo.workdir, "update-index", "--index-version", str(INDEX_VERSION)],

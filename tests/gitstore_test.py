@@ -128,3 +128,14 @@ def test_a_long_run_of_writes_keeps_the_index_exact_and_never_undoes_a_persons_g
     assert git(store.root, "status", "--porcelain") == "A  notes.txt\n"
     assert git(store.root, "diff-files", "--name-only") == ""  # every entry's stat data is current
     assert leftovers(store) == []
+
+
+def test_an_older_git_index_is_switched_to_version_4_once(store_path: Path) -> None:
+    store = make_store(store_path)
+    index_file = store.root / ".git" / "index"
+    assert index_file.read_bytes()[4:8] == (4).to_bytes(4, "big")  # a new store starts at version 4
+    git(store.root, "update-index", "--index-version", "2")  # as a clone or an older git leaves it
+    gitstore._NOT_COMPACTED.discard(str(store.repo.path))
+    store.add(memory("after-v2", "Written into a version 2 index"))
+    assert index_file.read_bytes()[4:8] == (4).to_bytes(4, "big")
+    assert git(store.root, "status", "--porcelain") == ""
