@@ -8,14 +8,16 @@ straight to it. Contract:
   paths.
 - ``environ()`` is ``os.environ`` when ``os`` is loaded (so changes made through it are seen),
   otherwise a str copy of the process environment decoded as ``os`` decodes it.
+- ``open_fd``, ``read_fd``, ``write_fd`` and ``close_fd`` work on file descriptors, without the
+  buffered file objects ``open`` builds (which cost more calls than reading a small file).
 - On a platform without ``posix`` every name is simply the ``os`` one.
 """
 import sys
 
 try:
     import posix as _posix
-except ImportError:  # pragma: no cover - Windows
-    _posix = None  # type: ignore[assignment]
+except ImportError:  # pragma: no cover - Windows: os offers the same calls
+    import os as _posix  # type: ignore[no-redef]
 
 SEEK_END = 2
 _S_IFMT = 0o170000
@@ -23,7 +25,31 @@ _S_IFDIR = 0o040000
 _S_IFREG = 0o100000
 _environ_copy = None
 
-if _posix is None:  # pragma: no cover - Windows
+O_RDWR, O_APPEND, O_CREAT = _posix.O_RDWR, _posix.O_APPEND, _posix.O_CREAT
+stat = _posix.stat
+replace = _posix.replace
+unlink = _posix.unlink
+scandir = _posix.scandir
+getpid = _posix.getpid
+getcwd = _posix.getcwd
+close_fd = _posix.close
+
+
+def open_fd(path: str, flags: int) -> int:
+    return _posix.open(path, flags, 0o644)
+
+
+def read_fd(fd: int) -> bytes:
+    """All of a regular file from its current position."""
+    return _posix.read(fd, max(_posix.fstat(fd).st_size, 0) + 1)
+
+
+def write_fd(fd: int, data: bytes) -> None:
+    while data:
+        data = data[_posix.write(fd, data):]
+
+
+if _posix.__name__ != "posix":  # pragma: no cover - Windows
     import os as _os
 
     environ = lambda: _os.environ  # noqa: E731
@@ -32,15 +58,7 @@ if _posix is None:  # pragma: no cover - Windows
     isfile, isdir = _os.path.isfile, _os.path.isdir
     makedirs = lambda path: _os.makedirs(path, exist_ok=True)  # noqa: E731
     devnull = _os.devnull
-    stat, replace, unlink, scandir, getpid, getcwd = (
-        _os.stat, _os.replace, _os.unlink, _os.scandir, _os.getpid, _os.getcwd)
 else:
-    stat = _posix.stat
-    replace = _posix.replace
-    unlink = _posix.unlink
-    scandir = _posix.scandir
-    getpid = _posix.getpid
-    getcwd = _posix.getcwd
     devnull = "/dev/null"
 
     def environ() -> dict[str, str]:  # type: ignore[no-redef]

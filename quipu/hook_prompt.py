@@ -82,38 +82,44 @@ def _size(path: str) -> int:
         return 0
 
 
-def _session_file(root: str, session_id: str) -> "str | None":
-    clean = "".join(c for c in session_id if c in _SESSION_CHARS)[:128]
-    if not clean:
-        return None
-    return _fs.join(root, locate.CACHE_DIR_NAME, "sessions", f"{clean}.ids")
+class _Session:
+    """The ids already injected in this session (``<store>/.cache/sessions/<id>.ids``, one per
+    line), opened once for reading and appending: a new session's first prompt then costs one
+    lookup in the folder, not a failed open and a create."""
 
+    def __init__(self, root: str, session_id: str) -> None:
+        self.fd = -1
+        self.seen: frozenset = frozenset()
+        clean = "".join(c for c in session_id if c in _SESSION_CHARS)[:128]
+        if not clean:
+            return
+        self.directory = _fs.join(root, locate.CACHE_DIR_NAME, "sessions")
+        path = _fs.join(self.directory, f"{clean}.ids")
+        flags = _fs.O_RDWR | _fs.O_APPEND | _fs.O_CREAT
+        try:
+            try:
+                self.fd = _fs.open_fd(path, flags)
+            except FileNotFoundError:
+                _fs.makedirs(self.directory)
+                self.fd = _fs.open_fd(path, flags)
+            data = _fs.read_fd(self.fd)
+        except OSError:
+            return
+        self.seen = frozenset(line for line in data.decode("utf-8", "replace").split("\n") if line)
 
-def _seen(path: "str | None") -> frozenset:
-    """The ids already injected in this session: one per line of its session file."""
-    if not path:
-        return frozenset()
-    try:
-        with open(path, "rb") as fh:
-            return frozenset(line for line in fh.read().decode("utf-8", "replace").split("\n") if line)
-    except OSError:
-        return frozenset()
+    def remember(self, ids: list) -> None:
+        """Append ``ids``: one small O_APPEND write."""
+        if self.fd < 0:
+            return
+        data = "".join(f"{i}\n" for i in ids if i not in self.seen).encode("utf-8")
+        _fs.write_fd(self.fd, data)
+        if not self.seen:
+            _prune_sessions(self.directory)  # a session's first injection, at most daily
 
-
-def _remember(path: "str | None", seen: frozenset, ids: list) -> None:
-    """Append ``ids`` to the session file: one small O_APPEND write, no temporary file."""
-    if not path:
-        return
-    data = "".join(f"{i}\n" for i in ids if i not in seen).encode("utf-8")
-    try:
-        fh = open(path, "ab")
-    except FileNotFoundError:
-        _fs.makedirs(_fs.dirname(path))
-        fh = open(path, "ab")
-    with fh:
-        fh.write(data)
-    if not seen:
-        _prune_sessions(_fs.dirname(path))  # a session's first injection, at most daily
+    def close(self) -> None:
+        if self.fd >= 0:
+            _fs.close_fd(self.fd)
+            self.fd = -1
 
 
 def _prune_sessions(directory: str) -> None:
@@ -187,31 +193,35 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
         _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
         return ""
     db = recall.open_index(index)
+    session = _Session(root, event.session_id)
     try:
-        # One read transaction for every query: one shared lock and one hot-journal check
-        # instead of one per statement, and all answers from the same state of the index.
-        db.execute("BEGIN")
-        meta = recall.index_meta(db)
-        gitdir = locate.git_dir(root)
-        head = locate.read_head(gitdir) if gitdir else None
-        if head and meta.get("head") != head:
-            _spawn_refresh(root)
-        config = recall.index_config(db, meta)
-        session_file = _session_file(root, event.session_id)
-        seen = _seen(session_file)
-        context = ""
-        if event.transcript_path:
-            previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
-            context = f"{previous}\n{assistant}"
-        count = str(meta.get("count") or "")
-        options = recall.Options.from_config(config, exclude=seen, store_size=int(count) if count.isdigit() else None)
-        result = recall.recall(db, event.prompt, context, options, terms)
+        try:
+            # One read transaction for every query: one shared lock and one hot-journal check
+            # instead of one per statement, and all answers from the same state of the index.
+            db.execute("BEGIN")
+            meta = recall.index_meta(db)
+            gitdir = locate.git_dir(root)
+            head = locate.read_head(gitdir) if gitdir else None
+            if head and meta.get("head") != head:
+                _spawn_refresh(root)
+            config = recall.index_config(db, meta)
+            context = ""
+            if event.transcript_path:
+                previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
+                context = f"{previous}\n{assistant}"
+            count = str(meta.get("count") or "")
+            options = recall.Options.from_config(
+                config, exclude=session.seen, store_size=int(count) if count.isdigit() else None
+            )
+            result = recall.recall(db, event.prompt, context, options, terms)
+        finally:
+            db.close()
+        text = recall.format_context(result.hits, options.max_chars)
+        if text:
+            session.remember([h.id for h in result.hits])
+        return text
     finally:
-        db.close()
-    text = recall.format_context(result.hits, options.max_chars)
-    if text:
-        _remember(session_file, seen, [h.id for h in result.hits])
-    return text
+        session.close()
 
 
 def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> int:
