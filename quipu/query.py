@@ -110,6 +110,7 @@ _FILE_EXTS = frozenset(
 _EDGE = "()[]{}<>\"'`,;:!?*"
 _CONTRACTIONS = ("n't", "'re", "'ll", "'ve", "'d", "'m", "'s")
 _MAX_TERMS = 64
+_WORD_EDGES = ".,;:!?()[]{}<>\"'`*"
 
 
 def _words(text: str) -> list[str]:
@@ -117,6 +118,9 @@ def _words(text: str) -> list[str]:
 
     An apostrophe inside a word keeps contractions whole ("don't" stays a stop word) and drops a
     possessive ("john's" is "john")."""
+    core = text.strip(_WORD_EDGES)
+    if core.isalnum():  # most chunks are one plain word: no need to look at each character
+        return [core.lower()]
     out: list[str] = []
     word: list[str] = []
     text = text.replace("\u2019", "'")
