@@ -44,6 +44,19 @@ def read_fd(fd: int) -> bytes:
     return _posix.read(fd, max(_posix.fstat(fd).st_size, 0) + 1)
 
 
+def read_upto(fd: int, limit: int) -> bytes:
+    """Read ``fd`` (a pipe, say) to its end or until more than ``limit`` bytes came."""
+    chunks = []
+    total = 0
+    while total < limit:
+        chunk = _posix.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def write_fd(fd: int, data: bytes) -> None:
     while data:
         data = data[_posix.write(fd, data):]

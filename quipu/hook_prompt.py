@@ -228,7 +228,9 @@ def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> i
     try:
         if _fs.environ().get(CHILD_ENV):
             return 0
-        raw = (stdin or sys.stdin.buffer).read(MAX_STDIN + 1)
+        # The real stdin is read from its descriptor in chunks: a buffered read(n) first sets
+        # aside n bytes (a megabyte here) for an event of a few hundred.
+        raw = stdin.read(MAX_STDIN + 1) if stdin is not None else _fs.read_upto(0, MAX_STDIN + 1)
         if len(raw) > MAX_STDIN:
             log("event larger than 1 MB ignored")
             return 0
