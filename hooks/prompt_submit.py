@@ -14,9 +14,9 @@ gc.disable()
 try:
     _top = (__file__ if __file__.startswith("/") else __import__("posix").getcwd() + "/" + __file__).rsplit("/", 2)[0]
     sys.path.append(_top.rsplit("/", 2)[0] if _top.endswith("/quipu/_assets") else _top)
-    from quipu._fastload import load
+    import quipu
 
-    load()  # the hook's modules from their cached bytecode, without importlib's machinery
+    quipu.load_prompt_path()  # the hook's modules from their cached bytecode, without importlib
     from quipu.hook_prompt import run_as_hook
 except BaseException:  # noqa: BLE001 - a prompt hook fails open
     sys.exit(0)

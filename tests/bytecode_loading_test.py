@@ -46,7 +46,7 @@ def run_hook(checkout: Path, store: Store) -> tuple[str, set[str]]:
 def test_fresh_bytecode_is_run_without_importlib(checkout: Path, shop: Store) -> None:
     out, imported = run_hook(checkout, shop)
     assert "deploy-procedure" in out
-    assert imported == {"quipu", "quipu._fastload"}
+    assert imported == {"quipu"}
 
 
 def test_a_source_changed_after_its_bytecode_is_imported_the_usual_way(checkout: Path, shop: Store) -> None:
@@ -58,7 +58,7 @@ def test_a_source_changed_after_its_bytecode_is_imported_the_usual_way(checkout:
     assert {"quipu.recall", "quipu.hook_prompt"} <= imported  # recall and everything after it
     assert "quipu._fs" not in imported  # the modules before it still came from bytecode
     _, imported_again = run_hook(checkout, shop)  # that import cached new bytecode
-    assert imported_again == {"quipu", "quipu._fastload"}
+    assert imported_again == {"quipu"}
 
 
 def test_bytecode_of_another_interpreter_or_none_at_all_is_never_run(checkout: Path, shop: Store) -> None:
