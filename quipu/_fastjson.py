@@ -15,9 +15,9 @@ characters inside strings are accepted); surrogate pairs in ``\\u`` escapes beco
 _WS = " \t\n\r"
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
-_QUOTE = {i: f"\\u{i:04x}" for i in range(32)}
-_QUOTE.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t",
-               ord("\b"): "\\b", ord("\f"): "\\f"})
+# Control characters other than the newline (which dumps replaces first), as json writes them.
+_CONTROL = {i: f"\\u{i:04x}" for i in range(32)}
+_CONTROL.update({ord("\r"): "\\r", ord("\t"): "\\t", ord("\b"): "\\b", ord("\f"): "\\f"})
 
 
 def loads(text: "str | bytes") -> object:
@@ -103,7 +103,7 @@ def _number(s: str, i: int) -> "tuple[object, int]":
     body = token[1:] if token.startswith("-") else token
     if not body or not body[0].isdigit() or (len(body) > 1 and body[0] == "0" and body[1].isdigit()):
         raise ValueError(f"not a JSON value at {i}")
-    if body[-1] in "+-.eE" or ".e" in body.lower() or ".E" in body:
+    if body[-1] in "+-.eE" or ".e" in body.lower():
         raise ValueError(f"bad number at {i}")
     try:
         if "." in token or "e" in token or "E" in token:
@@ -171,7 +171,7 @@ def dumps(value: object) -> str:
         if not (text.isascii() and text.isprintable()):
             for c in set(text):
                 if c < " " or c >= "\x80":
-                    text = text.replace(c, _QUOTE.get(ord(c)) or _escape(ord(c)))
+                    text = text.replace(c, _CONTROL[ord(c)] if c < " " else _escape(ord(c)))
         return '"' + text + '"'
     if isinstance(value, int):
         return str(int(value))

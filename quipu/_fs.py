@@ -19,7 +19,6 @@ try:
 except ImportError:  # pragma: no cover - Windows: os offers the same calls
     import os as _posix  # type: ignore[no-redef]
 
-SEEK_END = 2
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
 _S_IFREG = 0o100000
@@ -27,10 +26,8 @@ _environ_copy = None
 
 O_RDWR, O_APPEND, O_CREAT = _posix.O_RDWR, _posix.O_APPEND, _posix.O_CREAT
 stat = _posix.stat
-replace = _posix.replace
 unlink = _posix.unlink
 scandir = _posix.scandir
-getpid = _posix.getpid
 getcwd = _posix.getcwd
 close_fd = _posix.close
 
@@ -70,9 +67,7 @@ if _posix.__name__ != "posix":  # pragma: no cover - Windows
         _os.path.join, _os.path.dirname, _os.path.normpath, _os.path.abspath, _os.path.expanduser)
     isfile, isdir = _os.path.isfile, _os.path.isdir
     makedirs = lambda path: _os.makedirs(path, exist_ok=True)  # noqa: E731
-    devnull = _os.devnull
 else:
-    devnull = "/dev/null"
 
     def environ() -> dict[str, str]:  # type: ignore[no-redef]
         """The process environment as str -> str."""

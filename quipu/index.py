@@ -36,14 +36,13 @@ from quipu import locate
 from quipu.locks import file_lock
 from quipu.errors import FatalError
 from quipu.memory import Memory, parse_created, parse_memory
+from quipu.query import TOKENIZE
 from quipu.store import CONFIG_NAME, Store
 
 SCHEMA_VERSION = "2"
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
 T = TypeVar("T")
 
-# The FTS5 tokenizer of the index; quipu.query.fts_term makes the same terms in Python for the prompt hook.
-TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

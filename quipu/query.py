@@ -292,6 +292,9 @@ def fts_quote(term: str) -> str:
 # "y" a vowel anywhere but first in the "contains a vowel" test. tests/query_terms_test.py
 # compares it with SQLite term for term on a large vocabulary.
 
+# The FTS5 tokenizer of the index (quipu.index) and of recall's fallback for non-ASCII words;
+# fts_term makes the same terms in Python.
+TOKENIZE = "porter unicode61 remove_diacritics 2"
 _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _VOWELS = frozenset("aeiou")
 _MIN_STEM = 3

@@ -24,7 +24,7 @@ import sys
 import time
 
 from quipu import _fastjson, _fs
-from quipu.query import extract_terms, fts_quote, fts_term
+from quipu.query import TOKENIZE, extract_terms, fts_quote, fts_term
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ def _stems(db: "Connection", words: "Sequence[str]") -> dict[str, str]:
 
 def _sqlite_stems(db: "Connection", words: "Sequence[str]") -> dict[str, str]:
     db.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.quipu_q USING fts5(w, tokenize='porter unicode61 remove_diacritics 2')"
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.quipu_q USING fts5(w, tokenize='{TOKENIZE}')"
     )
     db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.quipu_qv USING fts5vocab(temp, quipu_q, 'instance')")
     db.execute("DELETE FROM temp.quipu_q")

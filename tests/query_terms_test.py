@@ -7,7 +7,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-from quipu.query import fts_term
+from quipu.query import TOKENIZE, fts_term
 
 REPO = Path(__file__).resolve().parent.parent
 SUFFIXES = ("", "s", "es", "ies", "sses", "ed", "eed", "ing", "ational", "tional", "ization", "ness", "ful", "ion",
@@ -32,7 +32,7 @@ def _vocabulary() -> list[str]:
 
 def _sqlite_terms(words: list[str]) -> dict[str, str]:
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(w, tokenize='porter unicode61 remove_diacritics 2')")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(w, tokenize='{TOKENIZE}')")
     db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
     db.executemany("INSERT INTO t(rowid, w) VALUES (?, ?)", [(i + 1, w) for i, w in enumerate(words)])
     return {words[doc - 1]: term for term, doc, offset in db.execute("SELECT term, doc, offset FROM v") if offset == 0}
