@@ -35,6 +35,7 @@ if str(REPO) not in sys.path:
 from quipu.memory import Memory  # noqa: E402
 from quipu.memory import render_memory  # noqa: E402
 from quipu.store import Store  # noqa: E402
+from testing.fixtures import bulk_store  # noqa: E402,F401 - the benches build their stores with it
 
 RESULTS = REPO / "bench" / "RESULTS.md"
 OUT = REPO / "bench" / "out"  # git-ignored scratch output (miss lists, kept stores)
@@ -88,41 +89,6 @@ def cleanup(path: Path, keep: str | None) -> None:
 
 
 # ------------------------------------------------------------------ stores in bulk
-
-
-def bulk_store(path: Path, memories: Iterable[Memory], *, checkout: bool = True, message: str = "") -> tuple[Store, int]:
-    """A store at ``path`` holding ``memories`` in one commit on top of the init commit."""
-    store, created = Store.init(path)
-    if not created:
-        raise SystemExit(f"bench: {path} already holds a store; pass an empty folder")
-    parent = store.head()
-    summary = message or "quipu: bulk import for a benchmark"
-    proc = subprocess.Popen(
-        ["git", "-C", str(path), "fast-import", "--quiet", "--done", "--depth=0"],
-        stdin=subprocess.PIPE,
-    )
-    assert proc.stdin is not None
-    write = proc.stdin.write
-    msg = f"{summary}\n\nQuipu-Action: import\nQuipu-Memory: store\n".encode()
-    stamp = int(time.time())
-    write(b"commit refs/heads/main\n")
-    write(b"committer Quipu Bench <bench@example.invalid> %d +0000\n" % stamp)
-    write(b"data %d\n%s\n" % (len(msg), msg))
-    write(b"from %s\n" % parent.encode())
-    count = 0
-    for item in memories:
-        data = render_memory(item)
-        write(b"M 100644 inline %s\ndata %d\n" % (item.path.encode(), len(data)))
-        write(data)
-        write(b"\n")
-        count += 1
-    write(b"done\n")
-    proc.stdin.close()
-    if proc.wait() != 0:
-        raise SystemExit("bench: git fast-import failed")
-    if checkout:
-        subprocess.run(["git", "-C", str(path), "reset", "-q", "--hard", "HEAD"], check=True)
-    return Store(path), count
 
 
 def copy_store(src: Path, dst: Path) -> Store:

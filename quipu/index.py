@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,7 +40,7 @@ from quipu.memory import Memory, parse_created, parse_memory
 from quipu.query import TOKENIZE
 from quipu.store import CONFIG_NAME, Store
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
 T = TypeVar("T")
 
@@ -87,6 +88,11 @@ CREATE VIRTUAL TABLE memory_vocab USING fts5vocab(memory_fts, 'row');
 CREATE TABLE term_df(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE events(memory TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(memory, name));
 CREATE TABLE problems(path TEXT PRIMARY KEY, problem TEXT NOT NULL);
+-- The stems of ordinary English words (quipu/data/lexicon.txt). Recall treats a prompt term
+-- whose stem is not here (a project, a tool, an identifier) as specific: strong evidence alone.
+-- In the index, not in a module, so the prompt hook pays one lookup for a prompt's few terms
+-- instead of loading sixteen thousand words.
+CREATE TABLE lexicon(term TEXT PRIMARY KEY) WITHOUT ROWID;
 """.replace("{tokenize}", TOKENIZE)
 
 _COLUMNS = (
@@ -199,6 +205,12 @@ def _write_stamp(store: Store) -> None:
         os.replace(tmp, target)
 
 
+def _lexicon() -> list[str]:
+    """The stems of ordinary English words shipped with quipu (see quipu/data/lexicon.txt)."""
+    text = resources.files("quipu").joinpath("data", "lexicon.txt").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
 def ensure_fresh(store: Store, *, force_rebuild: bool = False) -> RefreshResult:
     """Bring the index up to HEAD, rebuilding it when it cannot be trusted."""
     start = time.perf_counter()
@@ -276,6 +288,7 @@ def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
         _insert_rows(db, rows)
         _optimize_fts(db)
         db.execute("INSERT INTO term_df SELECT term, doc FROM memory_vocab")
+        db.executemany("INSERT OR IGNORE INTO lexicon VALUES (?)", ((term,) for term in _lexicon()))
         db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?)", problems)
         db.executemany("INSERT INTO events VALUES (?, ?, ?)", _all_events(store))
         _derive(db, None)

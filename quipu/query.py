@@ -15,6 +15,9 @@ On the prompt path: standard library only. Contract:
   caller then asks SQLite).
 """
 
+from quipu.vocabulary import ENGLISH_COMMON, EVERYDAY, FOREIGN
+
+
 class Term(tuple):  # type: ignore[type-arg]
     """(text, strong, generic): a lower-cased term, whether it is a strong signal (a path, an
     error name, a URL part), and whether it is a generic word that cannot make a topic alone.
@@ -245,10 +248,16 @@ def extract_terms(text: str) -> "list[Term]":
         elif strong:
             ordered[word] = True
 
+    names: set[str] = set()
+    sentence_start = True
     for raw in text.split():
         chunk = raw.strip(_EDGE).rstrip(".")
+        starts = sentence_start
+        sentence_start = raw.endswith((".", "!", "?", ":"))
         if not chunk:
             continue
+        if not starts and 2 <= len(chunk) <= 3 and chunk.isalpha() and chunk[0].isupper() and chunk[1:].islower():
+            names.add(chunk.lower())  # "Jon", "Tim" in mid-sentence: a name, not a short token
         if "://" in chunk:
             for word in _url_words(chunk):
                 add(word, True)
@@ -269,9 +278,18 @@ def extract_terms(text: str) -> "list[Term]":
         for word in _words(block):
             if _is_content(word) and len(word) > 2:
                 add(word, False)
-    # Short numbers (a day, a count) sharpen but never make a topic; ports, status codes and
-    # issue numbers (three digits or more) can.
-    return [Term(w, s, (w in GENERIC or (w.isdigit() and len(w) < 3)) and not s) for w, s in ordered.items()][:_MAX_TERMS]
+    return [Term(w, s, is_generic(w, s) and w not in names) for w, s in ordered.items()][:_MAX_TERMS]
+
+
+def is_generic(word: str, strong: bool = False) -> bool:
+    """Whether ``word`` (lower-cased) names no subject on its own: the generic request words
+    above, the everyday vocabulary of working on code, stop words and conversational words of
+    other languages, general English words (``quipu.vocabulary``), any number (a line number, a
+    count, a port: it sharpens but is never the topic) and any token of three characters or fewer
+    ("vs", "ci", "ça"), even in a path or an identifier."""
+    if word.isdigit() or len(word) <= 3:
+        return True
+    return word in GENERIC or word in EVERYDAY or word in FOREIGN or word in ENGLISH_COMMON
 
 
 def has_topic(text: str) -> bool:

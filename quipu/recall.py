@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 # so a match there is worth several body matches; tags (topics, entities) and the one-line
 # description sit between; the body is long and mentions much in passing.
 BM25_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 1.0)
-RAREST_TERMS = 3
+RAREST_TERMS = 3              # the best this many term summands carry a memory's score
+GATHER_TERMS = 8              # the rarest topic terms that find candidates
 CONTEXT_TERMS = 2
 CONTEXT_BOOST = 0.25          # context can lift a score by at most a quarter
 # The prompt's other terms (generic words, names, the topic terms past the rarest three) can at
@@ -137,12 +138,13 @@ class Options:
     """How many memories, how strict, and which to leave out."""
 
     __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest", "fact_slots", "require_topic",
-                 "store_size")
+                 "store_size", "gather")
 
     def __init__(self, limit: int = DEFAULT_LIMIT, min_score: float = DEFAULT_MIN_SCORE,
                  max_chars: int = DEFAULT_MAX_CHARS, exclude: frozenset[str] = frozenset(),
                  now: float | None = None, rarest: int = RAREST_TERMS, fact_slots: int | None = FACT_SLOTS,
-                 require_topic: bool = True, store_size: "int | None" = None) -> None:
+                 require_topic: bool = True, store_size: "int | None" = None, gather: int = GATHER_TERMS) -> None:
+        self.gather = max(gather, rarest)
         self.limit = limit
         self.min_score = min_score
         self.max_chars = max_chars
@@ -326,6 +328,13 @@ def _decay(created_ts: float, half_life_days: float | None, now: float) -> float
     return 0.5 ** (age_days / half_life_days)
 
 
+def _carried(summands: dict[str, float], rarest: int) -> float:
+    """The score a memory's best ``rarest`` term summands carry: any of the gathered terms may
+    carry it, but no more than ``rarest`` of them, so a long prompt is not rewarded for length."""
+    values = sorted(summands.values(), reverse=True)
+    return sum(values[:rarest])
+
+
 def _match_expr(terms: "Sequence[str]") -> str:
     return " OR ".join(fts_quote(t) for t in terms)
 
@@ -454,11 +463,16 @@ def recall(
     # The score: the rarest topic terms. A generic word ("fix", "error", "second") never carries
     # it; rarest first, then a strong signal (path, error name), then the prompt's word order;
     # two words with one stem ("adopt", "adoption") take one place.
+    # Topic terms first, then the prompt's generic words (which sharpen, and find candidates only
+    # where the topic terms leave room: the evidence decision below never counts them as a topic).
     topic = [t for t in prompt_terms if not t.generic and df.get(t.text, 0) > 0]
     topic.sort(key=lambda t: (df[t.text], not t.strong))
+    support = [t for t in prompt_terms if t.generic and df.get(t.text, 0) > 0 and not t.text.isdigit() and len(t.text) > 2]
+    support.sort(key=lambda t: df[t.text])
+    topic += support if topic else []
     chosen: list[str] = []
     for term in topic:
-        if len(chosen) < options.rarest and all(stems.get(c) != stems.get(term.text) for c in chosen):
+        if len(chosen) < options.gather and all(stems.get(c) != stems.get(term.text) for c in chosen):
             chosen.append(term.text)
     result.terms = [(t.text, df.get(t.text, 0), t.text in chosen) for t in prompt_terms]
     if not chosen:
@@ -482,7 +496,8 @@ def recall(
     raw = _term_matches(db, chosen, df)
     scale = {t: idf(total, df[t]) / _fts_idf(total, df[t]) for t in chosen}
     per_term = {r: {t: v * scale[t] for t, v in terms.items()} for r, terms in raw.items()}
-    best = sorted(per_term, key=lambda r: (-sum(per_term[r].values()), r))[:CANDIDATES]
+    carry = {r: _carried(terms, options.rarest) for r, terms in per_term.items()}
+    best = sorted(per_term, key=lambda r: (-carry[r], r))[:CANDIDATES]
     if not best:
         result.reason = "no memory matches the chosen terms"
         return result
@@ -506,7 +521,7 @@ def recall(
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
     for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life) in rows:
-        base = sum(per_term[rowid].values())
+        base = carry[rowid]
         score = base * _decay(created, half_life, now) * (1.0 + REST_BOOST * rest_share.get(rowid, 0.0))
         label_list = tuple(labels.split()) if labels else ()
         if status == "superseded":
@@ -521,6 +536,7 @@ def recall(
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
+    evidence = _Evidence(db, prompt, prompt_terms, stems, df, chosen, rest, rare) if options.require_topic else None
     facts = 0
     for hit in scored:
         if hit.score < options.min_score:
@@ -529,6 +545,11 @@ def recall(
         if hit.id in options.exclude:
             result.left_out.append(f"{hit.id}: already injected in this session")
             continue
+        if evidence is not None and len(result.hits) < options.limit:
+            why = evidence.lacking(hit, [h for h in scored if h.score >= options.min_score])
+            if why:
+                result.left_out.append(f"{hit.id}: {why}")
+                continue
         slots = options.fact_slots
         if hit.cls == "fact" and slots is not None and facts >= slots and options.limit > slots:
             result.left_out.append(f"{hit.id}: fact notes may take only {slots} slot(s)")
@@ -544,7 +565,170 @@ def recall(
             hit.snippet = shown.get(hit.rowid, "")
     if not result.hits:
         result.reason = "every candidate was left out"
+        if evidence is not None and evidence.refused:
+            result.reason = f"no memory has enough evidence to speak: {evidence.refused[0]}"
     return result
+
+
+# The decision to speak. A memory is injected only when the prompt's own words are evidence
+# for it, not one incidental match. Measured in bench/bench_precision.py on real developer notes
+# (memories-real) and real prompts (prompts-dev): conversational follow-ups, topical prompts
+# that the store holds nothing for, and topical prompts paired with a relevant note.
+# - Each distinct prompt term the memory contains counts: a specific term SPECIFIC_VALUE (not
+#   an ordinary English word nor shared developer jargon, by the index's lexicon table, and the
+#   memory has the word itself, not only its stem: a project, a tool, an identifier, a name),
+#   another topic term TOPIC_VALUE, a generic word GENERIC_VALUE (everyday vocabulary of working
+#   on code, a number, a token of three characters or fewer: quipu.query.is_generic). A memory
+#   whose matches are all generic never speaks.
+# - It speaks with STRONG_EVIDENCE (two specific terms, four topic terms, a specific term and
+#   two topic terms), or with EVIDENCE_NEEDED when its topic terms carry COVERAGE_NEEDED of the
+#   prompt's topic weight (each topic term weighs its idf in the store; a specific term the store
+#   lacks weighs the most, an ordinary word it lacks nothing): a long prompt about something else
+#   is not answered by the two words it mentions in passing.
+# - A question ("when did Jon visit Rome?") names what it asks about, so QUESTION_EVIDENCE is
+#   enough whatever the coverage, and so is one topic term that carries SOLE_TERM_SHARE of its
+#   topic weight. A follow-up is rarely a question with a topic ("what's next?" has none).
+# - A term written with accents counts only where the memory has it with the same accents:
+#   the index folds them, so "marché" would otherwise be "March".
+SPECIFIC_VALUE = 2.0
+TOPIC_VALUE = 1.0
+GENERIC_VALUE = 0.5
+STRONG_EVIDENCE = 4.0
+EVIDENCE_NEEDED = 2.5
+COVERAGE_NEEDED = 0.6
+QUESTION_EVIDENCE = 2.5
+SOLE_TERM_SHARE = 0.5
+EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
+
+
+_QUESTION_WORDS = frozenset(
+    "who whom whose what when where which why how did does do is are was were has have had can could should would will"
+    .split()
+)
+
+
+def is_question(prompt: str) -> bool:
+    """A question (it ends with "?" or opens with a question word): one that names a single
+    subject ("When did Jon visit Rome?") asks about it; a follow-up naming one everyday thing
+    ("yes, merge it") is not a question."""
+    text = prompt.strip()
+    if text.endswith("?"):
+        return True
+    first = text.split(None, 1)[0].lower().strip(",.!:;") if text else ""
+    return first in _QUESTION_WORDS
+
+
+def _ordinary(db: "Connection", stems: "Sequence[str]") -> "set[str]":
+    """The ``stems`` that are ordinary English words (the index's lexicon table); all of them
+    when the index has no lexicon (built by an older quipu): nothing is then specific."""
+    if not stems:
+        return set()
+    marks = ", ".join("?" * len(stems))
+    try:
+        return {row[0] for row in db.execute(f"SELECT term FROM lexicon WHERE term IN ({marks})", list(stems))}
+    except _sqlite_module().OperationalError:
+        return set(stems)
+
+
+def _root(word: str) -> str:
+    """The start a memory's own word must have for ``word`` to be the same specific term: the
+    word less a plural ending. Stemming rules made for English would otherwise join words of
+    other languages to English ones ("terminou" and "terminal" share the stem "termin")."""
+    if word.endswith("es") and len(word) > 5:
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and len(word) > 4 else word
+
+
+class _Evidence:
+    """Which prompt terms each candidate contains, and whether that is enough to speak."""
+
+    def __init__(self, db: "Connection", prompt: str, prompt_terms: "Sequence[Term]", stems: dict[str, str],
+                 df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int) -> None:
+        self.db = db
+        self.terms = {t.text: t for t in prompt_terms}
+        self.stems = stems
+        self.chosen = list(chosen)
+        self.rest = [t.text for t in rest[:EVIDENCE_TERMS]]
+        self.rare = rare
+        self.matched: "dict[int, set[str]] | None" = None
+        self.texts: dict[int, str] = {}
+        self.refused: list[str] = []
+        total = _store_size(db)
+        topic: dict[str, float] = {}
+        for term in prompt_terms:
+            stem = stems.get(term.text, term.text)
+            if not term.generic and stem not in topic:
+                topic[stem] = idf(total, df.get(term.text, 0))
+        self.ordinary = _ordinary(db, list(topic))
+        # A word of the prompt that the store lacks weighs in only when it is specific (a project
+        # or a tool the store knows nothing of says the prompt is about something else); a missing
+        # ordinary word is the prompt's phrasing.
+        present = {stems.get(t.text, t.text) for t in prompt_terms if df.get(t.text, 0) > 0}
+        self.topic_weight = {s: w for s, w in topic.items() if s in present or s not in self.ordinary}
+        self.total_weight = sum(self.topic_weight.values())
+        self.question = is_question(prompt)
+
+    def _match(self, rowids: "Sequence[int]") -> dict[int, set[str]]:
+        matched: dict[int, set[str]] = {r: set() for r in rowids}
+        expr_chosen = _match_expr(self.chosen)
+        for term in self.rest:
+            for rowid, _score in _rows_matching(self.db, f"{fts_quote(term)} AND ({expr_chosen})", rowids, self.rare):
+                matched[rowid].add(term)
+        return matched
+
+    def _text(self, rowid: int) -> str:
+        if rowid not in self.texts:
+            row = self.db.execute(
+                "SELECT title, aliases, tags, description, body FROM memory_fts WHERE rowid = ?", (rowid,)
+            ).fetchone()
+            self.texts[rowid] = " ".join(x or "" for x in row).lower() if row else ""
+        return self.texts[rowid]
+
+    def weigh(self, hit: Hit, eligible: "Sequence[Hit]") -> "tuple[float, int, float, list[str]]":
+        """(evidence value, distinct topic terms, share of the prompt's topic weight, words) of ``hit``."""
+        if self.matched is None:
+            self.matched = self._match([h.rowid for h in eligible])
+        words = set(hit.matched) | self.matched.get(hit.rowid, set())
+        value = 0.0
+        topic = 0
+        covered = 0.0
+        seen: set[str] = set()
+        for word in sorted(words):
+            stem = self.stems.get(word, word)
+            if stem in seen:
+                continue
+            if not word.isascii() and not _word_starts(self._text(hit.rowid), word, 1):
+                continue  # accents folded by the index: not the same word
+            seen.add(stem)
+            term = self.terms.get(word)
+            if term is None or term.generic:
+                value += GENERIC_VALUE
+                continue
+            topic += 1
+            covered += self.topic_weight.get(stem, 0.0)
+            specific = stem not in self.ordinary and _word_starts(self._text(hit.rowid), _root(word), 1)
+            value += SPECIFIC_VALUE if specific else TOPIC_VALUE
+        share = covered / self.total_weight if self.total_weight else 0.0
+        return value, topic, share, sorted(words)
+
+    def lacking(self, hit: Hit, eligible: "Sequence[Hit]") -> str:
+        """Why ``hit`` may not be injected, or '' when the prompt's words are evidence enough."""
+        value, topic, share, words = self.weigh(hit, eligible)
+        why = ""
+        if not topic:
+            why = "matches only generic words of the prompt (" + ", ".join(words) + ")"
+        elif value >= STRONG_EVIDENCE or (value >= EVIDENCE_NEEDED and share >= COVERAGE_NEEDED):
+            pass
+        elif self.question and (value >= QUESTION_EVIDENCE or (topic == 1 and share >= SOLE_TERM_SHARE)):
+            pass
+        elif value < EVIDENCE_NEEDED:
+            why = f"too little evidence: {value:g} from {', '.join(words)} (needs {EVIDENCE_NEEDED:g})"
+        else:
+            why = (f"its matches ({', '.join(words)}) carry {share:.0%} of the prompt's topic weight "
+                   f"(needs {COVERAGE_NEEDED:.0%}, or evidence {STRONG_EVIDENCE:g} where it has {value:g})")
+        if why:
+            self.refused.append(f"{hit.id} {why}")
+        return why
 
 
 def format_context(hits: "Sequence[Hit]", max_chars: int = DEFAULT_MAX_CHARS) -> str:

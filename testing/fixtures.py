@@ -4,12 +4,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from quipu import index
-from quipu.memory import Memory, now_utc
+from quipu.memory import Memory, now_utc, render_memory
 from quipu.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -96,3 +97,38 @@ def indexed_head(root: Path) -> str | None:
             db.close()
     except sqlite3.Error:
         return None
+
+
+def bulk_store(path: Path, memories: Iterable[Memory], *, checkout: bool = True, message: str = "") -> tuple[Store, int]:
+    """A store at ``path`` holding ``memories`` in one commit on top of the init commit."""
+    store, created = Store.init(path)
+    if not created:
+        raise RuntimeError(f"{path} already holds a store; pass an empty folder")
+    parent = store.head()
+    summary = message or "quipu: bulk import"
+    proc = subprocess.Popen(
+        ["git", "-C", str(path), "fast-import", "--quiet", "--done", "--depth=0"],
+        stdin=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    write = proc.stdin.write
+    msg = f"{summary}\n\nQuipu-Action: import\nQuipu-Memory: store\n".encode()
+    stamp = int(time.time())
+    write(b"commit refs/heads/main\n")
+    write(b"committer Quipu Bench <bench@example.invalid> %d +0000\n" % stamp)
+    write(b"data %d\n%s\n" % (len(msg), msg))
+    write(b"from %s\n" % parent.encode())
+    count = 0
+    for item in memories:
+        data = render_memory(item)
+        write(b"M 100644 inline %s\ndata %d\n" % (item.path.encode(), len(data)))
+        write(data)
+        write(b"\n")
+        count += 1
+    write(b"done\n")
+    proc.stdin.close()
+    if proc.wait() != 0:
+        raise RuntimeError("git fast-import failed")
+    if checkout:
+        subprocess.run(["git", "-C", str(path), "reset", "-q", "--hard", "HEAD"], check=True)
+    return Store(path), count

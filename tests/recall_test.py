@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index, recall
+from quipu import index, query, recall
 from quipu.store import Store
 from testing.fixtures import add_all, example_store, make_store, memory
 
@@ -99,16 +99,35 @@ def test_unverified_label_is_shown_beside_the_hit(tmp_path: Path) -> None:
     assert "unverified" in text
 
 
-def test_only_the_three_rarest_terms_carry_the_score(shop: Store) -> None:
+def test_the_rarest_topic_terms_gather_and_at_most_three_carry_a_score(shop: Store) -> None:
+    prompt = "postgres docker compose port database host production deploy shop nginx gunicorn timeouts"
     db = index.open_fresh(shop)
     try:
-        result = recall.recall(db, "postgres docker compose port database host production deploy shop", "", recall.Options())
+        result = recall.recall(db, prompt, "", recall.Options(min_score=0, limit=5))
     finally:
         db.close()
     chosen = [t for t, _df, c in result.terms if c]
-    assert len(chosen) == 3
+    assert len(chosen) == recall.GATHER_TERMS
     dfs = {t: df for t, df, _ in result.terms}
-    assert max(dfs[t] for t in chosen) <= min(dfs[t] for t, _, c in result.terms if not c and dfs[t] > 0)
+    topic = {t.text for t in query.extract_terms(prompt) if not t.generic}
+    assert max(dfs[t] for t in chosen) <= min(dfs[t] for t, _, c in result.terms if not c and dfs[t] > 0 and t in topic)
+    for hit in result.candidates:
+        assert hit.bm25 <= sum(sorted(_summands(shop, prompt, hit.id).values(), reverse=True)[:3]) + 1e-9
+
+
+def _summands(store: Store, prompt: str, memory_id: str) -> dict[str, float]:
+    """Each gathered term's (idf-scaled) BM25 summand for one memory, recomputed term by term."""
+    db = index.open_fresh(store)
+    try:
+        out = {}
+        for term in [t for t, _df, c in recall.recall(db, prompt, "", recall.Options(min_score=0)).terms if c]:
+            alone = recall.recall(db, term, "", recall.Options(min_score=0, limit=50, require_topic=False))
+            for hit in alone.candidates:
+                if hit.id == memory_id:
+                    out[term] = hit.bm25
+        return out
+    finally:
+        db.close()
 
 
 def test_long_prompt_is_not_rewarded_for_length(tmp_path: Path) -> None:
@@ -174,7 +193,7 @@ def test_old_project_note_decays_but_a_user_rule_never_does(tmp_path: Path) -> N
     ])
     db = index.open_fresh(store)
     try:
-        hits = {h.id: h for h in recall.recall(db, "kafka consumer lag", "", recall.Options(limit=5, min_score=0)).hits}
+        hits = {h.id: h for h in recall.recall(db, "kafka consumer", "", recall.Options(limit=5, min_score=0)).hits}
         rule = recall.recall(db, "kafka topics naming", "", recall.Options(limit=5, min_score=0)).hits
     finally:
         db.close()
