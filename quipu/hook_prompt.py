@@ -185,7 +185,7 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     if transcript.is_machine_text(event.prompt):
         return ""
     terms = query.extract_terms(event.prompt)
-    if all(t.generic for t in terms):
+    if not recall.names_a_subject(event.prompt, terms):
         return ""  # no topic of its own: never open the index
     root, _how = locate.find_store_root(None, event.cwd or None, env)
     index = locate.index_path(root)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # description sit between; the body is long and mentions much in passing.
 BM25_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 1.0)
 RAREST_TERMS = 3              # the best this many term summands carry a memory's score
-GATHER_TERMS = 8              # the rarest topic terms that find candidates
+GATHER_TERMS = 12              # the rarest topic terms that find candidates
 CONTEXT_TERMS = 2
 CONTEXT_BOOST = 0.25          # context can lift a score by at most a quarter
 # The prompt's other terms (generic words, names, the topic terms past the rarest three) can at
@@ -328,11 +328,17 @@ def _decay(created_ts: float, half_life_days: float | None, now: float) -> float
     return 0.5 ** (age_days / half_life_days)
 
 
-def _carried(summands: dict[str, float], rarest: int) -> float:
-    """The score a memory's best ``rarest`` term summands carry: any of the gathered terms may
-    carry it, but no more than ``rarest`` of them, so a long prompt is not rewarded for length."""
-    values = sorted(summands.values(), reverse=True)
-    return sum(values[:rarest])
+def _carried(raw: dict[int, dict[str, float]], scale: dict[str, float], rarest: int) -> dict[int, float]:
+    """Per memory, the score its best ``rarest`` term summands (each scaled to the smoothed idf)
+    carry: any of the gathered terms may carry it, but no more than ``rarest`` of them, so a long
+    prompt is not rewarded for its length. One pass, on every matching row: keep it lean."""
+    out: dict[int, float] = {}
+    for rowid, terms in raw.items():
+        if len(terms) <= rarest:
+            out[rowid] = sum(v * scale[t] for t, v in terms.items())
+        else:
+            out[rowid] = sum(sorted((v * scale[t] for t, v in terms.items()), reverse=True)[:rarest])
+    return out
 
 
 def _match_expr(terms: "Sequence[str]") -> str:
@@ -453,9 +459,10 @@ def recall(
         prompt_terms = extract_terms(prompt)
     if not options.require_topic:
         prompt_terms = [t.__class__(t.text, t.strong, False) for t in prompt_terms]
-    if all(t.generic for t in prompt_terms):
+    if not names_a_subject(prompt, prompt_terms):
         result.reason = "the prompt has no topic of its own (no content terms)"
         return result
+    by_title = all(t.generic for t in prompt_terms)  # a question in everyday words: see names_a_subject
     context_terms = [t for t in extract_terms(context) if t.text not in {p.text for p in prompt_terms}]
     words = [t.text for t in prompt_terms] + [t.text for t in context_terms]
     stems = _stems(db, words)
@@ -463,13 +470,16 @@ def recall(
     # The score: the rarest topic terms. A generic word ("fix", "error", "second") never carries
     # it; rarest first, then a strong signal (path, error name), then the prompt's word order;
     # two words with one stem ("adopt", "adoption") take one place.
-    # Topic terms first, then the prompt's generic words (which sharpen, and find candidates only
-    # where the topic terms leave room: the evidence decision below never counts them as a topic).
+    # Topic terms first; in a short question, then its generic words, where the topic terms leave
+    # room ("what did Jon design for his store?" asks about the design and the store; in a request
+    # such words are the everyday vocabulary of the work and would only find noise). The evidence
+    # decision below never counts them as a topic.
     topic = [t for t in prompt_terms if not t.generic and df.get(t.text, 0) > 0]
     topic.sort(key=lambda t: (df[t.text], not t.strong))
-    support = [t for t in prompt_terms if t.generic and df.get(t.text, 0) > 0 and not t.text.isdigit() and len(t.text) > 2]
-    support.sort(key=lambda t: df[t.text])
-    topic += support if topic else []
+    if (topic or by_title) and options.require_topic and is_question(prompt):
+        support = [t for t in prompt_terms if t.generic and df.get(t.text, 0) > 0 and len(t.text) > 2
+                   and not t.text.isdigit()]
+        topic += sorted(support, key=lambda t: df[t.text])
     chosen: list[str] = []
     for term in topic:
         if len(chosen) < options.gather and all(stems.get(c) != stems.get(term.text) for c in chosen):
@@ -495,9 +505,8 @@ def recall(
     # re-weighted with the smoothed idf (FTS5's own vanishes in small stores and for common words).
     raw = _term_matches(db, chosen, df)
     scale = {t: idf(total, df[t]) / _fts_idf(total, df[t]) for t in chosen}
-    per_term = {r: {t: v * scale[t] for t, v in terms.items()} for r, terms in raw.items()}
-    carry = {r: _carried(terms, options.rarest) for r, terms in per_term.items()}
-    best = sorted(per_term, key=lambda r: (-carry[r], r))[:CANDIDATES]
+    carry = _carried(raw, scale, options.rarest)
+    best = sorted(carry, key=lambda r: (-carry[r], r))[:CANDIDATES]
     if not best:
         result.reason = "no memory matches the chosen terms"
         return result
@@ -532,11 +541,11 @@ def recall(
             score *= 1.0 + CONTEXT_BOOST * len(ctx_matched[rowid]) / len(ctx_chosen)
         scored.append(
             Hit(mid, title, desc, cls, status, sup_by, label_list, "", base, score,
-                tuple(per_term[rowid]), tuple(ctx_matched[rowid]), rowid)
+                tuple(raw[rowid]), tuple(ctx_matched[rowid]), rowid)
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
-    evidence = _Evidence(db, prompt, prompt_terms, stems, df, chosen, rest, rare) if options.require_topic else None
+    evidence = _Evidence(db, prompt, prompt_terms, stems, df, chosen, rest, rare, by_title) if options.require_topic else None
     facts = 0
     for hit in scored:
         if hit.score < options.min_score:
@@ -588,34 +597,49 @@ def recall(
 # - A question ("when did Jon visit Rome?") names what it asks about, so QUESTION_EVIDENCE is
 #   enough whatever the coverage, and so is one topic term that carries SOLE_TERM_SHARE of its
 #   topic weight. A follow-up is rarely a question with a topic ("what's next?" has none).
+# - A short question in everyday words only ("which package manager do we use?") has no topic
+#   term, yet a memory may have been written for exactly that question: it speaks when its title
+#   or aliases have TITLE_WORDS of the question's words, and no other memory does.
 # - A term written with accents counts only where the memory has it with the same accents:
 #   the index folds them, so "marché" would otherwise be "March".
 SPECIFIC_VALUE = 2.0
 TOPIC_VALUE = 1.0
 GENERIC_VALUE = 0.5
 STRONG_EVIDENCE = 4.0
-EVIDENCE_NEEDED = 2.5
+EVIDENCE_NEEDED = 2.0
 COVERAGE_NEEDED = 0.6
-QUESTION_EVIDENCE = 2.5
+QUESTION_EVIDENCE = 2.0
+TITLE_WORDS = 3               # a question in everyday words: this many of them in a title or alias
+QUESTION_WORDS_MAX = 30
+QUESTION_OPENING_MAX = 12     # "when do we deploy": a question word opens a short prompt without "?"
 SOLE_TERM_SHARE = 0.5
 EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
 
 
-_QUESTION_WORDS = frozenset(
-    "who whom whose what when where which why how did does do is are was were has have had can could should would will"
-    .split()
-)
+def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
+    """Whether the prompt may be answered at all: it has a topic term, or it is a short question
+    of at least TITLE_WORDS everyday words ("which package manager do we use?"), which may be
+    answered by a memory whose title or aliases say the same (and by nothing else)."""
+    if any(not t.generic for t in terms):
+        return True
+    words = {t.text for t in terms if len(t.text) > 3 and not t.text.isdigit()}
+    return len(words) >= TITLE_WORDS and is_question(prompt)
+
+
+_QUESTION_WORDS = frozenset("who whom whose what when where which why how".split())
 
 
 def is_question(prompt: str) -> bool:
-    """A question (it ends with "?" or opens with a question word): one that names a single
-    subject ("When did Jon visit Rome?") asks about it; a follow-up naming one everyday thing
-    ("yes, merge it") is not a question."""
+    """A short question (at most QUESTION_WORDS_MAX words ending with "?", or at most
+    QUESTION_OPENING_MAX words opening with a question word): it names what it asks about ("When did Jon visit Rome?"); a follow-up naming
+    one everyday thing ("yes, merge it") is not a question, nor is a long request."""
     text = prompt.strip()
+    words = text.split(None, QUESTION_WORDS_MAX)
+    if not words or len(words) > QUESTION_WORDS_MAX:
+        return False  # a long, multi-clause prompt is a request, even with a question in it
     if text.endswith("?"):
         return True
-    first = text.split(None, 1)[0].lower().strip(",.!:;") if text else ""
-    return first in _QUESTION_WORDS
+    return len(words) <= QUESTION_OPENING_MAX and words[0].lower().strip(",.!:;") in _QUESTION_WORDS
 
 
 def _ordinary(db: "Connection", stems: "Sequence[str]") -> "set[str]":
@@ -643,8 +667,10 @@ class _Evidence:
     """Which prompt terms each candidate contains, and whether that is enough to speak."""
 
     def __init__(self, db: "Connection", prompt: str, prompt_terms: "Sequence[Term]", stems: dict[str, str],
-                 df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int) -> None:
+                 df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int,
+                 by_title: bool = False) -> None:
         self.db = db
+        self.by_title = by_title
         self.terms = {t.text: t for t in prompt_terms}
         self.stems = stems
         self.chosen = list(chosen)
@@ -711,11 +737,23 @@ class _Evidence:
         share = covered / self.total_weight if self.total_weight else 0.0
         return value, topic, share, sorted(words)
 
+    def _named(self, hit: Hit, words: "Sequence[str]") -> list[str]:
+        """The prompt's words that the memory's title or aliases (what it is about) contain."""
+        row = self.db.execute("SELECT title, aliases FROM memory_fts WHERE rowid = ?", (hit.rowid,)).fetchone()
+        about = " ".join(x or "" for x in row).lower() if row else ""
+        stems = {self.stems.get(w, w): w for w in words if len(w) > 3 and not w.isdigit()}
+        return sorted(w for stem, w in stems.items() if _word_starts(about, stem, 1))
+
     def lacking(self, hit: Hit, eligible: "Sequence[Hit]") -> str:
         """Why ``hit`` may not be injected, or '' when the prompt's words are evidence enough."""
         value, topic, share, words = self.weigh(hit, eligible)
         why = ""
-        if not topic:
+        if self.by_title:
+            named = self._named(hit, words)
+            if len(named) < TITLE_WORDS:
+                why = (f"a question in everyday words speaks only for a memory whose title or aliases have "
+                       f"{TITLE_WORDS} of them (this one has {', '.join(named) or 'none'})")
+        elif not topic:
             why = "matches only generic words of the prompt (" + ", ".join(words) + ")"
         elif value >= STRONG_EVIDENCE or (value >= EVIDENCE_NEEDED and share >= COVERAGE_NEEDED):
             pass

@@ -361,7 +361,7 @@ def test_old_project_note_ranks_below_a_fresh_one_and_a_user_rule_never_decays(t
     ])
     db = recall.open_index(str(store.index_path))
     try:
-        found = recall.recall(db, "flaky integration tests", options=recall.Options(
+        found = recall.recall(db, "which integration tests are flaky?", options=recall.Options(
             limit=5, min_score=0.0, now=now.timestamp()))
     finally:
         db.close()
