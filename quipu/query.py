@@ -15,7 +15,7 @@ On the prompt path: standard library only. Contract:
   caller then asks SQLite).
 """
 
-from quipu.vocabulary import ENGLISH_COMMON, EVERYDAY, FOREIGN
+from quipu.vocabulary import is_listed
 
 
 class Term(tuple):  # type: ignore[type-arg]
@@ -289,7 +289,7 @@ def is_generic(word: str, strong: bool = False) -> bool:
     ("vs", "ci", "ça"), even in a path or an identifier."""
     if word.isdigit() or len(word) <= 3:
         return True
-    return word in GENERIC or word in EVERYDAY or word in FOREIGN or word in ENGLISH_COMMON
+    return word in GENERIC or is_listed(word)
 
 
 def has_topic(text: str) -> bool:

@@ -3,17 +3,24 @@
 This is the prompt path. It imports nothing outside the standard library and never parses YAML
 or opens git objects. Contract:
 - The prompt must carry a topic of its own: with no content terms other than generic words
-  ("fix", "error", "the second option") the answer is empty, however rich the context.
-- Only the three rarest topic terms of the prompt present in the store (document frequency,
-  stemmed the way the index stems) find candidates and carry the score, so a long prompt is
-  not rewarded for its length. The prompt's other terms can at most double that score
-  (``REST_BOOST``); context terms (previous human turn, last assistant text) can lift it by at
-  most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
+  (``quipu.query.is_generic``: request verbs, the everyday vocabulary of working on code, stop
+  words of the languages people write in, numbers, tokens of three characters or fewer) the
+  answer is empty, however rich the context. The one exception is a short question in everyday
+  words, answered only by a memory whose title or aliases say the same (``names_a_subject``).
+- The GATHER_TERMS rarest topic terms of the prompt present in the store (document frequency,
+  stemmed the way the index stems) find candidates; a memory's best RAREST_TERMS of their
+  summands carry its score, so a long prompt is not rewarded for its length. The prompt's other
+  terms can at most double that score (``REST_BOOST``); context terms (previous human turn, last
+  assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
 - Scores are BM25 with field weights, then multiplied by decay (half-life from the class and
   created date; no decay when the half-life is NULL), a superseded penalty and an unverified
   penalty. A floor keeps weak matches out.
+- A memory is injected only when the prompt's own words are evidence for it (``_Evidence``:
+  how many distinct topic terms it has, how specific they are, and what share of the prompt's
+  topic they cover); a single incidental match never speaks.
 - ``recall`` returns ``Recall`` with hits and an explanation (the terms chosen, their document
-  frequencies, the scores and why anything was left out) for ``quipu recall --explain``.
+  frequencies, the scores and why anything was left out, down to the rule that kept a memory
+  out) for ``quipu recall --explain``.
 """
 # Only the cheapest modules: the hook's whole budget is about one interpreter start, and
 # ``sqlite3`` (datetime, collections), ``json`` (re, enum), ``dataclasses``, ``typing`` and even
@@ -120,6 +127,7 @@ class Recall:
         self.hits: list[Hit] = []
         self.candidates: list[Hit] = []  # every scored match, best first
         self.terms: list[tuple[str, int, bool]] = []  # (term, df, chosen)
+        self.generic: list[str] = []  # the prompt's terms that name no subject on their own
         self.context_terms: list[str] = []
         self.left_out: list[str] = []
         self.reason = reason
@@ -127,7 +135,7 @@ class Recall:
     def to_json(self) -> "dict[str, Any]":
         return {
             "hits": [h.to_json() for h in self.hits],
-            "terms": [{"term": t, "df": df, "chosen": c} for t, df, c in self.terms],
+            "terms": [{"term": t, "df": df, "chosen": c, "generic": t in self.generic} for t, df, c in self.terms],
             "context_terms": self.context_terms,
             "left_out": self.left_out,
             "reason": self.reason,
@@ -459,8 +467,12 @@ def recall(
         prompt_terms = extract_terms(prompt)
     if not options.require_topic:
         prompt_terms = [t.__class__(t.text, t.strong, False) for t in prompt_terms]
+    result.generic = [t.text for t in prompt_terms if t.generic]
     if not names_a_subject(prompt, prompt_terms):
         result.reason = "the prompt has no topic of its own (no content terms)"
+        if result.generic:
+            result.reason = ("the prompt has no topic of its own: its words (" + ", ".join(result.generic[:12])
+                             + ") are everyday vocabulary, numbers or short tokens, which never stand alone")
         return result
     by_title = all(t.generic for t in prompt_terms)  # a question in everyday words: see names_a_subject
     context_terms = [t for t in extract_terms(context) if t.text not in {p.text for p in prompt_terms}]

@@ -42,9 +42,10 @@ def run(args: argparse.Namespace) -> int:
         print_json({**result.to_json(), "context": text})
         return 0
     if args.explain:
-        print("Prompt terms (document frequency; * = carries the score):")
+        print("Prompt terms (document frequency; * = finds candidates; everyday = never a topic alone):")
         for term, df, chosen in result.terms:
-            print(f"  {'*' if chosen else ' '} {term}  df={df}")
+            kind = "  everyday" if term in result.generic else ""
+            print(f"  {'*' if chosen else ' '} {term}  df={df}{kind}")
         if result.context_terms:
             print(f"Context terms (may sharpen, never lead): {', '.join(result.context_terms)}")
         for hit in result.hits:
