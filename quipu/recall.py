@@ -558,6 +558,8 @@ def recall(
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
     evidence = _Evidence(db, prompt, prompt_terms, stems, df, chosen, rest, rare, by_title) if options.require_topic else None
+    eligible = [h for h in scored if h.score >= options.min_score][:EVIDENCE_CHECKS]
+    checked = {h.rowid for h in eligible}
     facts = 0
     for hit in scored:
         if hit.score < options.min_score:
@@ -567,7 +569,8 @@ def recall(
             result.left_out.append(f"{hit.id}: already injected in this session")
             continue
         if evidence is not None and len(result.hits) < options.limit:
-            why = evidence.lacking(hit, [h for h in scored if h.score >= options.min_score])
+            why = evidence.lacking(hit, eligible) if hit.rowid in checked else (
+                f"not among the {EVIDENCE_CHECKS} best candidates whose evidence is weighed")
             if why:
                 result.left_out.append(f"{hit.id}: {why}")
                 continue
@@ -626,6 +629,7 @@ QUESTION_WORDS_MAX = 30
 QUESTION_OPENING_MAX = 12     # "when do we deploy": a question word opens a short prompt without "?"
 SOLE_TERM_SHARE = 0.5
 EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
+EVIDENCE_CHECKS = 12          # candidates (best first) whose evidence is weighed: past them, none speaks
 
 
 def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
@@ -690,6 +694,7 @@ class _Evidence:
         self.rare = rare
         self.matched: "dict[int, set[str]] | None" = None
         self.texts: dict[int, str] = {}
+        self.rowids: list[int] = []
         self.refused: list[str] = []
         total = _store_size(db)
         topic: dict[str, float] = {}
@@ -715,17 +720,21 @@ class _Evidence:
         return matched
 
     def _text(self, rowid: int) -> str:
+        """The memory's searchable text, lower-cased; read for every weighed candidate at once."""
         if rowid not in self.texts:
-            row = self.db.execute(
-                "SELECT title, aliases, tags, description, body FROM memory_fts WHERE rowid = ?", (rowid,)
-            ).fetchone()
-            self.texts[rowid] = " ".join(x or "" for x in row).lower() if row else ""
+            wanted = [rowid, *(r for r in self.rowids if r != rowid and r not in self.texts)]
+            marks = ", ".join("?" * len(wanted))
+            sql = f"SELECT rowid, title, aliases, tags, description, body FROM memory_fts WHERE rowid IN ({marks})"
+            for row in self.db.execute(sql, wanted):
+                self.texts[row[0]] = " ".join(x or "" for x in row[1:]).lower()
+            self.texts.setdefault(rowid, "")
         return self.texts[rowid]
 
     def weigh(self, hit: Hit, eligible: "Sequence[Hit]") -> "tuple[float, int, float, list[str]]":
         """(evidence value, distinct topic terms, share of the prompt's topic weight, words) of ``hit``."""
         if self.matched is None:
-            self.matched = self._match([h.rowid for h in eligible])
+            self.rowids = [h.rowid for h in eligible]
+            self.matched = self._match(self.rowids)
         words = set(hit.matched) | self.matched.get(hit.rowid, set())
         value = 0.0
         topic = 0
