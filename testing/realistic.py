@@ -37,6 +37,11 @@ _CLASSES = {"rule": "rule", "fact": "fact", "reference": "reference", "preferenc
 CREATED = "2026-11-01T00:00:00Z"
 
 
+def repo_of(source: str) -> str:
+    """``owner/repo`` of a data record's ``owner/repo@commit:path`` source."""
+    return source.split("@", 1)[0]
+
+
 class Note(NamedTuple):
     title: str
     body: str
@@ -45,11 +50,11 @@ class Note(NamedTuple):
 
     @property
     def repo(self) -> str:
-        return self.source.split("@", 1)[0]
+        return repo_of(self.source)
 
     @property
     def owner(self) -> str:
-        return self.repo.split("/", 1)[0]
+        return repo_of(self.source).split("/", 1)[0]
 
 
 class Prompt(NamedTuple):
@@ -62,11 +67,11 @@ class Prompt(NamedTuple):
 
     @property
     def repo(self) -> str:
-        return self.source.split("@", 1)[0]
+        return repo_of(self.source)
 
     @property
     def owner(self) -> str:
-        return self.repo.split("/", 1)[0]
+        return repo_of(self.source).split("/", 1)[0]
 
 
 def data_dir() -> Path | None:
