@@ -20,6 +20,7 @@ from quipu.errors import FatalError
 # Sub-command modules, in the order `quipu --help` lists them.
 COMMANDS = (
     "init",
+    "clone",
     "add",
     "show",
     "list",
@@ -29,6 +30,7 @@ COMMANDS = (
     "label",
     "log",
     "undo",
+    "sync",
     "index",
     "doctor",
     "hooks",

@@ -34,8 +34,9 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,8 @@ _FILEMODE_TREE = pygit2.enums.FileMode.TREE if hasattr(pygit2, "enums") else pyg
 
 # (parent commit) -> (new tree id, repository paths the new tree changes)
 TreeBuilder = Callable[[pygit2.Commit], "tuple[pygit2.Oid, list[str]]"]
+# (parent commit, new tree id) -> the commit the branch moves to, or None for nothing to do
+CommitMaker = Callable[[pygit2.Commit, pygit2.Oid], "pygit2.Oid | None"]
 
 
 def open_repo(root: Path) -> pygit2.Repository:
@@ -93,8 +96,28 @@ def branch_ref(repo: pygit2.Repository) -> pygit2.Reference:
         ) from None
 
 
-def writer_lock(repo: pygit2.Repository) -> contextlib.AbstractContextManager[None]:
-    return file_lock(os.path.join(repo.path, LOCK_NAME))
+_HELD = threading.local()  # the writer locks this thread holds: {lock path: depth}
+
+
+@contextlib.contextmanager
+def writer_lock(repo: pygit2.Repository) -> Iterator[None]:
+    """The store's exclusive writer lock; re-entrant within one thread (``quipu sync`` holds it
+    across its fetch, merge, the commits of its decisions and its push)."""
+    path = os.path.join(repo.path, LOCK_NAME)
+    held: dict[str, int] = _HELD.__dict__.setdefault("paths", {})
+    if held.get(path):
+        held[path] += 1
+        try:
+            yield
+        finally:
+            held[path] -= 1
+        return
+    with file_lock(path):
+        held[path] = 1
+        try:
+            yield
+        finally:
+            held.pop(path, None)
 
 
 # ---------------------------------------------------------------- trees
@@ -246,7 +269,20 @@ def revert_commits(root: Path, commits: list[str], message_for: dict[str, str]) 
     return made
 
 
-def _land(repo: pygit2.Repository, build: TreeBuilder, message: str, pending: list[str]) -> str | None:
+def land(repo: pygit2.Repository, build: TreeBuilder, make_commit: CommitMaker) -> str | None:
+    """Move the branch to the commit ``make_commit`` returns for the tree ``build`` made on the
+    tip (a merge, or an existing commit to fast-forward to), with the worktree and git's index
+    kept in step as for any write; rebuilt on the new tip if the branch moved meanwhile."""
+    with writer_lock(repo):
+        pending = recover(repo)
+        compact_index(repo)
+        return _land(repo, build, "", pending, make_commit=make_commit)
+
+
+def _land(
+    repo: pygit2.Repository, build: TreeBuilder, message: str, pending: list[str],
+    *, make_commit: CommitMaker | None = None,
+) -> str | None:
     """Build a commit on the branch tip and move the branch to it; call with the writer lock held.
 
     Order: write the touched worktree files; take git's ``index.lock`` and prepare the new index
@@ -263,10 +299,15 @@ def _land(repo: pygit2.Repository, build: TreeBuilder, message: str, pending: li
             parent: pygit2.Commit = repo[ref.target]  # type: ignore[assignment]
             tree_id, touched = build(parent)
             paths = list(dict.fromkeys([*pending, *touched]))
-            if tree_id == parent.tree.id:
+            made = (
+                make_commit(parent, tree_id) if make_commit is not None
+                else None if tree_id == parent.tree.id
+                else repo.create_commit(None, sig, sig, message, tree_id, [parent.id])
+            )
+            if made is None:
                 _settle(repo, ref.name, pending, parent.tree)
                 return None
-            oid = repo.create_commit(None, sig, sig, message, tree_id, [parent.id])
+            oid = made
             journal = _Journal(repo, str(oid), ref.name, paths)
             journal.write("worktree")
             tree: pygit2.Tree = repo[tree_id]  # type: ignore[assignment]

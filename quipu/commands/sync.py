@@ -1,0 +1,76 @@
+"""`quipu sync [REMOTE]`: share the store through a git remote (fetch, merge under the sync policy, push)."""
+from __future__ import annotations
+
+import argparse
+
+from quipu import sync
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+_ACTIONS = (("add", "added"), ("import", "imported"), ("fact-set", "facts set"), ("supersede", "superseded"),
+            ("label", "labelled"), ("unlabel", "unlabelled"), ("undo", "undone"))
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "sync",
+        help="share the store with a git remote: fetch, merge, push",
+        description="Fetch the remote's branch, merge it into the store and push the result, holding the "
+        "store's writer lock throughout (quipu writers here wait; nothing they write is lost); starts over "
+        "when the remote moved meanwhile. What came in is printed. Files the store's trust model forbids "
+        "(symbolic links, files outside memories/ and events/, settings) are refused and listed, and the "
+        "rest still merges. A memory edited on both sides keeps both texts: the newer edit stays at the id, "
+        "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts. "
+        "A remote whose branch was rewritten (force-pushed) is refused and nothing here changes. "
+        "See docs/sync.md.",
+    )
+    p.add_argument("remote", nargs="?", help="the git remote to sync with (default: origin, or the only remote)")
+    p.add_argument("--set-remote", metavar="URL", help="first set the remote's URL (creating the remote if needed)")
+    p.add_argument("--no-push", action="store_true", help="fetch and merge only; push nothing")
+    p.add_argument("--accept-rewrite", action="store_true",
+                   help="merge with a remote whose branch was rewritten (force-pushed) instead of refusing")
+    p.add_argument("--quiet", action="store_true", help="print nothing unless something was refused or failed")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
+    counts = result.counts()
+    if not quiet:
+        came = [i for i in result.incoming if i.action != "sync"]
+        line = f"Synced {result.store} with {result.remote} ({result.branch})"
+        if came:
+            line += f": {len(came)} change(s) came in, by {', '.join(result.authors())}"
+        else:
+            line += ": nothing came in"
+        print(line)
+        for action, word in _ACTIONS:
+            if counts.get(action):
+                ids = sorted({i.memory for i in came if i.action == action and i.memory != "store"})
+                shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+                print(f"  {word:<12} {counts[action]:>4}  {shown}")
+        others = sum(n for a, n in counts.items() if a not in dict(_ACTIONS))
+        if others:
+            print(f"  {'other':<12} {others:>4}")
+        for item in result.kept_both:
+            print(f"Kept both versions of {item.memory} (edited on both sides): the {item.newer} edit is newer "
+                  f"and stays; the older text is {item.copy}, superseded by it (`quipu undo --memory {item.copy}` "
+                  "keeps both active)")
+    if result.refused:
+        print(f"Refused {len(result.refused)} file(s) from {result.remote}; the rest was merged:")
+        for refusal in result.refused:
+            print(f"  {refusal.path}: {refusal.reason}")
+    if not quiet:
+        print(f"Pushed {result.branch} to {result.remote}" if result.pushed else "Pushed nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    if args.set_remote:
+        sync.set_remote(store, args.set_remote, args.remote or sync.DEFAULT_REMOTE)
+    result = sync.sync(store, args.remote, push=not args.no_push, accept_rewrite=args.accept_rewrite)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print_result(result, quiet=args.quiet)
+    return 0
