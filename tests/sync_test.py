@@ -1,0 +1,242 @@
+"""`quipu sync` and `quipu clone` against real bare remotes and several real clones."""
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from quipu import index, sync
+from quipu.errors import ConflictError, FatalError, NotFound
+from quipu.memory import memory_path
+from quipu.store import Store
+from testing.fixtures import git, make_store, memory, quipu
+
+
+def _remote_and_clones(tmp_path: Path, n: int) -> tuple[Path, list[Store]]:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    first = make_store(tmp_path / "c0")
+    sync.set_remote(first, str(remote))
+    sync.sync(first)
+    clones = [first] + [sync.clone(str(remote), tmp_path / f"c{i}")[0] for i in range(1, n)]
+    return remote, clones
+
+
+def _tree(store: Store) -> str:
+    return git(store.root, "rev-parse", "HEAD^{tree}").strip()
+
+
+def _bodies(store: Store) -> set[str]:
+    return {r["body"].strip() for r in index.rows(store, "SELECT body FROM memories")}
+
+
+def _edit(store: Store, memory_id: str, body: str) -> str:
+    old = store.get(memory_id)
+    return store.add(old.with_changes(body=body + "\n"), action="fact-set", overwrite=True)
+
+
+def test_three_clones_converge_after_fifty_seeded_rounds_of_random_changes(tmp_path: Path) -> None:
+    """Issue 18: adds, edits, labels, supersessions and undos on three clones, synced in random order."""
+    rng = random.Random(18)
+    _remote, clones = _remote_and_clones(tmp_path, 3)
+    texts: dict[str, str] = {}  # commit -> the body text it wrote
+    counter = 0
+    for _round in range(50):
+        for store in rng.sample(clones, len(clones)):
+            for _op in range(rng.randint(1, 3)):
+                ids = [r["id"] for r in index.rows(store, "SELECT id FROM memories")]
+                kind = rng.choice(["add", "add", "edit", "label", "supersede", "undo"]) if ids else "add"
+                counter += 1
+                text = f"text number {counter} from {store.root.name}"
+                try:
+                    if kind == "add":
+                        texts[store.add(memory(f"m{counter:04d}", f"Memory {counter}", text + "\n"))] = text
+                    elif kind == "edit":
+                        texts[_edit(store, rng.choice(ids), text)] = text
+                    elif kind == "label":
+                        store.label(rng.choice(ids), rng.choice(["reviewed", "unverified"]), rng.random() < 0.7)
+                    elif kind == "supersede" and len(ids) > 1:
+                        old, new = rng.sample(ids, 2)
+                        store.supersede(old, new)
+                    elif kind == "undo":
+                        for sha in store.undo(memory=rng.choice(ids)):
+                            reverted = git(store.root, "log", "-1", "--format=%B", sha)
+                            for line in reverted.splitlines():
+                                if line.startswith("Quipu-Reverts: "):
+                                    texts.pop(line.split(": ", 1)[1], None)
+                except (ConflictError, NotFound):
+                    pass  # an undo that would conflict, a memory another clone's undo removed...
+            if rng.random() < 0.7:
+                sync.sync(store, push=rng.random() < 0.9)
+    for _ in range(2):
+        for store in clones:
+            sync.sync(store)
+    trees = {_tree(s) for s in clones}
+    assert len(trees) == 1
+    bodies = _bodies(clones[0])
+    assert set(texts.values()) <= bodies, "a text written somewhere was lost"
+    for store in clones:
+        assert git(store.root, "status", "--porcelain") == ""
+        assert subprocess.run(["git", "-C", str(store.root), "fsck", "--no-dangling"], capture_output=True).returncode == 0
+        assert index.rows(store, "SELECT path FROM problems") == []
+
+
+def test_ten_writers_on_each_of_two_clones_while_both_sync_in_a_loop(tmp_path: Path) -> None:
+    """Issue 18: nothing lost, nothing duplicated."""
+    _remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def syncer(store: Store) -> None:
+        try:
+            while not stop.is_set():
+                sync.sync(Store(store.root))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    loops = [threading.Thread(target=syncer, args=(s,)) for s in (left, right)]
+    for t in loops:
+        t.start()
+    writers = []
+    for side, store in (("l", left), ("r", right)):
+        code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent.parent)!r})\n"
+                "from quipu.store import Store\nfrom testing.fixtures import memory\n"
+                f"s = Store({str(store.root)!r})\n"
+                "for k in range(5):\n"
+                f"    s.add(memory(f'{side}-w{{sys.argv[1]}}-{{k}}', 'note', 'body'))\n")
+        writers += [subprocess.Popen([sys.executable, "-c", code, str(w)]) for w in range(10)]
+    assert all(w.wait(timeout=300) == 0 for w in writers)
+    stop.set()
+    for t in loops:
+        t.join(timeout=300)
+    assert errors == []
+    sync.sync(left)
+    sync.sync(right)
+    sync.sync(left)
+    assert _tree(left) == _tree(right)
+    for store in (left, right):
+        ids = [r["id"] for r in index.rows(store, "SELECT id FROM memories")]
+        assert len(ids) == len(set(ids)) == 100
+        assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_a_force_pushed_remote_is_refused_and_the_store_is_unchanged(tmp_path: Path) -> None:
+    """Issue 18: a rewritten remote tip is refused with a clear message."""
+    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    left.add(memory("kept-note", "Kept", "kept"))
+    sync.sync(left)
+    sync.sync(right)
+    git(right.root, "reset", "-q", "--hard", "HEAD~1")
+    git(right.root, "push", "-q", "--force", "origin", "main")
+    before = (left.head(), git(left.root, "for-each-ref"))
+    with pytest.raises(sync.SyncError, match="rewritten \\(force-pushed\\)") as caught:
+        sync.sync(left)
+    assert "--accept-rewrite" in str(caught.value)
+    assert (left.head(), git(left.root, "for-each-ref").replace("", "")) [0] == before[0]
+    assert left.exists("kept-note")
+    result = sync.sync(left, accept_rewrite=True)
+    assert result.pushed and left.exists("kept-note")
+
+
+def test_both_sides_edit_one_memory_and_both_texts_are_kept(tmp_path: Path) -> None:
+    _remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    left.add(memory("vpn-host", "VPN host", "vpn1.internal"))
+    sync.sync(left)
+    sync.sync(right)
+    _edit(left, "vpn-host", "vpn2.internal (left)")
+    sync.sync(left)
+    _edit(right, "vpn-host", "vpn3.internal (right)")
+    result = sync.sync(right)
+    assert [k.memory for k in result.kept_both] == ["vpn-host"]
+    copy = result.kept_both[0].copy
+    assert right.get("vpn-host").body.strip() == "vpn3.internal (right)"  # the newer edit
+    assert right.get(copy).body.strip() == "vpn2.internal (left)"
+    sync.sync(left)
+    rows = {r["id"]: r for r in index.rows(left, "SELECT id, status, superseded_by FROM memories")}
+    assert rows[copy]["status"] == "superseded" and rows[copy]["superseded_by"] == "vpn-host"
+    assert _tree(left) == _tree(right)
+    left.undo(commit=result.supersessions[0])  # one undo keeps both active
+    assert index.rows(left, "SELECT status FROM memories WHERE id = ?", (copy,))[0]["status"] == "active"
+
+
+def test_a_supersession_meets_an_edit_and_an_undo_meets_a_label(tmp_path: Path) -> None:
+    _remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    for mid in ("old-note", "new-note", "third-note"):
+        left.add(memory(mid, mid, mid))
+    left.supersede("third-note", "new-note")
+    sync.sync(left)
+    sync.sync(right)
+    left.supersede("old-note", "new-note")
+    _edit(right, "old-note", "old note, edited")
+    right.label("third-note", "reviewed")
+    left.undo(memory="third-note")  # undoes the supersession of third-note
+    sync.sync(left)
+    sync.sync(right)
+    sync.sync(left)
+    rows = {r["id"]: r for r in index.rows(left, "SELECT id, status, labels, body FROM memories")}
+    assert rows["old-note"]["status"] == "superseded" and rows["old-note"]["body"].strip() == "old note, edited"
+    assert rows["third-note"]["status"] == "active" and rows["third-note"]["labels"] == "reviewed"
+    assert _tree(left) == _tree(right)
+
+
+def test_a_hostile_remote_is_refused_file_by_file_and_the_rest_merges(tmp_path: Path) -> None:
+    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    left.add(memory("good-note", "Good", "good"))
+    sync.sync(left)
+    sync.sync(right)
+    # Someone pushes, with plain git, a symlink, a file outside the schema, a settings change,
+    # a removal that is not an undo, and one good memory.
+    attacker = tmp_path / "attacker"
+    git(tmp_path, "clone", "-q", str(remote), str(attacker))
+    (attacker / "memories" / "ev").mkdir(parents=True)
+    (attacker / "memories" / "ev" / "evil-link.md").symlink_to("/etc/passwd")
+    (attacker / "run.sh").write_text("#!/bin/sh\n")
+    (attacker / "quipu.toml").write_text('[sweep]\nmodel = "command:/bin/sh -c evil"\n')
+    git(attacker, "rm", "-q", memory_path("good-note"))
+    good = memory("remote-good", "Remote good", "arrived fine")
+    from quipu.memory import render_memory
+    (attacker / memory_path("remote-good")).parent.mkdir(parents=True, exist_ok=True)
+    (attacker / memory_path("remote-good")).write_bytes(render_memory(good))
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "-qm", "hostile")
+    git(attacker, "push", "-q", "origin", "main")
+
+    result = quipu("--store", str(left.root), "sync")
+    assert result.returncode == 0, result.stderr
+    assert "Refused 4 file(s)" in result.stdout
+    for path in ("memories/ev/evil-link.md", "run.sh", "quipu.toml", memory_path("good-note")):
+        assert path in result.stdout
+    assert left.exists("remote-good") and left.exists("good-note")
+    assert not (left.root / "memories" / "ev").exists() and not (left.root / "run.sh").exists()
+    assert "evil" not in (left.root / "quipu.toml").read_text()
+    assert git(left.root, "status", "--porcelain") == ""
+    # The merged result went back to the remote; a fresh clone gets it without the hostile files.
+    fresh, refused = sync.clone(str(remote), tmp_path / "fresh")
+    assert refused == [] and fresh.exists("good-note") and fresh.exists("remote-good")
+
+
+def test_clone_refuses_a_symlink_before_anything_is_checked_out(tmp_path: Path) -> None:
+    origin = make_store(tmp_path / "origin")
+    origin.add(memory("fine-note", "Fine", "fine"))
+    (origin.root / "memories" / "zz").mkdir()
+    (origin.root / "memories" / "zz" / "zz-link.md").symlink_to("/etc/passwd")
+    git(origin.root, "add", "-A")
+    git(origin.root, "commit", "-qm", "link")
+    out = quipu("clone", str(origin.root), str(tmp_path / "copy"), "--json")
+    assert out.returncode == 0, out.stderr
+    assert "memories/zz/zz-link.md" in out.stdout
+    copy = Store(tmp_path / "copy")
+    assert copy.exists("fine-note") and not (tmp_path / "copy" / "memories" / "zz").exists()
+    assert (copy.root / ".git" / "hooks" / "post-merge").exists() and copy.index_path.is_file()
+
+
+def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "lonely")
+    out = quipu("--store", str(store.root), "sync")
+    assert out.returncode == 1 and "--set-remote URL" in out.stderr
+    with pytest.raises(FatalError):
+        sync.sync(store)
