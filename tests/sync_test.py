@@ -56,7 +56,11 @@ def test_three_clones_converge_after_fifty_seeded_rounds_of_random_changes(tmp_p
                     if kind == "add":
                         texts[store.add(memory(f"m{counter:04d}", f"Memory {counter}", text + "\n"))] = text
                     elif kind == "edit":
-                        texts[_edit(store, rng.choice(ids), text)] = text
+                        # An edit replaces this clone's text on purpose (the old one stays in history).
+                        target = rng.choice(ids)
+                        replaced = store.get(target).body.strip()
+                        texts = {c: t for c, t in texts.items() if t != replaced}
+                        texts[_edit(store, target, text)] = text
                     elif kind == "label":
                         store.label(rng.choice(ids), rng.choice(["reviewed", "unverified"]), rng.random() < 0.7)
                     elif kind == "supersede" and len(ids) > 1:
