@@ -137,7 +137,7 @@ def _ref(prefix: str, remote: str, branch: str) -> str:
 
 
 def _fetch(store: Store, remote: str, branch: str) -> pygit2.Oid | None:
-    git(store.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", remote,
+    git(store.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--refmap=", remote,
         f"+refs/heads/*:{INCOMING_PREFIX}/{remote}/*")
     return _target(store.repo, _ref(INCOMING_PREFIX, remote, branch))
 
@@ -276,6 +276,7 @@ def sync(store: Store, remote: str | None = None, *, push: bool = True, accept_r
                     kept += plan.kept_both
                     supersessions += _keep_both(store, name, plan.kept_both)
                 _record(repo, _ref(SYNCED_PREFIX, name, branch), theirs)
+                _record(repo, f"refs/remotes/{name}/{branch}", theirs)
             head = gitstore.branch_ref(repo).target
             if not push or head == theirs:
                 break

@@ -136,11 +136,12 @@ def test_a_force_pushed_remote_is_refused_and_the_store_is_unchanged(tmp_path: P
     sync.sync(right)
     git(right.root, "reset", "-q", "--hard", "HEAD~1")
     git(right.root, "push", "-q", "--force", "origin", "main")
-    before = (left.head(), git(left.root, "for-each-ref"))
+    refs = ("for-each-ref", "refs/heads", "refs/remotes", "refs/quipu/synced")
+    before = (left.head(), git(left.root, *refs), git(left.root, "status", "--porcelain"))
     with pytest.raises(sync.SyncError, match="rewritten \\(force-pushed\\)") as caught:
         sync.sync(left)
     assert "--accept-rewrite" in str(caught.value)
-    assert (left.head(), git(left.root, "for-each-ref").replace("", "")) [0] == before[0]
+    assert (left.head(), git(left.root, *refs), git(left.root, "status", "--porcelain")) == before
     assert left.exists("kept-note")
     result = sync.sync(left, accept_rewrite=True)
     assert result.pushed and left.exists("kept-note")
