@@ -245,3 +245,13 @@ def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
     assert out.returncode == 1 and "--set-remote URL" in out.stderr
     with pytest.raises(FatalError):
         sync.sync(store)
+
+
+def test_session_end_syncs_only_when_asked(tmp_path: Path) -> None:
+    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    left.add(memory("session-note", "Session note", "written in a session"))
+    out = quipu("--store", str(left.root), "session-end", "--model", "scripted", "--max-calls", "1", "--sync")
+    assert out.returncode == 0, out.stderr
+    assert "Pushed main to origin" in out.stdout
+    sync.sync(right)
+    assert right.exists("session-note")

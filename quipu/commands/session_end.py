@@ -20,7 +20,7 @@ from quipu.commands._common import add_json, open_store
 from quipu.commands.sweep import add_model_options, make_budget, make_model, print_report
 from quipu.model import CHILD_ENV
 from quipu.output import print_json
-from quipu.store import is_store
+from quipu.store import Store, is_store
 from quipu.sweep import (
     SESSION_LOCK_WAIT,
     SESSION_MAX_CALLS,
@@ -60,6 +60,8 @@ def register_hook_command(sub: argparse._SubParsersAction, name: str, event: str
     p.add_argument("--transcript", metavar="PATH", help="the session's transcript (JSONL)")
     p.add_argument("--cwd", metavar="PATH", help="the session's working folder (recorded with the work)")
     p.add_argument("--reason", default="", help=argparse.SUPPRESS)
+    p.add_argument("--sync", action="store_true",
+                   help="after the work, run `quipu sync` with the store's remote (off unless given)")
     add_model_options(p, calls=SESSION_MAX_CALLS, chars=SESSION_MAX_CHARS)
     add_json(p)
     p.set_defaults(func=lambda args: run_hook_command(args, name, event))
@@ -82,7 +84,7 @@ def _forwarded(args: argparse.Namespace) -> list[str]:
                         ("--project-root", args.project_root)):
         if value is not None:
             out += [flag, str(value)]
-    return out
+    return out + (["--sync"] if args.sync else [])
 
 
 def _hook(args: argparse.Namespace, name: str, event_name: str) -> int:
@@ -120,7 +122,21 @@ def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
         print_json(report.to_json())
     else:
         print_report(report)
+    if args.sync:
+        _sync(store, event_name, quiet=args.worker)
     return 0
+
+
+def _sync(store: Store, event_name: str, *, quiet: bool) -> None:
+    from quipu import sync  # only when asked: a hook must not pay for it otherwise
+
+    result = sync.sync(store)
+    log(event_name, f"sync with {result.remote}: {len(result.incoming)} commit(s) came in, "
+                    f"{len(result.refused)} file(s) refused, pushed: {result.pushed}")
+    if not quiet:
+        from quipu.commands.sync import print_result
+
+        print_result(result)
 
 
 def run_hook_command(args: argparse.Namespace, name: str, event_name: str) -> int:
