@@ -44,6 +44,7 @@ COMMANDS = (
     "fact",
     "profile",
     "session-start",
+    "mcp",
 )
 
 
