@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
-import importlib.util
 import os
 import secrets
 import sqlite3
@@ -197,8 +196,6 @@ def _invalid(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
 def history_backend() -> ModuleType | None:
     """``quipu.history`` when it offers ``search`` and ``show``; None while it does not exist."""
     try:
-        if importlib.util.find_spec("quipu.history") is None:
-            return None
         module = importlib.import_module("quipu.history")
     except ImportError:
         return None
