@@ -29,13 +29,15 @@ import datetime as _dt
 import importlib
 import os
 import secrets
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quipu.errors import FatalError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 MAX_ANSWER_CHARS = 12_000     # far below Claude Code's 25,000-token MCP output limit
 MAX_SEARCH_CHARS = 6_000
@@ -144,6 +146,8 @@ class Service:
 
     def read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run ``fn`` on the open index; a damaged file is rebuilt and ``fn`` run once more."""
+        import sqlite3
+
         from quipu import index
 
         try:
