@@ -20,7 +20,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from quipu import __version__
+from quipu import __version__, output
 from quipu.mcp_tools import Answer, Service, Tool, history_backend
 
 NAME = "quipu"
@@ -48,6 +48,15 @@ def _result(answer: Answer) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=answer.text)], isError=answer.is_error)
 
 
+def answer(service: Service, name: str, arguments: dict[str, Any] | None) -> Answer:
+    """``service.call``, with anything unexpected turned into a tool error and a crash log entry."""
+    try:
+        return service.call(name, arguments)
+    except Exception as exc:  # noqa: BLE001 - the server outlives one failed call
+        path = output.crash_log(exc, ["quipu", "mcp", name])
+        return Answer(f"{name}: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", True)
+
+
 def build(service: Service) -> Server[Any]:
     lock = anyio.Lock()
 
@@ -56,8 +65,8 @@ def build(service: Service) -> Server[Any]:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         async with lock:  # one store operation at a time; the index connection is not shared
-            answer = await anyio.to_thread.run_sync(service.call, params.name, params.arguments)
-        return _result(answer)
+            result = await anyio.to_thread.run_sync(answer, service, params.name, params.arguments)
+        return _result(result)
 
     return Server(NAME, version=__version__, instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool)

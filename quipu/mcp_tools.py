@@ -297,6 +297,7 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
 
 def propose_supersession(service: Service, args: dict[str, Any]) -> Answer:
     from quipu import gates, index, review
+    from quipu.curate.apply import new_review_id
 
     old, new, reason = args["old_id"], args["new_id"], " ".join(args["reason"].split())
     if old == new:
@@ -308,7 +309,7 @@ def propose_supersession(service: Service, args: dict[str, Any]) -> Answer:
     for item in review.items(store):
         if item.kind == "proposal" and item.memory == old and item.other == new:
             return Answer(f"Already queued as {item.review_id}; `quipu review` shows it.")
-    review_id = f"rv-{secrets.token_hex(4)}"
+    review_id = new_review_id()
     event = {"action": "review", "review_id": review_id, "kind": "proposal", "other": new,
              "verdict": "supersedes", "reason": reason, "session": service.session,
              "detail": f"the assistant proposes that {new} supersedes it: {reason}"}

@@ -16,7 +16,7 @@ from quipu import index, review
 from quipu.mcp_tools import MAX_ANSWER_CHARS, MAX_SEARCH_CHARS
 from quipu.recall import FENCE_CLOSE, FENCE_OPEN
 from quipu.store import Store, parse_trailers
-from testing.fixtures import REPO_ROOT, add_all, example_store, git, memory
+from testing.fixtures import REPO_ROOT, add_all, example_store, git, memory, quipu
 
 LAUNCHER = REPO_ROOT / "hooks" / "quipu_mcp.py"
 MEMORY_TOOLS = ["search_memory", "get_memory", "remember", "propose_supersession"]
@@ -209,6 +209,9 @@ def test_propose_supersession_changes_no_memory_and_adds_one_review_item(shop: S
     [item] = review.items(shop)
     assert (item.kind, item.memory, item.other) == ("proposal", "billing-api-limits", "billing-limits-2027")
     assert item.event["session"].startswith("mcp-") and item.event["reason"] == arguments["reason"]
+    listed = quipu("--store", str(shop.root), "review").stdout
+    assert f"{item.review_id}  proposal: the assistant proposes that billing-limits-2027 supersedes it" in listed
+    assert "loser: billing-api-limits" in listed and "winner: billing-limits-2027" in listed
     review.accept(shop, item.review_id)  # a person decides; only then is anything superseded
     index.ensure_fresh(shop)
     assert index.rows(shop, "SELECT superseded_by FROM memories WHERE id = 'billing-api-limits'")[0][0] == "billing-limits-2027"
