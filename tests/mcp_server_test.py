@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import textwrap
 from collections.abc import Awaitable, Callable
@@ -69,6 +70,16 @@ def params(shop: Store, tmp_path: Path) -> StdioServerParameters:
 
 def head(store: Store) -> str:
     return git(store.root, "rev-parse", "HEAD").strip()
+
+
+def test_the_server_loads_no_store_layer_before_the_first_tool_call(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-I", str(LAUNCHER)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    assert proc.returncode == 0, proc.stderr[-2000:]  # the client went away at once: a clean exit
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert {"quipu.mcp_server", "mcp.server.lowlevel"} <= imported
+    assert not {"pygit2", "yaml", "sqlite3", "quipu.store", "quipu.index", "quipu.recall", "jsonschema"} & imported
 
 
 def test_lists_the_memory_tools_with_schemas_and_no_history_tools_without_an_archive(params: StdioServerParameters) -> None:
