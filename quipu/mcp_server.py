@@ -4,7 +4,7 @@ Contract:
 - One server process serves one client over stdin/stdout until stdin closes. It is one MCP
   session: its id (``mcp-<utc stamp>-<random>``) names every commit it makes.
 - The tool list is ``Service.tools()``: the memory tools, plus the past-conversation tools only
-  when ``quipu.history`` provides them.
+  when ``quipu.history`` exists.
 - A tool's failure is a tool result with ``isError`` set and a message that ends with the fix;
   it never ends the server. Tool calls run one at a time in a worker thread, so the event loop
   keeps answering (pings, cancellations) while git or SQLite work.
@@ -21,7 +21,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from quipu import __version__, output
-from quipu.mcp_tools import Answer, Service, Tool, history_backend
+from quipu.mcp_tools import Answer, Service, Tool, has_history
 
 NAME = "quipu"
 INSTRUCTIONS = (
@@ -36,16 +36,16 @@ def _tool(tool: Tool) -> types.Tool:
         name=tool.name,
         title=tool.title,
         description=tool.description,
-        inputSchema=tool.schema,
+        input_schema=tool.schema,
         annotations=types.ToolAnnotations(
-            title=tool.title, readOnlyHint=tool.read_only, destructiveHint=False,
-            idempotentHint=tool.read_only, openWorldHint=False,
+            title=tool.title, read_only_hint=tool.read_only, destructive_hint=False,
+            idempotent_hint=tool.read_only, open_world_hint=False,
         ),
     )
 
 
 def _result(answer: Answer) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=answer.text)], isError=answer.is_error)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=answer.text)], is_error=answer.is_error)
 
 
 def answer(service: Service, name: str, arguments: dict[str, Any] | None) -> Answer:
@@ -80,7 +80,7 @@ async def _serve(service: Service) -> None:
 
 def serve(explicit_store: str | None = None, cwd: str | None = None) -> int:
     """Serve on stdin/stdout until the client goes away; returns the exit code."""
-    service = Service(explicit_store=explicit_store, cwd=cwd, history=history_backend())
+    service = Service(explicit_store=explicit_store, cwd=cwd, history=has_history())
     try:
         anyio.run(_serve, service)
     finally:

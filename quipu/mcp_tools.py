@@ -20,13 +20,14 @@ Contract:
   ``proposal``) on the old memory naming the new one, for ``quipu review`` to accept or reject.
   The same open proposal twice adds nothing.
 - The index stays open between calls and is brought up to HEAD when HEAD has moved.
-- ``search_history`` and ``show_history`` exist only when ``quipu.history`` provides them
-  (``history_backend``); see ``HISTORY_CONTRACT``.
+- ``search_history`` and ``show_history`` are offered only when ``quipu.history`` exists
+  (``has_history``); see ``HISTORY_CONTRACT`` for what it must provide.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import importlib
+import importlib.util
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -45,11 +46,14 @@ MAX_HIT_CHARS = 700
 MAX_BODY_CHARS = 8_000
 MAX_LIMIT = 25
 DEFAULT_LIMIT = 8
-REMEMBER_CLASSES = ("rule", "preference", "fact", "reference", "project-note")
+# A fact note needs a subject and a value and updates itself (``quipu fact set``); remember
+# writes plain claims only.
+REMEMBER_CLASSES = ("rule", "preference", "reference", "project-note")
 _FENCE_TAG = "quipu-memory"
 
+HISTORY_MODULE = "quipu.history"
 HISTORY_CONTRACT = """\
-quipu.history must provide:
+quipu.history (cheap to find; imported at the first history call) must provide:
   search(query: str, *, project: str | None, since: str | None, limit: int) -> Sequence[turn]
   show(session: str, turn: int, *, context: int) -> Sequence[turn]
 where each turn has to_json() -> {"session", "turn", "role", "time", "project", "text"} and an
@@ -111,7 +115,7 @@ class Service:
     explicit_store: str | None = None
     cwd: str | None = None
     session: str = field(default_factory=lambda: new_session_id())
-    history: ModuleType | None = None
+    history: bool = False  # the past-conversation tools are offered (see has_history)
     _store: Any = None
     _db: sqlite3.Connection | None = None
     _db_key: tuple[str | None, int] = (None, 0)
@@ -164,7 +168,7 @@ class Service:
 
     def tools(self) -> list[Tool]:
         found = list(MEMORY_TOOLS)
-        if self.history is not None:
+        if self.history:
             found += HISTORY_TOOLS
         return found
 
@@ -197,15 +201,24 @@ def _invalid(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
     return f"{where + ': ' if where else ''}{error.message}"
 
 
-def history_backend() -> ModuleType | None:
-    """``quipu.history`` when it offers ``search`` and ``show``; None while it does not exist."""
+def has_history() -> bool:
+    """Whether this quipu has the past-conversation archive, ``quipu.history``; found without
+    importing it, so the server's start never pays for the archive's imports."""
     try:
-        module = importlib.import_module("quipu.history")
-    except ImportError:
-        return None
-    if callable(getattr(module, "search", None)) and callable(getattr(module, "show", None)):
-        return module
-    return None
+        return importlib.util.find_spec(HISTORY_MODULE) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _archive() -> ModuleType:
+    try:
+        module = importlib.import_module(HISTORY_MODULE)
+    except ImportError as exc:
+        raise FatalError(f"the conversation archive cannot be loaded ({exc})\n- reinstall quipu with its dependencies") from None
+    missing = [name for name in ("search", "show") if not callable(getattr(module, name, None))]
+    if missing:
+        raise FatalError(f"this quipu's conversation archive has no {' or '.join(missing)}()\n- update quipu")
+    return module
 
 
 # ---------------------------------------------------------------------------------- memory tools
@@ -362,7 +375,7 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
                      "description": "one or two declarative sentences"},
             "class": {"type": "string", "enum": list(REMEMBER_CLASSES),
                       "description": "preference (what the user likes), rule (a standing rule the user gave), "
-                      "fact (about a person, organisation or product), reference (technical knowledge), "
+                      "reference (durable technical knowledge, or a fact about a product or organisation), "
                       "project-note (about this project)"},
             "topics": {"type": "array", "maxItems": 6,
                        "items": {"type": "string", "minLength": 1, "maxLength": 80, "pattern": "^[^\\n]*$"},
@@ -399,8 +412,7 @@ def _turn_lines(turns: Sequence[Any]) -> list[str]:
 
 
 def search_history(service: Service, args: dict[str, Any]) -> Answer:
-    assert service.history is not None
-    turns = service.history.search(args["query"], project=args.get("project"), since=args.get("since"),
+    turns = _archive().search(args["query"], project=args.get("project"), since=args.get("since"),
                                    limit=args.get("limit", DEFAULT_LIMIT))
     if not turns:
         return Answer(f"No past turn matches {args['query']!r}.")
@@ -408,8 +420,7 @@ def search_history(service: Service, args: dict[str, Any]) -> Answer:
 
 
 def show_history(service: Service, args: dict[str, Any]) -> Answer:
-    assert service.history is not None
-    turns = service.history.show(args["session"], args["turn"], context=args.get("context", 2))
+    turns = _archive().show(args["session"], args["turn"], context=args.get("context", 2))
     return Answer(fenced("\n".join(_turn_lines(turns))))
 
 
