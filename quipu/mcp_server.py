@@ -12,6 +12,7 @@ Contract:
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -21,7 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from quipu import __version__, output
-from quipu.mcp_tools import Answer, Service, Tool, has_history
+from quipu.mcp_tools import Answer, Service, Tool, conversation_id, has_history
 
 NAME = "quipu"
 INSTRUCTIONS = (
@@ -80,7 +81,8 @@ async def _serve(service: Service) -> None:
 
 def serve(explicit_store: str | None = None, cwd: str | None = None) -> int:
     """Serve on stdin/stdout until the client goes away; returns the exit code."""
-    service = Service(explicit_store=explicit_store, cwd=cwd, history=has_history())
+    service = Service(explicit_store=explicit_store, cwd=cwd, history=has_history(),
+                      conversation=conversation_id(os.environ))
     try:
         anyio.run(_serve, service)
     finally:

@@ -15,7 +15,9 @@ Contract:
   injection, declarative not imperative, no transient errors, ...); a refused memory commits
   nothing, and the refusal never repeats a secret. An admitted one is one commit (action
   ``remember``, origin ``assistant``) whose ``Quipu-Session`` trailer names this server's
-  session.
+  session; the memory's own ``session`` is the Claude Code session that started the server
+  (``CLAUDE_CODE_SESSION_ID``) when there is one, so capture at that session's end knows the
+  memory is already kept.
 - ``propose_supersession`` never supersedes anything: it adds one review item (kind
   ``proposal``) on the old memory naming the new one, for ``quipu review`` to accept or reject.
   The same open proposal twice adds nothing.
@@ -115,6 +117,7 @@ class Service:
     explicit_store: str | None = None
     cwd: str | None = None
     session: str = field(default_factory=lambda: new_session_id())
+    conversation: str | None = None  # the Claude Code session that started the server, if known
     history: bool = False  # the past-conversation tools are offered (see has_history)
     _store: Any = None
     _db: sqlite3.Connection | None = None
@@ -184,6 +187,13 @@ class Service:
             return tool.run(self, args)
         except FatalError as exc:
             return Answer(f"{name}: {exc}", True)
+
+
+def conversation_id(env: Mapping[str, str]) -> str | None:
+    """The Claude Code session id Claude Code gives its MCP servers, when it looks like one."""
+    value = env.get("CLAUDE_CODE_SESSION_ID", "")
+    ok = 0 < len(value) <= 128 and all(c.isascii() and (c.isalnum() or c in "-_") for c in value)
+    return value if ok else None
 
 
 def new_session_id() -> str:
@@ -300,7 +310,7 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
     store = service.store
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
-         "origin": "assistant", "created": now_utc(), "session": service.session},
+         "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session},
         body + "\n", source="remembered memory")
     sha = store.add(memory, action="remember", session=service.session)
     index.ensure_fresh(store)

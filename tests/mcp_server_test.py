@@ -25,7 +25,8 @@ MEMORY_TOOLS = ["search_memory", "get_memory", "remember", "propose_supersession
 
 def server(store: Path, cwd: Path, args: list[str] | None = None) -> StdioServerParameters:
     """The server as `quipu install claude` registers it: this interpreter, -I, the launcher."""
-    env = {**os.environ, "QUIPU_STORE": str(store)}
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CODE_SESSION_ID"}
+    env["QUIPU_STORE"] = str(store)
     return StdioServerParameters(command=sys.executable, args=args or ["-I", str(LAUNCHER)], env=env, cwd=str(cwd))
 
 
@@ -174,6 +175,19 @@ def test_remember_commits_one_memory_whose_trailer_names_the_mcp_session(shop: S
     assert remembered.origin == "assistant" and remembered.session == trailers["Quipu-Session"]
     assert remembered.cls == "reference" and remembered.topics == ("retry", "http")
     assert f"(id {new_id}, reference, " in body_of(found).splitlines()[1]
+
+
+def test_remember_links_the_memory_to_the_claude_code_session_that_started_the_server(shop: Store, tmp_path: Path) -> None:
+    params = server(shop.root, tmp_path)
+    params.env = {**(params.env or {}), "CLAUDE_CODE_SESSION_ID": "837b4add-f845-4661-8736-37dcc3d2672e"}
+
+    [(error, saved)] = call(params, ("remember", {"title": "Harbour pilots", "class": "reference",
+                                                  "body": "Ships above 120 metres take a harbour pilot."}))
+
+    assert not error
+    remembered = shop.get(saved.split()[1])
+    assert remembered.session == "837b4add-f845-4661-8736-37dcc3d2672e"  # capture at its end sees it is kept
+    assert parse_trailers(git(shop.root, "log", "-1", "--format=%B"))["Quipu-Session"].startswith("mcp-")
 
 
 def test_remember_with_a_secret_is_refused_and_commits_nothing(shop: Store, params: StdioServerParameters) -> None:
