@@ -4,7 +4,7 @@ This module knows nothing of the protocol (``quipu.mcp_server`` is the SDK's sid
 tool name and its arguments into an ``Answer``.
 
 Contract:
-- ``TOOLS`` lists each tool with a description and a JSON schema. Arguments are validated
+- ``MEMORY_TOOLS`` and ``HISTORY_TOOLS`` list each tool with a description and a JSON schema. Arguments are validated
   against the schema (``jsonschema``) before anything runs; no tool takes a file path, a
   command, or anything that chooses what runs or where files go.
 - Every answer that carries text from the store is fenced exactly as the prompt hook fences its
@@ -31,6 +31,7 @@ import datetime as _dt
 import importlib
 import importlib.util
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ DEFAULT_LIMIT = 8
 # A fact note needs a subject and a value and updates itself (``quipu fact set``); remember
 # writes plain claims only.
 REMEMBER_CLASSES = ("rule", "preference", "reference", "project-note")
-_FENCE_TAG = "quipu-memory"
+_FENCE_TAG = re.compile(r"(?i)quipu\s*-\s*memory")  # the fence's tag, however it is spelt
 
 HISTORY_MODULE = "quipu.history"
 HISTORY_CONTRACT = """\
@@ -89,8 +90,9 @@ _ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{2,63}$", "description": 
 
 
 def defuse(text: str) -> str:
-    """``text`` with the fence's tag made inert, so stored text can never open or close a fence."""
-    return text.replace(_FENCE_TAG, "quipu_memory").replace(_FENCE_TAG.upper(), "QUIPU_MEMORY")
+    """``text`` with the fence's tag made inert (in any case or spacing), so stored text can never
+    open or close a fence."""
+    return _FENCE_TAG.sub("quipu_memory", text)
 
 
 def fenced(body: str, limit: int = MAX_ANSWER_CHARS) -> str:
