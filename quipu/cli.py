@@ -7,14 +7,11 @@ unexpected into exit 3 with the traceback written to a log file, and ^C into 130
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import importlib
-import os
 import sys
-import traceback
 from collections.abc import Sequence
 
-from quipu import __version__, locate
+from quipu import __version__
 from quipu.errors import FatalError
 
 # Sub-command modules, in the order `quipu --help` lists them.
@@ -44,6 +41,7 @@ COMMANDS = (
     "fact",
     "profile",
     "session-start",
+    "mcp",
 )
 
 
@@ -87,19 +85,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _crash_log(exc: BaseException) -> str:
-    directory = os.path.join(locate.quipu_home(), "logs")
-    try:
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, "crash.log")
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(sys.argv)}\n")
-            fh.write("".join(traceback.format_exception(exc)))
-        return path
-    except OSError:
-        return "(could not write a log)"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_chosen_command(argv))
@@ -118,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place unexpected failures are reported
-        path = _crash_log(exc)
+        from quipu import output
+
+        path = output.crash_log(exc, sys.argv)
         print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
         return 3
 

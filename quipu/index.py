@@ -141,8 +141,9 @@ def _index_lock(store: Store) -> contextlib.AbstractContextManager[None]:
     return file_lock(store.cache_dir / "index.lock")
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+def connect(path: Path | str, *, any_thread: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode; ``any_thread`` for a caller that serialises its use itself."""
+    db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not any_thread)
     db.execute("PRAGMA busy_timeout = 30000")
     return db
 

@@ -43,7 +43,7 @@ CLASSES: dict[str, float | None] = {
     "project-note": 150.0,
     "event": 90.0,
 }
-ORIGINS = ("user", "session", "import")
+ORIGINS = ("user", "session", "import", "assistant")  # assistant: written through the MCP server
 STATUSES = ("active", "superseded")
 
 # \Z, not $: "$" also matches before a trailing newline, which would let "abc\n" through.

@@ -1,10 +1,15 @@
 """Printing for the CLI: JSON for machines, short aligned text for people."""
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
+
+from quipu import __version__, locate
 
 
 def print_json(value: Any) -> None:
@@ -30,3 +35,17 @@ def progress(done: int, total: int, label: str = "") -> None:
     if done >= total:
         sys.stderr.write("\n")
     sys.stderr.flush()
+
+
+def crash_log(exc: BaseException, argv: Sequence[str]) -> str:
+    """Append ``exc``'s traceback to ``$QUIPU_HOME/logs/crash.log``; returns the log's path."""
+    directory = os.path.join(locate.quipu_home(), "logs")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "crash.log")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(argv)}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError:
+        return "(could not write a log)"

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 MUST_CARRY = (
     "quipu/_assets/hooks/prompt_submit.py",
+    "quipu/_assets/hooks/quipu_mcp.py",
     "quipu/_assets/template/quipu.toml",
     "quipu/_assets/template/gitignore",
     "quipu/probes/__init__.py",

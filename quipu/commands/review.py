@@ -122,7 +122,7 @@ def _list(store: Store, args: argparse.Namespace) -> int:
     for item in queue:
         status = "" if item.is_open else f" [{item.resolution}ed]"
         print(f"{item.review_id}  {item.kind}{status}: {_describe(item)}")
-        if item.kind == "tension":
+        if item.kind in ("tension", "proposal"):
             left = _column(_memory(store, item.memory), "loser", state, width)
             right = _column(_memory(store, item.other), "winner", state, width)
         else:
