@@ -24,6 +24,7 @@ COMMANDS = (
     "show",
     "list",
     "search",
+    "history",
     "recall",
     "supersede",
     "label",

@@ -94,6 +94,7 @@ def _hook(args: argparse.Namespace, name: str, event_name: str) -> int:
     if event is None:
         log(name, "stdin is not a hook event (JSON object); nothing done")
         return 0
+    _start_history(name, event)
     root, _how = locate.find_store_root(getattr(args, "store", None), event.cwd or None)
     if not is_store(root):
         return 0  # no store for this session: nothing to do
@@ -103,6 +104,18 @@ def _hook(args: argparse.Namespace, name: str, event_name: str) -> int:
     pid = spawn_detached(argv, child_env())
     log(name, f"started the per-session work (pid {pid}) for session {event.session_id or '-'} in {root}")
     return 0
+
+
+def _start_history(name: str, event: SessionEvent) -> None:
+    """Archive the session's turns (``quipu history append``), detached, whether or not a store exists."""
+    from quipu.commands.history import is_enabled
+
+    if not event.transcript_path or not is_enabled():
+        return
+    argv = quipu_argv("history", "append", "--worker", "--transcript", event.transcript_path,
+                      *(("--session", event.session_id) if event.session_id else ()))
+    pid = spawn_detached(argv, child_env())
+    log(name, f"started the history append (pid {pid}) for session {event.session_id or '-'}")
 
 
 def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
