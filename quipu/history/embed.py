@@ -15,14 +15,15 @@ Contract:
   test checks that). A text with no piece is the zero vector (it matches nothing), never NaN.
 - ``Pieces`` is the BPE of the tokenizer file (merge ranks, byte fallback), run in Python word by
   word with a cache: the ``tokenizers`` package costs about 250 ms to load its file, more than a
-  whole search. For one query, ``Pieces.from_db`` reads the merge ranks it needs from tables the
-  history index keeps (``store_tables``), so a search never parses the 1.8 MB file.
+  whole search. For one query, ``Pieces.from_db`` reads the merge ranks it needs from a small
+  SQLite copy of the file (``pieces_db``), so a search never parses the 1.8 MB file.
 - numpy is imported here and by the history index only: never on the prompt path.
 """
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sqlite3
 import struct
 from collections.abc import Callable, Sequence
@@ -146,15 +147,21 @@ class Pieces:
         return ids
 
 
-def store_tables(db: sqlite3.Connection, tokenizer: Path) -> None:
-    """Write the tokenizer's merge ranks and vocabulary into ``db`` (for ``Pieces.from_db``)."""
-    model = json.loads(tokenizer.read_text(encoding="utf-8"))["model"]
-    db.execute("CREATE TABLE IF NOT EXISTS bpe_merge(pair TEXT PRIMARY KEY, rank INTEGER NOT NULL) WITHOUT ROWID")
-    db.execute("CREATE TABLE IF NOT EXISTS bpe_vocab(piece TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID")
-    db.execute("DELETE FROM bpe_merge")
-    db.execute("DELETE FROM bpe_vocab")
-    db.executemany("INSERT OR IGNORE INTO bpe_merge VALUES (?, ?)", ((p, i) for i, p in enumerate(model["merges"])))
-    db.executemany("INSERT OR IGNORE INTO bpe_vocab VALUES (?, ?)", model["vocab"].items())
+def pieces_db(path: Path, tokenizer: Path) -> sqlite3.Connection:
+    """A read connection to the tokenizer's merge ranks and vocabulary (for ``Pieces.from_db``),
+    built from the wheel's file the first time (into a temporary file, then renamed)."""
+    if not path.is_file():
+        model = json.loads(tokenizer.read_text(encoding="utf-8"))["model"]
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.new")
+        db = sqlite3.connect(tmp)
+        db.execute("CREATE TABLE bpe_merge(pair TEXT PRIMARY KEY, rank INTEGER NOT NULL) WITHOUT ROWID")
+        db.execute("CREATE TABLE bpe_vocab(piece TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID")
+        db.executemany("INSERT OR IGNORE INTO bpe_merge VALUES (?, ?)", ((p, i) for i, p in enumerate(model["merges"])))
+        db.executemany("INSERT OR IGNORE INTO bpe_vocab VALUES (?, ?)", model["vocab"].items())
+        db.commit()
+        db.close()
+        os.replace(tmp, path)
+    return sqlite3.connect(path)
 
 
 class Embedder:

@@ -87,8 +87,6 @@ class Writer:
         db.executescript(_DDL)
         files = embed.locate()
         db.execute("BEGIN")
-        if files is not None:
-            embed.store_tables(db, files.tokenizer)
         db.executemany("INSERT INTO meta VALUES (?, ?)",
                        [("schema", SCHEMA_VERSION), ("vectors", embed.NAME if files else "none"),
                         ("dim", str(embed.DIM))])

@@ -125,7 +125,11 @@ def _meaning(db: sqlite3.Connection, layout: Layout, query: str, where: str, par
     size = layout.vectors.stat().st_size // (embed.DIM * 4)
     if size == 0:
         return []
-    q = embed.Embedder.load(files, embed.Pieces.from_db(db)).one(query)
+    pieces = embed.pieces_db(layout.pieces, files.tokenizer)
+    try:
+        q = embed.Embedder.load(files, embed.Pieces.from_db(pieces)).one(query)
+    finally:
+        pieces.close()
     if not q.any():
         return []
     matrix = np.memmap(layout.vectors, dtype="<f4", mode="r", shape=(size, embed.DIM))
