@@ -360,3 +360,36 @@ def test_every_history_command_has_help(capsys: pytest.CaptureFixture[str]) -> N
             cli.main(["history", sub, "--help"])
         assert exit_info.value.code == 0
         assert f"usage: quipu history {sub}" in capsys.readouterr().out
+
+
+def test_the_prompt_hook_never_touches_the_history() -> None:
+    """The prompt path imports no module of quipu.history (nor numpy): its own guard covers the rest."""
+    from tests.architecture_test import PROMPT_PATH
+
+    assert not [m for m in PROMPT_PATH if m.startswith("quipu.history")]
+    hook = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", str(ROOT / "hooks" / "prompt_submit.py")],
+                          input=json.dumps({"prompt": "where does the user live now", "session_id": "s",
+                                            "transcript_path": "", "cwd": "/"}).encode(),
+                          capture_output=True, check=True)
+    assert b"quipu.history" not in hook.stderr and b"numpy" not in hook.stderr
+
+
+def test_the_quick_secret_check_never_skips_what_the_detector_finds() -> None:
+    """The archive's one-pass pre-check is a necessary condition of secrets_scan.find_secrets."""
+    import random
+    import string
+
+    from quipu import secrets_scan
+
+    samples = [KEY, "xoxb-1234567890", "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a1" * 12, "postgres://app:hunter2x@db",
+               "password = s3cretvalue", "token: abcd1234efgh", "Bearer abcdefghijklmnopqrstuvwxyz123",
+               "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----", "pwd=Passw0rd!!",
+               "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"]
+    rng = random.Random(16)
+    alphabet = string.ascii_letters + string.digits + "+/=_-"
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(8, 40))) for _ in range(3000)]
+    for text in samples:
+        for framed in (text, f"see {text} here", f"({text})"):
+            if secrets_scan.find_secrets(framed):
+                assert archive.may_hold_secret(framed), framed
+    assert not archive.may_hold_secret("I just moved to Melbourne, so the posts go out at 9am.")

@@ -27,7 +27,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from quipu import locate, secrets_scan
@@ -35,6 +35,20 @@ from quipu.history.reader import Session
 from quipu.locks import file_lock
 
 _SAFE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+# A necessary condition for ``secrets_scan.find_secrets`` to find anything, checked with two C
+# loops: every shape it knows is a run of 15+ characters without a space (the shortest, a Slack
+# token, is "xoxb-" and 10 more), or a password in a URL ("://"), a PEM key ("-----BEGIN") or a
+# word of its assignment and bearer rules. Most turns have none and skip the dozen patterns (a
+# test checks the condition holds for every secret the detector finds in its own test cases).
+_SECRET_MARKERS = ("://", "-----begin", "apikey", "api_key", "api-key", "secret", "token", "passw", "pwd", "bearer")
+_MIN_SECRET_RUN = 15
+
+
+def may_hold_secret(text: str) -> bool:
+    if any(len(word) >= _MIN_SECRET_RUN for word in text.split()):
+        return True
+    low = text.lower()
+    return any(marker in low for marker in _SECRET_MARKERS)
 
 
 @dataclass(frozen=True)
@@ -100,7 +114,8 @@ class Turn:
     branch: str
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        return {"key": self.key, "session": self.session, "turn": self.turn, "role": self.role, "text": self.text,
+                "ts": self.ts, "project": self.project, "branch": self.branch}
 
     @classmethod
     def create(cls, data: object) -> Turn | None:
@@ -189,7 +204,7 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
         if is_forgotten(raw.key, session.session_id, forgotten):
             skipped += 1
             continue
-        spans = secrets_scan.find_secrets(raw.text)
+        spans = secrets_scan.find_secrets(raw.text) if may_hold_secret(raw.text) else []
         text = secrets_scan.redact(raw.text) if spans else raw.text
         old = known.get(raw.key)
         if old is not None and old.text == text:

@@ -73,8 +73,9 @@ def is_current(layout: Layout) -> bool:
 class Writer:
     """Writes turns into the index and the vector file (the caller holds the archive lock)."""
 
-    def __init__(self, layout: Layout, *, bulk: bool = False, path: Path | None = None) -> None:
+    def __init__(self, layout: Layout, *, bulk: bool = False, path: Path | None = None, fresh: bool = False) -> None:
         self.layout = layout
+        self._fresh = fresh  # a new, empty index (a rebuild): no key can be there already
         self.db = connect(path or layout.index)
         self._bulk = bulk
         self._embedder: embed.Embedder | None = None
@@ -92,7 +93,7 @@ class Writer:
                         ("dim", str(embed.DIM))])
         db.execute("COMMIT")
         db.close()
-        return cls(layout, bulk=True, path=path)
+        return cls(layout, bulk=True, path=path, fresh=True)
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -113,17 +114,16 @@ class Writer:
         """Insert or replace ``turns`` (by key), in batches, each batch one transaction."""
         path = vectors_path or self.layout.vectors
         for start in range(0, len(turns), _BATCH):
-            batch = turns[start:start + _BATCH]
+            batch = list({t.key: t for t in turns[start:start + _BATCH]}.values())  # a key once: its last version
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                stale = self._delete_keys([t.key for t in batch])
-                ids = []
-                for t in batch:
-                    cur = self.db.execute(
-                        "INSERT INTO turns(key, session, turn, role, project, branch, ts, text)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (t.key, t.session, t.turn, t.role, t.project, t.branch, t.ts, t.text))
-                    ids.append(int(cur.lastrowid or 0))
+                stale = [] if self._fresh else self._delete_keys([t.key for t in batch])
+                last = int(self.db.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
+                self.db.executemany(
+                    "INSERT INTO turns(key, session, turn, role, project, branch, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.ts, t.text) for t in batch))
+                new_ids = dict(self.db.execute("SELECT key, id FROM turns WHERE id > ?", (last,)).fetchall())
+                ids = [int(new_ids[t.key]) for t in batch]
                 self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
                                     zip(ids, (t.text for t in batch), strict=True))
                 embedder = self.embedder()
