@@ -2,6 +2,8 @@
 
 With ``--hook`` it reads the Claude Code event on stdin, starts ``quipu session-end --worker``
 in a new session (stdio on /dev/null) and returns at once, well inside the 1.5 s SessionEnd budget.
+It also starts ``quipu history append --worker`` for the session's transcript (the archive of past
+turns under ``$QUIPU_HOME/history``), whether or not the session has a store.
 It does nothing inside quipu's own model children (``QUIPU_CHILD``) and exits 0 whatever fails,
 logging to ``$QUIPU_HOME/logs/session-hook.log``. Without ``--hook`` it does the work in the
 foreground (``--worker`` is that, run by the hook: errors are logged, the exit code is always 0).
