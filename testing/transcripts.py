@@ -5,13 +5,17 @@ of machine record the prompt hook must ignore."""
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
-import itertools
-
 _COUNTER = itertools.count(1)
+
+
+def compact(record: dict[str, Any]) -> bytes:
+    """One JSONL line as Claude Code writes it (JSON.stringify: no spaces, UTF-8 as is)."""
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def project_slug(cwd: str) -> str:
@@ -45,7 +49,7 @@ class Transcript:
         return record
 
     def add(self, record: dict[str, Any]) -> dict[str, Any]:
-        self.lines.append(json.dumps(record).encode())
+        self.lines.append(compact(record))
         return record
 
     def user(self, text: str, **extra: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from quipu.history import archive, embed, search_history
 from quipu.history.archive import Layout
 from quipu.history.feed import append_transcript
 from quipu.history.search import search
-from testing.transcripts import Transcript
+from testing.transcripts import Transcript, compact
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-api03-Zq8vX2mN4pL7rT1wY6uB3cK9dF5gH0jS"
@@ -54,10 +54,10 @@ def shop_session(projects: Path) -> Path:
     t.assistant("Added revision 4f2a with the index on orders.created_at.")
     t.machine_turns()
     # A line that is not UTF-8 (a Latin-1 "é"): kept, with a replacement character.
-    t.raw(json.dumps({"type": "user", "uuid": "latin1-line", "sessionId": S1, "cwd": "/home/dev/shop",
-                      "promptSource": "typed", "timestamp": "2026-05-04T11:30:00.000Z",
-                      "message": {"role": "user", "content": "Caf\u00e9 menu prices need a column too, but later."}},
-                     ensure_ascii=False).encode("utf-8").replace("Caf\u00e9".encode(), b"Caf\xe9"))
+    t.raw(compact({"type": "user", "uuid": "latin1-line", "sessionId": S1, "cwd": "/home/dev/shop",
+                   "promptSource": "typed", "timestamp": "2026-05-04T11:30:00.000Z",
+                   "message": {"role": "user", "content": "Caf\u00e9 menu prices need a column too, but later."}},
+                  ).replace("Caf\u00e9".encode(), b"Caf\xe9"))
     t.raw(b'{"parentUuid":"x","type":"user","message":{"role":"user","content":"this line was cut wh')
     return t.write(projects)
 
@@ -393,3 +393,16 @@ def test_the_quick_secret_check_never_skips_what_the_detector_finds() -> None:
             if secrets_scan.find_secrets(framed):
                 assert archive.may_hold_secret(framed), framed
     assert not archive.may_hold_secret("I just moved to Melbourne, so the posts go out at 9am.")
+
+
+def test_the_session_hook_archives_nothing_when_history_is_off(tmp_path: Path) -> None:
+    t = Transcript("7b7b7b7b-0000-4000-8000-000000000001", "/home/dev/private")
+    t.user("This conversation is private.")
+    path = t.write(tmp_path / "projects")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QUIPU_HISTORY": "0"}
+    done = subprocess.run([sys.executable, "-m", "quipu", "session-end", "--hook"], env=env, cwd=tmp_path,
+                          input=_event(path, "7b7b7b7b-0000-4000-8000-000000000001", t.cwd), capture_output=True)
+    assert done.returncode == 0 and done.stdout == b""
+    log = Path(os.environ["QUIPU_HOME"]) / "logs" / "session-hook.log"
+    assert "history append" not in (log.read_text() if log.exists() else "")
+    assert not (Path(os.environ["QUIPU_HOME"]) / "history").exists()

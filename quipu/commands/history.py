@@ -152,8 +152,8 @@ def run_search(args: argparse.Namespace) -> int:
         print_json(result.to_json())
         return 0
     if not result.hits:
-        print("No past turns match." if result.turns or result.meaning else
-              "No past turns match.\n- the archive may be empty: run `quipu history index`")
+        print("No past turns match." if result.turns else
+              "No past turns are archived yet.\n- run `quipu history index` to archive every transcript")
         return 0
     for h in result.hits:
         print(f"{h.session}:{h.turn}  {_when(h.ts)}  {h.project or '(no project)'}  {h.role}")

@@ -88,6 +88,7 @@ class Layout:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: only its owner reads it
         with file_lock(self.lock_path):
             yield
 

@@ -159,7 +159,8 @@ def read_session(path: str | Path) -> Session:
         if parts is None:
             continue
         if pending is None:
-            pending = (_key(session.session_id, record, "\n".join(parts)), _text_field(record, "timestamp"),
+            # keyed without its text: a reply without uuids keeps its key while it grows
+            pending = (_key(session.session_id, record, "assistant"), _text_field(record, "timestamp"),
                        _text_field(record, "gitBranch"), [])
         pending[3].extend(parts)
     flush()
