@@ -32,7 +32,7 @@ def projects_dir() -> Path:
 
 @dataclass
 class Summary:
-    sessions: int = 0  # sessions with at least one archived turn after the run
+    sessions: int = 0  # sessions read that had turns (archived now, or before)
     files: int = 0
     added: int = 0
     updated: int = 0
