@@ -406,3 +406,16 @@ def test_the_session_hook_archives_nothing_when_history_is_off(tmp_path: Path) -
     log = Path(os.environ["QUIPU_HOME"]) / "logs" / "session-hook.log"
     assert "history append" not in (log.read_text() if log.exists() else "")
     assert not (Path(os.environ["QUIPU_HOME"]) / "history").exists()
+
+
+def test_the_index_is_a_cache_rebuilt_from_the_archive(projects: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blog_session(projects)
+    assert cli.main(["history", "index"]) == 0
+    before = [h.to_json() for h in search("static site generator").hits]
+    layout = Layout.default()
+    layout.index.unlink()
+    layout.vectors.unlink()
+    assert [h.to_json() for h in search("static site generator").hits] == before  # rebuilt on first use
+    layout.index.write_bytes(b"not a database")
+    assert run_json(capsys, "history", "index", "--rebuild") == {"rebuilt": True, "turns": 4}
+    assert [h.to_json() for h in search("static site generator").hits] == before

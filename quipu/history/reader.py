@@ -72,8 +72,8 @@ def _records(path: Path, counter: list[int]) -> Iterator[dict[str, Any]]:
 
 
 def tool_summary(block: dict[str, Any]) -> str:
-    name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+    name = block["name"] if isinstance(block.get("name"), str) else "tool"
+    args: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
     for key in _TOOL_FIELDS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():

@@ -5,7 +5,8 @@ Contract:
   MCP server call it). It never builds or changes anything but a missing index, and it never
   runs on the prompt path.
 - Lexical: every content term of the query (``quipu.query.extract_terms``: stop words and filler
-  out), OR-ed in one FTS5 query ranked by ``bm25()``, the top ``GATHER`` kept.
+  out), OR-ed in one FTS5 query ranked by ``bm25()``, the top ``GATHER`` kept. With a filter, each
+  term's weight is its rarity among the filtered turns, not the whole archive's (``_lexical_local``).
 - Meaning: the query's static-embedding vector against every turn's (one matrix-vector product
   over the memory-mapped vector file), the top ``GATHER`` kept; off when the embedding is not
   installed or the index has no vectors.
