@@ -96,10 +96,13 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
 def test_backfill_of_a_realistic_projects_tree(projects: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 16: several projects, a sub-agent transcript, a cut last line, a non-UTF-8 line, a
     huge tool result, machine turns of every kind and a pasted key."""
-    shop_session(projects)
+    shop = shop_session(projects)
     blog_session(projects)
     (projects / "-home-dev-empty").mkdir()
     Transcript("5d1c2a10-0000-0000-0000-00000000000e", "/home/dev/empty").write(projects)  # no line at all
+    outside = projects.parent / "elsewhere.jsonl"
+    outside.write_bytes(shop.read_bytes())  # a link to a transcript outside the tree
+    (projects / "-home-dev-empty" / "link.jsonl").symlink_to(outside)
 
     summary = run_json(capsys, "history", "index")
     assert isinstance(summary, dict)
@@ -108,6 +111,7 @@ def test_backfill_of_a_realistic_projects_tree(projects: Path, capsys: pytest.Ca
     why = {Path(s["path"]).name: s["why"] for s in summary["skipped"]}
     assert "sub-agent" in why["agent-a1b2c3.jsonl"] and "no human prompt" in why[
         "5d1c2a10-0000-0000-0000-00000000000e.jsonl"]
+    assert "not followed" in why["link.jsonl"]
 
     turns = archived()
     shop = [(role, text) for s, role, _n, text, _p in turns if s == S1]

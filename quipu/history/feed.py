@@ -7,7 +7,8 @@ Contract:
   lock: safe to run from twenty SessionEnd hooks at once, and again on the same transcript.
 - ``backfill`` does the same for every ``*.jsonl`` under a folder, in one locked run with
   batched index writes, and returns what it did: sessions, turns added and updated, redactions,
-  and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files).
+  and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files,
+  symbolic links, which are never followed).
 """
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def _is_subagent(path: Path) -> bool:
 def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[str],
                  session_id: str | None = None) -> list[Turn]:
     summary.files += 1
+    if path.is_symlink():
+        summary.skipped.append((str(path), "a symbolic link: not followed"))
+        return []
     if _is_subagent(path):
         summary.skipped.append((str(path), SUBAGENT))
         return []
@@ -97,7 +101,7 @@ def append_transcript(path: str | Path, *, session_id: str | None = None, layout
 
 
 def transcripts(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
+    return sorted(p for p in root.rglob("*.jsonl") if p.is_symlink() or p.is_file())
 
 
 def backfill(root: Path | None = None, *, layout: Layout | None = None,
