@@ -83,7 +83,7 @@ class Writer:
 
     @classmethod
     def create(cls, path: Path, layout: Layout) -> Writer:
-        """A new, empty index at ``path`` (with the tokenizer tables when the embedding is there)."""
+        """A new, empty index at ``path``, recording whether it will hold vectors."""
         db = connect(path)
         db.executescript(_DDL)
         files = embed.locate()
