@@ -21,6 +21,7 @@ COMMANDS = (
     "show",
     "list",
     "search",
+    "history",
     "recall",
     "supersede",
     "label",
