@@ -5,7 +5,7 @@ It answers ``POST /v1/messages`` (streamed as server-sent events, or as one JSON
 JSON object), and records every request. What the "model" says comes from a ``quipu.model.Model``
 (normally a ``ScriptedModel``): when the client offers the ``StructuredOutput`` tool (``claude -p
 --json-schema``), the model is asked ``complete(prompt, schema, purpose="StructuredOutput")`` with the
-last user text and the tool's input schema, and the answer goes back as a ``tool_use`` of that tool;
+user turns' text and the tool's input schema, and the answer goes back as a ``tool_use`` of that tool;
 every other request gets the plain text of ``reply(request)``.
 
 It listens on a loopback address only (``127.0.0.1`` by default, a free port) and refuses any other.
@@ -60,11 +60,12 @@ class Recorded:
         return None
 
     def user_texts(self) -> list[str]:
-        """The text blocks of the user turns, in order (hook context arrives as such blocks)."""
+        """The text blocks of every turn that is not the model's, in order (hook context arrives as such
+        blocks, in a user turn or, in newer clients, in a ``system`` turn of the messages)."""
         body = self.body if isinstance(self.body, dict) else {}
         out: list[str] = []
         for message in body.get("messages", []) or []:
-            if not isinstance(message, dict) or message.get("role") != "user":
+            if not isinstance(message, dict) or message.get("role") == "assistant":
                 continue
             content = message.get("content")
             if isinstance(content, str):
@@ -169,9 +170,8 @@ class FakeMessagesAPI:
         """The content blocks and stop reason for one message request."""
         tool = request.tool(STRUCTURED_TOOL)
         if tool is not None and not request.answered_tool():
-            texts = request.user_texts()
             try:
-                value = self.model.complete(texts[-1] if texts else "", dict(tool.get("input_schema") or {}),
+                value = self.model.complete("\n".join(request.user_texts()), dict(tool.get("input_schema") or {}),
                                             purpose=STRUCTURED_TOOL)
             except ModelError as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
