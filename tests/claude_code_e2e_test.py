@@ -287,6 +287,32 @@ def _assert_the_child_used_the_subscription_only(api: FakeMessagesAPI) -> list[R
     return calls
 
 
+def _typed_turn(sandbox: Sandbox, project: Path, session: str) -> Path:
+    """The transcript of an earlier interactive turn of ``session``, as the client's TUI writes it.
+
+    ``claude -p`` marks its own prompt ``promptSource: "sdk"``, which quipu never captures from (a
+    program, not a person, may have written it); only the interactive TUI writes ``"typed"``. So the
+    session starts with one typed turn, and the real client resumes it with ``-p``."""
+    folder = sandbox.config_dir / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project.resolve()))
+    folder.mkdir(parents=True, exist_ok=True)
+    common = {"isSidechain": False, "userType": "external", "entrypoint": "cli", "cwd": str(project.resolve()),
+              "sessionId": session, "version": claude_code.version(), "gitBranch": "main"}
+    user_id, reply_id = str(uuid.uuid4()), str(uuid.uuid4())
+    rows = [
+        {**common, "parentUuid": None, "promptId": str(uuid.uuid4()), "type": "user", "uuid": user_id,
+         "timestamp": "2026-12-01T09:00:00.000Z", "permissionMode": "default", "promptSource": "typed",
+         "message": {"role": "user", "content": CAPTURE_PROMPT}},
+        {**common, "parentUuid": user_id, "type": "assistant", "uuid": reply_id, "timestamp": "2026-12-01T09:00:02.000Z",
+         "message": {"id": "msg_earlier", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                     "content": [{"type": "text", "text": "Noted: Alembic revision files for every migration."}],
+                     "stop_reason": "end_turn", "stop_sequence": None,
+                     "usage": {"input_tokens": 10, "output_tokens": 10}}},
+    ]
+    path = folder / f"{session}.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
 def test_the_detached_pass_captures_and_curates_through_the_real_claude_child(
     claude_exe: Path, api: FakeMessagesAPI, tmp_path: Path, project: Path, event: str,
@@ -298,10 +324,11 @@ def test_the_detached_pass_captures_and_curates_through_the_real_claude_child(
         "ANTHROPIC_AUTH_TOKEN": "gateway-token-of-the-outer-session"})
     quipu_in(sandbox, "install", "claude", "--project", "--project-dir", str(project))
     session = str(uuid.uuid4())
+    _typed_turn(sandbox, project, session)
 
-    ask(sandbox, CAPTURE_PROMPT, project, session_id=session)
-    if event == "PreCompact":
-        sandbox.api.requests.clear()
+    if event == "SessionEnd":
+        ask(sandbox, CONVERSATIONAL, project, resume=session)
+    else:
         result = sandbox.prompt("/compact", cwd=project, resume=session)
         assert result.returncode == 0, result.stdout + result.stderr
     assert sandbox.api.messages()[0].headers.get("x-api-key") == OUTER_KEY
