@@ -12,7 +12,8 @@ endpoints) on the fake Messages API and every proxy variable on it too, so a con
 fake and is recorded instead of leaving the machine. Nothing of the machine's own Claude Code
 settings, credentials or transcripts is read or written.
 
-``python -m testing.claude_code install`` installs (CI does this before the tests).
+``python -m testing.claude_code install --require`` installs it, and fails without npm (CI runs it
+before the tests; the tests install it themselves too, and skip without npm).
 """
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ class Sandbox:
     @classmethod
     def create(cls, exe: Path, home: Path, api: FakeMessagesAPI, *, logged_in: bool = True,
                extra: Mapping[str, str] | None = None) -> Sandbox:
-        config = home / ".claude"
+        config = home / "claude-config"  # not ~/.claude: what reads the default place instead is caught
         config.mkdir(parents=True, exist_ok=True)
         if logged_in:
             log_in(config)
@@ -124,7 +125,7 @@ class Sandbox:
             "https_proxy": api.base_url, "http_proxy": api.base_url, "all_proxy": api.base_url,
             "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
             "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS": "20000",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "QUIPU_HOME": str(home / ".quipu-home"),
         })
         env.update(extra or {})
@@ -166,14 +167,19 @@ def log_in(config_dir: Path) -> Path:
 
 
 def main(argv: Sequence[str]) -> int:
-    if list(argv) != ["install"]:
-        print("usage: python -m testing.claude_code install", file=sys.stderr)
+    """``install [--require]``: install the pinned client; without npm, skip (or fail with --require)."""
+    args = list(argv)
+    if not args or args[0] != "install" or set(args[1:]) - {"--require"}:
+        print("usage: python -m testing.claude_code install [--require]", file=sys.stderr)
         return 2
     try:
         exe = install()
     except NpmMissing as exc:
-        print(f"skipped: {exc}", file=sys.stderr)
-        return 0
+        print(f"{'error' if '--require' in args else 'skipped'}: {exc}", file=sys.stderr)
+        return 1 if "--require" in args else 0
+    except InstallFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"Claude Code {version()}: {exe}")
     return 0
 
