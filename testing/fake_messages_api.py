@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ from typing import Any
 from quipu.model import Model, ModelError
 
 STRUCTURED_TOOL = "StructuredOutput"
-DUMMY_KEY = "sk-ant-fake-loopback-only"
 
 
 class NotLoopback(ValueError):
@@ -41,6 +41,10 @@ class Recorded:
     body: Any  # the decoded JSON body, or None
 
     @property
+    def fields(self) -> dict[str, Any]:
+        return self.body if isinstance(self.body, dict) else {}
+
+    @property
     def is_message(self) -> bool:
         return self.method == "POST" and self.path.split("?")[0] == "/v1/messages"
 
@@ -49,12 +53,10 @@ class Recorded:
         return json.dumps(self.body, ensure_ascii=False) if self.body is not None else ""
 
     def tools(self) -> list[str]:
-        body = self.body if isinstance(self.body, dict) else {}
-        return [t.get("name", "") for t in body.get("tools", []) or [] if isinstance(t, dict)]
+        return [t.get("name", "") for t in self.fields.get("tools", []) or [] if isinstance(t, dict)]
 
     def tool(self, name: str) -> dict[str, Any] | None:
-        body = self.body if isinstance(self.body, dict) else {}
-        for tool in body.get("tools", []) or []:
+        for tool in self.fields.get("tools", []) or []:
             if isinstance(tool, dict) and tool.get("name") == name:
                 return tool
         return None
@@ -62,9 +64,8 @@ class Recorded:
     def user_texts(self) -> list[str]:
         """The text blocks of every turn that is not the model's, in order (hook context arrives as such
         blocks, in a user turn or, in newer clients, in a ``system`` turn of the messages)."""
-        body = self.body if isinstance(self.body, dict) else {}
         out: list[str] = []
-        for message in body.get("messages", []) or []:
+        for message in self.fields.get("messages", []) or []:
             if not isinstance(message, dict) or message.get("role") == "assistant":
                 continue
             content = message.get("content")
@@ -76,8 +77,7 @@ class Recorded:
 
     def answered_tool(self) -> bool:
         """The last user turn carries a tool result (the client reports back on a tool call)."""
-        body = self.body if isinstance(self.body, dict) else {}
-        messages = [m for m in body.get("messages", []) or [] if isinstance(m, dict)]
+        messages = [m for m in self.fields.get("messages", []) or [] if isinstance(m, dict)]
         if not messages or not isinstance(messages[-1].get("content"), list):
             return False
         return any(isinstance(b, dict) and b.get("type") == "tool_result" for b in messages[-1]["content"])
@@ -166,6 +166,14 @@ class FakeMessagesAPI:
         with self._lock:
             self.requests.append(request)
 
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):06d}"
+
+    def forget(self) -> None:
+        """Drop what was recorded so far."""
+        with self._lock:
+            self.requests.clear()
+
     def answer(self, request: Recorded) -> tuple[list[dict[str, Any]], str]:
         """The content blocks and stop reason for one message request."""
         tool = request.tool(STRUCTURED_TOOL)
@@ -176,16 +184,14 @@ class FakeMessagesAPI:
             except ModelError as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 return [{"type": "text", "text": f"cannot answer: {exc}"}], "end_turn"
-            block = {"type": "tool_use", "id": f"toolu_fake{next(self._ids):06d}", "name": STRUCTURED_TOOL,
+            block = {"type": "tool_use", "id": self.new_id("toolu_fake"), "name": STRUCTURED_TOOL,
                      "input": value}
             return [block], "tool_use"
         return [{"type": "text", "text": self.reply(request)}], "end_turn"
 
 
 class _IPv6Server(ThreadingHTTPServer):
-    import socket as _socket
-
-    address_family = _socket.AF_INET6
+    address_family = socket.AF_INET6
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -263,7 +269,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             if not self.path.startswith("/"):  # an absolute URL: a request for elsewhere through the proxy
                 self._json(403, {"error": "the fake Messages API forwards nothing"})
                 return
-            body = request.body if isinstance(request.body, dict) else {}
+            body = request.fields
             if path == "/v1/messages/count_tokens":
                 self._json(200, {"input_tokens": max(1, len(request.text()) // 4)})
                 return
@@ -272,7 +278,7 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 return
             content, stop = api.answer(request)
             message = {
-                "id": f"msg_fake{next(api._ids):06d}", "type": "message", "role": "assistant",
+                "id": api.new_id("msg_fake"), "type": "message", "role": "assistant",
                 "model": str(body.get("model") or "fake"), "content": content, "stop_reason": stop,
                 "stop_sequence": None,
                 "usage": {"input_tokens": max(1, len(request.text()) // 4),

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from quipu import always_on, profile
-from quipu.model import ClaudeModel, ModelUnavailable, ScriptedModel
+from quipu.model import ClaudeModel, InvalidAnswer, ModelUnavailable, ScriptedModel
 from quipu.store import Store
 from testing import claude_code
 from testing.claude_code import OAUTH_TOKEN, Sandbox
@@ -48,7 +48,7 @@ def claude_exe() -> Path:
         pytest.skip(str(exc))
 
 
-def _curator_answer(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
+def _curator_answer(prompt: str) -> dict[str, Any]:
     ids = re.findall(r'<memory id="([^"]+)">', prompt)
     older, newer = (ids + ["", ""])[:2]
     if older == OLD_RULE:
@@ -80,9 +80,8 @@ def offline_model(prompt: str, schema: dict[str, Any], purpose: str) -> dict[str
     if "candidates" in required:
         return _capture_answer(prompt)
     if "verdict" in required:
-        return _curator_answer(prompt, schema)
-    return {key: [] if (schema["properties"].get(key) or {}).get("type") == "array" else ""
-            for key in schema.get("required", ())}
+        return _curator_answer(prompt)
+    raise InvalidAnswer(f"the scripted model has no answer for a {purpose} call with keys {sorted(required)}")
 
 
 @pytest.fixture
@@ -169,6 +168,22 @@ def test_the_fake_api_listens_on_loopback_only_and_answers_structured_output_fro
     assert [r.body for r in server.requests] == [body]
 
 
+def test_a_connection_the_client_opens_to_another_host_arrives_at_the_fake_and_is_refused(
+    sandbox: Sandbox, project: Path,
+) -> None:
+    # Left to itself, a logged-in client also calls its OAuth host; the sandbox points that at the fake
+    # too. Without that, the call is caught by the proxy variables instead of leaving the machine.
+    env = {key: value for key, value in sandbox.env.items() if key != "CLAUDE_CODE_CUSTOM_OAUTH_URL"}
+    result = subprocess.run([str(sandbox.exe), "-p", CONVERSATIONAL], cwd=project, env=env, capture_output=True,
+                            text=True, timeout=claude_code.RUN_TIMEOUT)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    tunnels = [r.path for r in sandbox.api.elsewhere()]
+    assert tunnels and all(r.method == "CONNECT" for r in sandbox.api.elsewhere()), tunnels
+    assert "api.anthropic.com:443" in tunnels
+    sandbox.api.forget()  # seen and refused: the fixture's own check is for the other tests
+
+
 # --- recall on every prompt --------------------------------------------------------------------
 
 def test_plugin_manifest_validates(sandbox: Sandbox, project: Path) -> None:
@@ -189,7 +204,7 @@ def test_project_install_recalls_the_right_memory_and_only_for_a_human_topical_p
     for prompt in (CONVERSATIONAL, MACHINE_TURN):
         (request,) = ask(sandbox, prompt, project)
         assert injected(request) == [], prompt
-    # The request of each run carried the client's own outer key, never a quipu block elsewhere.
+    # Only the topical prompt's request carried a quipu block.
     assert sandbox.api.all_text().count(MEMORY_BLOCK) == 1
 
 
@@ -287,27 +302,31 @@ def _assert_the_child_used_the_subscription_only(api: FakeMessagesAPI) -> list[R
     return calls
 
 
-def _typed_turn(sandbox: Sandbox, project: Path, session: str) -> Path:
-    """The transcript of an earlier interactive turn of ``session``, as the client's TUI writes it.
+def _typed_turns(sandbox: Sandbox, project: Path, session: str) -> Path:
+    """The transcript of two earlier interactive turns of ``session``, as the client's TUI writes them.
 
     ``claude -p`` marks its own prompt ``promptSource: "sdk"``, which quipu never captures from (a
     program, not a person, may have written it); only the interactive TUI writes ``"typed"``. So the
-    session starts with one typed turn, and the real client resumes it with ``-p``."""
+    session starts with typed turns, and the real client resumes it with ``-p``."""
     folder = sandbox.config_dir / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project.resolve()))
     folder.mkdir(parents=True, exist_ok=True)
     common = {"isSidechain": False, "userType": "external", "entrypoint": "cli", "cwd": str(project.resolve()),
               "sessionId": session, "version": claude_code.version(), "gitBranch": "main"}
-    user_id, reply_id = str(uuid.uuid4()), str(uuid.uuid4())
-    rows = [
-        {**common, "parentUuid": None, "promptId": str(uuid.uuid4()), "type": "user", "uuid": user_id,
-         "timestamp": "2026-12-01T09:00:00.000Z", "permissionMode": "default", "promptSource": "typed",
-         "message": {"role": "user", "content": CAPTURE_PROMPT}},
-        {**common, "parentUuid": user_id, "type": "assistant", "uuid": reply_id, "timestamp": "2026-12-01T09:00:02.000Z",
-         "message": {"id": "msg_earlier", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-                     "content": [{"type": "text", "text": "Noted: Alembic revision files for every migration."}],
-                     "stop_reason": "end_turn", "stop_sequence": None,
-                     "usage": {"input_tokens": 10, "output_tokens": 10}}},
-    ]
+    rows: list[dict[str, Any]] = []
+    parent = None
+    for n, (prompt, reply) in enumerate([(CAPTURE_PROMPT, "Noted: Alembic revision files for every migration."),
+                                         ("Which folder holds them?", "They live in shop-api/migrations.")]):
+        user_id, reply_id = str(uuid.uuid4()), str(uuid.uuid4())
+        rows.append({**common, "parentUuid": parent, "promptId": str(uuid.uuid4()), "type": "user", "uuid": user_id,
+                     "timestamp": f"2026-12-01T09:0{n}:00.000Z", "permissionMode": "default",
+                     "promptSource": "typed", "message": {"role": "user", "content": prompt}})
+        rows.append({**common, "parentUuid": user_id, "type": "assistant", "uuid": reply_id,
+                     "timestamp": f"2026-12-01T09:0{n}:02.000Z",
+                     "message": {"id": f"msg_earlier{n}", "type": "message", "role": "assistant",
+                                 "model": "claude-haiku-4-5", "content": [{"type": "text", "text": reply}],
+                                 "stop_reason": "end_turn", "stop_sequence": None,
+                                 "usage": {"input_tokens": 10, "output_tokens": 10}}})
+        parent = reply_id
     path = folder / f"{session}.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
@@ -324,7 +343,7 @@ def test_the_detached_pass_captures_and_curates_through_the_real_claude_child(
         "ANTHROPIC_AUTH_TOKEN": "gateway-token-of-the-outer-session"})
     quipu_in(sandbox, "install", "claude", "--project", "--project-dir", str(project))
     session = str(uuid.uuid4())
-    _typed_turn(sandbox, project, session)
+    _typed_turns(sandbox, project, session)
 
     if event == "SessionEnd":
         ask(sandbox, CONVERSATIONAL, project, resume=session)
@@ -345,6 +364,8 @@ def test_the_detached_pass_captures_and_curates_through_the_real_claude_child(
     supersessions = store.log(action="supersede")
     assert [(e.trailers["Quipu-Supersedes"], e.trailers["Quipu-Superseded-By"]) for e in supersessions] == [
         (OLD_RULE, captured_id)]
+    # The child kept no session of its own: the only transcript is the user's session.
+    assert [path.stem for path in sandbox.transcripts()] == [session]
 
 
 def test_without_a_subscription_login_the_child_never_gets_a_key_a_token_or_an_api_key_helper(
