@@ -7,10 +7,10 @@ version is ``CLAUDE_CODE_VERSION`` unless ``QUIPU_CLAUDE_CODE_VERSION`` names an
 
 ``Sandbox`` is one isolated user of the client: a temporary ``HOME`` and ``CLAUDE_CONFIG_DIR``
 holding a subscription login (an OAuth credentials file, the way ``/login`` leaves it; the token
-means nothing anywhere but the fake), an environment with ``ANTHROPIC_BASE_URL`` (and the OAuth
-endpoints) on the fake Messages API and every proxy variable on it too, so a connection to anywhere else arrives at the
-fake and is recorded instead of leaving the machine. Nothing of the machine's own Claude Code
-settings, credentials or transcripts is read or written.
+means nothing anywhere but the fake), and an environment with ``ANTHROPIC_BASE_URL`` and the
+OAuth endpoint on the fake Messages API and every proxy variable on it too, so a connection to
+anywhere else arrives at the fake and is recorded instead of leaving the machine. Nothing of the
+machine's own Claude Code settings, credentials or transcripts is read or written.
 
 ``python -m testing.claude_code install --require`` installs it, and fails without npm (CI runs it
 before the tests; the tests install it themselves too, and skip without npm).
