@@ -162,10 +162,15 @@ def test_the_fake_api_listens_on_loopback_only_and_answers_structured_output_fro
                     "type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}}]}
         conn.request("POST", "/v1/messages", json.dumps(body), {"Content-Type": "application/json"})
         answer = json.loads(conn.getresponse().read())
+        conn.request("POST", "/v1/messages/count_tokens", json.dumps({"messages": body["messages"]}),
+                     {"Content-Type": "application/json"})
+        counted = json.loads(conn.getresponse().read())
+    assert isinstance(counted["input_tokens"], int) and counted["input_tokens"] > 0
     assert answer["stop_reason"] == "tool_use"
     assert answer["content"] == [{"type": "tool_use", "id": answer["content"][0]["id"],
                                   "name": "StructuredOutput", "input": {"echo": "hi"}}]
-    assert [r.body for r in server.requests] == [body]
+    assert [r.body for r in server.requests] == [body, {"messages": body["messages"]}]
+    assert [r.is_message for r in server.requests] == [True, False]
 
 
 def test_a_connection_the_client_opens_to_another_host_arrives_at_the_fake_and_is_refused(
