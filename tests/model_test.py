@@ -50,6 +50,7 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-metered-must-not-leak")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "gateway-token-must-not-leak")
     monkeypatch.setenv("CLAUDECODE", "1")  # as inside a Claude Code hook
     monkeypatch.chdir(tmp_path)
     return log
