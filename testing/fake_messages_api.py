@@ -6,7 +6,9 @@ JSON object), and records every request. What the "model" says comes from a ``qu
 (normally a ``ScriptedModel``): when the client offers the ``StructuredOutput`` tool (``claude -p
 --json-schema``), the model is asked ``complete(prompt, schema, purpose="StructuredOutput")`` with the
 user turns' text and the tool's input schema, and the answer goes back as a ``tool_use`` of that tool;
-every other request gets the plain text of ``reply(request)``.
+every other request gets the plain text of ``reply(request)``. A test that scripts a tool-using turn
+(the model calling an MCP tool) passes ``respond``: whatever content blocks and stop reason it returns
+for a request are sent instead (``None``: the usual answer).
 
 It listens on a loopback address only (``127.0.0.1`` by default, a free port) and refuses any other.
 """
@@ -75,6 +77,12 @@ class Recorded:
                 out += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
         return out
 
+    def tool_results(self) -> list[dict[str, Any]]:
+        """The ``tool_result`` blocks the client sent back (the answers of tools the model called)."""
+        return [block for message in self.fields.get("messages", []) or [] if isinstance(message, dict)
+                and isinstance(message.get("content"), list)
+                for block in message["content"] if isinstance(block, dict) and block.get("type") == "tool_result"]
+
     def answered_tool(self) -> bool:
         """The last user turn carries a tool result (the client reports back on a tool call)."""
         messages = [m for m in self.fields.get("messages", []) or [] if isinstance(m, dict)]
@@ -93,6 +101,7 @@ class FakeMessagesAPI:
 
     model: Model
     reply: Callable[[Recorded], str] = _default_reply
+    respond: Callable[[Recorded], tuple[list[dict[str, Any]], str] | None] | None = None
     host: str = "127.0.0.1"
     requests: list[Recorded] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -176,6 +185,9 @@ class FakeMessagesAPI:
 
     def answer(self, request: Recorded) -> tuple[list[dict[str, Any]], str]:
         """The content blocks and stop reason for one message request."""
+        scripted = self.respond(request) if self.respond is not None else None
+        if scripted is not None:
+            return scripted
         tool = request.tool(STRUCTURED_TOOL)
         if tool is not None and not request.answered_tool():
             try:
