@@ -607,8 +607,8 @@ def recall(
 # - It speaks with STRONG_EVIDENCE (two specific terms, four topic terms, a specific term and
 #   two topic terms), or with EVIDENCE_NEEDED when its topic terms carry COVERAGE_NEEDED of the
 #   prompt's topic weight (each topic term weighs its idf in the store; a specific term the store
-#   lacks weighs the most, an ordinary word it lacks nothing): a long prompt about something else
-#   is not answered by the two words it mentions in passing.
+#   lacks weighs the most, an ordinary word it lacks half that): a long prompt about something
+#   else is not answered by the two words it mentions in passing.
 # - A question ("when did Jon visit Rome?") names what it asks about, so QUESTION_EVIDENCE is
 #   enough whatever the coverage, and so is one topic term that carries SOLE_TERM_SHARE of its
 #   topic weight. A follow-up is rarely a question with a topic ("what's next?" has none).
@@ -628,6 +628,7 @@ TITLE_WORDS = 3               # a question in everyday words: this many of them 
 QUESTION_WORDS_MAX = 30
 QUESTION_OPENING_MAX = 12     # "when do we deploy": a question word opens a short prompt without "?"
 SOLE_TERM_SHARE = 0.5
+ABSENT_ORDINARY_WEIGHT = 0.5  # in a request: an ordinary word the store lacks, against a specific one
 EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
 EVIDENCE_CHECKS = 12          # candidates (best first) whose evidence is weighed: past them, none speaks
 
@@ -703,13 +704,16 @@ class _Evidence:
             if not term.generic and stem not in topic:
                 topic[stem] = idf(total, df.get(term.text, 0))
         self.ordinary = _ordinary(db, list(topic))
-        # A word of the prompt that the store lacks weighs in only when it is specific (a project
+        # A word of the prompt that the store lacks weighs in fully when it is specific (a project
         # or a tool the store knows nothing of says the prompt is about something else); a missing
-        # ordinary word is the prompt's phrasing.
+        # ordinary word may be the prompt's phrasing: in a short question it weighs nothing, in a
+        # request ABSENT_ORDINARY_WEIGHT of a specific one.
         present = {stems.get(t.text, t.text) for t in prompt_terms if df.get(t.text, 0) > 0}
-        self.topic_weight = {s: w for s, w in topic.items() if s in present or s not in self.ordinary}
-        self.total_weight = sum(self.topic_weight.values())
         self.question = is_question(prompt)
+        absent = 0.0 if self.question else ABSENT_ORDINARY_WEIGHT
+        self.topic_weight = {s: w if s in present or s not in self.ordinary else w * absent
+                             for s, w in topic.items()}
+        self.total_weight = sum(self.topic_weight.values())
 
     def _match(self, rowids: "Sequence[int]") -> dict[int, set[str]]:
         matched: dict[int, set[str]] = {r: set() for r in rowids}
