@@ -350,7 +350,9 @@ def _all_events(store: Store) -> Iterator[tuple[str, str, str]]:
 
 
 def _write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
-    recall_cfg = store.config().get("recall", {})
+    from quipu import settings
+
+    recall_cfg = settings.section(store, "recall")  # a store's own values only within bounds
     values = {
         "schema": SCHEMA_VERSION,
         "store": str(store.root.resolve()),

@@ -200,13 +200,10 @@ class Store:
         return locate.read_head(self.gitdir)
 
     def config(self) -> dict[str, Any]:
-        import tomllib
+        """The committed ``quipu.toml`` as written; use ``quipu.settings`` for what is in force."""
+        from quipu import settings
 
-        try:
-            with open(self.root / CONFIG_NAME, "rb") as fh:
-                return tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError):
-            return {}
+        return settings.store_config(self.root)
 
     # ------------------------------------------------------------ reading
 

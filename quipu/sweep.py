@@ -49,7 +49,7 @@ SWEEP_LOG = "sweep.log"
 REPORTS_DIR = "sweeps"
 # The daily sweep's default budget: about one small call per memory a day would be far too much
 # plan quota; 100 calls of at most ~4 KB each is a few minutes of `claude -p` and stays well
-# inside a subscription's daily use. Raise it with --max-calls / --max-chars or [sweep] in quipu.toml.
+# inside a subscription's daily use. Raise it with --max-calls / --max-chars or [sweep] in $QUIPU_HOME/config.toml.
 DEFAULT_MAX_CALLS = 100
 DEFAULT_MAX_CHARS = 400_000
 # The per-session work after SessionEnd / PreCompact: a handful of calls, the newest memories.
