@@ -23,9 +23,9 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
+from quipu import launch
 from quipu.errors import FatalError
 
 HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
@@ -45,7 +45,7 @@ fi
 py={python}
 if [ -z "$QUIPU_CHILD" ] && [ -x "$py" ]; then
   root=$(git rev-parse --show-toplevel 2>/dev/null) &&
-    ( "$py" -m quipu --store "$root" index --refresh --quiet </dev/null >/dev/null 2>&1 & ) 2>/dev/null
+    ( "$py" -I -c {boot} {package} --store "$root" index --refresh --quiet </dev/null >/dev/null 2>&1 & ) 2>/dev/null
 fi
 exit $rc
 """
@@ -88,9 +88,12 @@ def is_ours(path: Path) -> bool:
 def _stub(name: str) -> str:
     # Not realpath: a venv's bin/python is a symlink to the base interpreter, and only the
     # unresolved path makes Python find the venv (and the quipu installed in it).
-    python = os.path.abspath(sys.executable)
+    # -I and the package's own folder (quipu.launch): the stub runs in the store's root, where a
+    # committed quipu/ folder would otherwise be imported instead of quipu.
+    python = launch.interpreter()
     template = _PRE_COMMIT_STUB if name == "pre-commit" else _STUB
-    return template.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python))
+    return template.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python),
+                           boot=shlex.quote(launch.BOOT), package=shlex.quote(launch.package_parent()))
 
 
 def install(root: Path) -> list[str]:

@@ -158,14 +158,14 @@ def _spawn_refresh(root: str) -> None:
         os.makedirs(os.path.dirname(mark), exist_ok=True)
         with open(mark, "w", encoding="utf-8"):
             pass
+        from quipu import launch  # the absolute interpreter, -I: no quipu/ in the session's folder runs
+
         devnull = os.devnull
-        env = dict(os.environ)
-        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+        argv = launch.quipu_argv("--store", root, "index", "--refresh", "--quiet")
         os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-m", "quipu", "--store", root, "index", "--refresh", "--quiet"],
-            env,
+            argv[0],
+            argv,
+            dict(os.environ),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
