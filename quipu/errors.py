@@ -24,3 +24,7 @@ class ConflictError(FatalError):
 
 class NotFound(FatalError):
     """A memory, commit or sweep that was named does not exist."""
+
+
+class UnsafeStore(FatalError):
+    """A store holds something quipu refuses to follow or act on (a symlink, a special file)."""

@@ -12,7 +12,9 @@ Contract:
 - The post-* stubs start ``quipu index --refresh`` detached and never fail the git command. They
   are an optimisation only: every read compares the index with HEAD anyway (libgit2 commits,
   resets and ``update-ref`` run no hook at all).
-- The pre-commit stub closes a race in git itself: ``git commit`` reads the index before it
+- The pre-commit stub refuses a commit that adds a symlink, a submodule or a file under
+  ``.cache/`` (quipu never follows those out of the store; see docs/security.md).
+- The pre-commit stub also closes a race in git itself: ``git commit`` reads the index before it
   takes ``index.lock`` and writes that copy back, so a quipu write that landed in between loses
   its staged entry and the person's commit would delete the memory. A staged deletion of a
   ``memories/`` or ``events/`` file that is still in the worktree, byte for byte as in HEAD, is
@@ -57,6 +59,14 @@ _PRE_COMMIT_STUB = """#!/bin/sh
 # quipu/githooks.py). Your own hook, if you had one, is {name}{legacy} and runs first.
 if [ -x "$0{legacy}" ]; then
   "$0{legacy}" "$@" || exit $?
+fi
+bad=$(git diff --cached --raw --diff-filter=ACMRT 2>/dev/null |
+  awk -F'\\t' '{{ split($1, m, " "); if (m[2] == "120000" || m[2] == "160000" || $NF ~ /^\\.cache(\\/|$)/) print $NF }}')
+if [ -n "$bad" ]; then
+  echo "quipu: refusing to commit a symlink, a submodule or a cache file into the memory store:" >&2
+  printf '%s\\n' "$bad" | sed 's/^/  /' >&2
+  echo "- quipu never follows such a path out of the store; unstage it with: git rm --cached -- PATH" >&2
+  exit 1
 fi
 git diff --cached --name-only --diff-filter=D -- memories events 2>/dev/null | while IFS= read -r f; do
   [ -f "$f" ] || continue

@@ -31,6 +31,7 @@ from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 from quipu.memory import Memory, check_id, memory_path, parse_memory, render_memory
 
 CONFIG_NAME = "quipu.toml"
+LINK_MODE = pygit2.enums.FileMode.LINK  # a committed symlink is never read as a memory
 TRAILER_KEYS = (
     "Quipu-Action",
     "Quipu-Memory",
@@ -103,6 +104,7 @@ class Store:
         self.root = Path(root)
         self.how = how
         self._repo: pygit2.Repository | None = None
+        self._cache: Path | None = None
 
     # ------------------------------------------------------------ finding and creating
 
@@ -190,11 +192,16 @@ class Store:
 
     @property
     def cache_dir(self) -> Path:
-        return self.root / locate.CACHE_DIR_NAME
+        """``<root>/.cache``, checked to be a real folder holding no symlink (``quipu.safepath``)."""
+        if self._cache is None:
+            from quipu import safepath
+
+            self._cache = safepath.cache_dir(self.root)
+        return self._cache
 
     @property
     def index_path(self) -> Path:
-        return Path(locate.index_path(str(self.root)))
+        return self.cache_dir / locate.INDEX_NAME
 
     def head(self) -> str | None:
         return locate.read_head(self.gitdir)
@@ -257,7 +264,7 @@ class Store:
             if shard.type_str != "tree":
                 continue
             for entry in repo[shard.id]:  # type: ignore[attr-defined]
-                if entry.type_str == "blob" and entry.name.endswith(".md"):
+                if entry.type_str == "blob" and entry.name.endswith(".md") and entry.filemode != LINK_MODE:
                     yield f"memories/{shard.name}/{entry.name}", repo[entry.id].data  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ writing
