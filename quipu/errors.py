@@ -28,3 +28,7 @@ class NotFound(FatalError):
 
 class UnsafeStore(FatalError):
     """A store holds something quipu refuses to follow or act on (a symlink, a special file)."""
+
+
+class SecretRefused(InvalidMemory):
+    """Text to be committed looks like it holds a credential; nothing was committed."""

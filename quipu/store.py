@@ -26,8 +26,8 @@ from typing import Any
 
 import pygit2
 
-from quipu import assets, gitstore, locate
-from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
+from quipu import assets, gitstore, locate, secrets_scan
+from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound, SecretRefused
 from quipu.memory import Memory, check_id, memory_path, parse_memory, render_memory
 
 CONFIG_NAME = "quipu.toml"
@@ -278,8 +278,12 @@ class Store:
         create_only: Collection[str] = (),
         require: Collection[str] = (),
     ) -> str:
-        """One commit; ``create_only``/``require`` paths are checked under the writer lock."""
+        """One commit; ``create_only``/``require`` paths are checked under the writer lock.
+
+        Nothing that looks like a secret is committed, in any file or in the message: a secret in
+        git history is there for good (``SecretRefused``, and nothing is written)."""
         message = format_message(summary, trailers)
+        refuse_secrets(changes, message)
         sha = gitstore.commit_files(
             self.root, changes, message, repo=self.repo, create_only=create_only, require=require
         )
@@ -336,7 +340,9 @@ class Store:
         """Commit one new event file about ``memory_id`` (and ``also_require`` ids) that must exist."""
         if not self.exists(memory_id):
             raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
-        event = {"memory": memory_id, "at": _now(), **event}
+        # Decisions carry a model's or a person's words (a reason, a detail): redacted, not refused.
+        event = secrets_scan.redact_values({"memory": memory_id, "at": _now(), **event})
+        summary = secrets_scan.redact(summary)
         name = f"{event_dir(memory_id)}/{_stamp()}-{secrets.token_hex(3)}.json"
         data = (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
         return self.commit(
@@ -468,6 +474,19 @@ class Store:
             for e in targets
         }
         return gitstore.revert_commits(self.root, [e.commit for e in targets], messages)
+
+
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str) -> None:
+    for rel, data in [*changes.items(), ("the commit message", message.encode("utf-8"))]:
+        if data is None:
+            continue
+        spans = secrets_scan.find_secrets(data.decode("utf-8", "replace"))
+        if spans:
+            kinds = ", ".join(sorted({s.kind for s in spans}))
+            raise SecretRefused(
+                f"refusing to commit {rel}: it looks like it holds a secret ({kinds}); nothing was committed\n"
+                "- keep the secret in a secret manager and write down where it lives, not its value"
+            )
 
 
 def _now() -> str:
