@@ -54,7 +54,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                   r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")),
     ("private-key", re.compile(r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/=]{8,}")),  # base64 of "-----BEGIN"
     ("env-secret", re.compile(
-        r"(?m)^\s*(?:export\s+)?[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY|CREDENTIALS?)"
+        r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY|CREDENTIALS?)"
         r"[A-Z0-9_]*\s*=\s*['\"]?(?![$<{]|~?/|x{4})[^\s'\"]{6,}")),
     ("redis-password", re.compile(r"(?i)\b(?:requirepass|masterauth)\s+['\"]?[^\s'\"]{4,}")),
     ("cli-password", re.compile(r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?!\s)[^\s'\"]{4,}")),
@@ -203,6 +203,8 @@ def _is_high_entropy(token: str) -> bool:
     # A random part between separators, or a long token that is random as a whole.
     if any(_looks_random(part) for part in re.split(r"[-_.]", core)):
         return True
+    if len(core) >= 40 and shannon_entropy(core) >= 4.5 and mixing(core) >= 0.4:
+        return True  # base64 of text: few digits, but random-looking case changes throughout
     return (len(core) >= 32 and shannon_entropy(core) >= 4.3 and sum(c.isdigit() for c in core) >= 3
             and mixing(core) >= 0.45)
 

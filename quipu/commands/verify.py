@@ -1,6 +1,6 @@
 """`quipu verify [ID...|--all]`: check what memories claim; label the ones reality contradicts.
 
-Reads the options, the store's ``[verify.roots]`` settings and the environment (home, model
+Reads the options, the user's ``[verify.roots]`` settings and the environment (home, model
 timeout), then calls ``quipu.verify.verify`` and prints a summary table (or JSON).
 """
 from __future__ import annotations
