@@ -153,7 +153,8 @@ def _touch(path: str) -> None:
 
 
 def _unsafe_cache(root: str) -> str:
-    """The first of ``.cache`` and ``.cache/sessions`` that exists but is not a real folder."""
+    """The first of ``.cache``, ``.cache/sessions`` (real folders) and the index (a regular file)
+    that exists but is something else, or ''."""
     cache = _fs.join(root, locate.CACHE_DIR_NAME)
     for path in (cache, _fs.join(cache, "sessions"), locate.index_path(root)):
         if _fs.lexists(path) and not (_fs.real_file(path) if path.endswith(".sqlite") else _fs.real_dir(path)):
