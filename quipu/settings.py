@@ -48,9 +48,9 @@ def user_config_path() -> str:
     return os.path.join(locate.quipu_home(), USER_CONFIG)
 
 
-def _load(path: str) -> dict[str, Any]:
+def _load(path: str, *, follow: bool) -> dict[str, Any]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a symlinked config is not read
+        fd = os.open(path, os.O_RDONLY | (0 if follow else os.O_NOFOLLOW))
     except OSError:
         return {}
     try:
@@ -61,11 +61,11 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def user_config() -> dict[str, Any]:
-    return _load(user_config_path())
+    return _load(user_config_path(), follow=True)  # yours: a dotfiles symlink is fine
 
 
 def store_config(root: os.PathLike[str] | str) -> dict[str, Any]:
-    return _load(os.path.join(os.fspath(root), "quipu.toml"))
+    return _load(os.path.join(os.fspath(root), "quipu.toml"), follow=False)  # a store's symlink is not read
 
 
 def _table(config: dict[str, Any], name: str) -> dict[str, Any]:
