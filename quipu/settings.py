@@ -48,16 +48,23 @@ def user_config_path() -> str:
     return os.path.join(locate.quipu_home(), USER_CONFIG)
 
 
-def _load(path: str, *, follow: bool) -> dict[str, Any]:
+def _read(path: str, *, follow: bool) -> tuple[dict[str, Any], str]:
+    """The TOML at ``path`` and '', or {} and why it could not be used ('' when it is absent)."""
     try:
         fd = os.open(path, os.O_RDONLY | (0 if follow else os.O_NOFOLLOW))
-    except OSError:
-        return {}
+    except FileNotFoundError:
+        return {}, ""
+    except OSError as exc:
+        return {}, f"cannot be read ({exc.strerror}; a symlink is never followed)"
     try:
         with os.fdopen(fd, "rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return {}
+            return tomllib.load(fh), ""
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return {}, f"is not valid TOML ({exc})"
+
+
+def _load(path: str, *, follow: bool) -> dict[str, Any]:
+    return _read(path, follow=follow)[0]
 
 
 def user_config() -> dict[str, Any]:
@@ -106,10 +113,12 @@ def section(store: Any, name: str) -> dict[str, Any]:
 
 def problems(store: Any) -> list[str]:
     """Each store setting quipu refuses or clamps, with where the setting belongs instead."""
-    config = store_config(store.root)
     where = f"{store.root}/quipu.toml"
+    config, why = _read(where, follow=False)
     home = user_config_path()
     out: list[str] = []
+    if why:
+        out.append(f"{where} {why}: every store setting is ignored\n- fix the file and commit it")
     for name, keys in USER_ONLY.items():
         table = _table(config, name)
         for key in keys:
