@@ -10,6 +10,8 @@ straight to it. Contract:
   otherwise a str copy of the process environment decoded as ``os`` decodes it.
 - ``open_fd``, ``read_fd``, ``write_fd`` and ``close_fd`` work on file descriptors, without the
   buffered file objects ``open`` builds (which cost more calls than reading a small file).
+- ``real_dir(path)`` / ``real_file(path)`` are ``isdir`` / ``isfile`` without following a
+  symlink (``lstat``); ``O_NOFOLLOW`` is 0 where the platform has none.
 - On a platform without ``posix`` every name is simply the ``os`` one.
 """
 import sys
@@ -24,7 +26,8 @@ _S_IFDIR = 0o040000
 _S_IFREG = 0o100000
 _environ_copy = None
 
-O_RDWR, O_APPEND, O_CREAT = _posix.O_RDWR, _posix.O_APPEND, _posix.O_CREAT
+O_RDWR, O_APPEND, O_CREAT, O_WRONLY = _posix.O_RDWR, _posix.O_APPEND, _posix.O_CREAT, _posix.O_WRONLY
+O_NOFOLLOW = getattr(_posix, "O_NOFOLLOW", 0)
 stat = _posix.stat
 unlink = _posix.unlink
 scandir = _posix.scandir
@@ -52,6 +55,25 @@ def read_upto(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks)
+
+
+def _lmode(path: str) -> int:
+    try:
+        return _posix.lstat(path).st_mode & _S_IFMT
+    except (OSError, ValueError):
+        return 0
+
+
+def real_dir(path: str) -> bool:
+    return _lmode(path) == _S_IFDIR
+
+
+def real_file(path: str) -> bool:
+    return _lmode(path) == _S_IFREG
+
+
+def lexists(path: str) -> bool:
+    return _lmode(path) != 0
 
 
 def write_fd(fd: int, data: bytes) -> None:

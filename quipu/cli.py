@@ -87,6 +87,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from quipu.output import CleanWriter
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = CleanWriter(sys.stdout), CleanWriter(sys.stderr)  # stored text is not a terminal command
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_chosen_command(argv))
     args = parser.parse_args(argv)

@@ -41,7 +41,7 @@ from typing import Any
 
 import pygit2
 
-from quipu import gitindex
+from quipu import gitindex, safepath
 from quipu.locks import file_lock
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 
@@ -196,6 +196,8 @@ def commit_files(
     for rel in [*changes, *create_only, *require]:
         check_path(rel)
     repo = repo or open_repo(root)
+    for rel in changes:  # before anything is written: a committed symlinked folder is refused
+        _safe_worktree_path(repo.workdir, rel)
 
     def build(parent: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
         _check_preconditions(parent.tree, create_only, require)
@@ -483,7 +485,7 @@ def _safe_worktree_path(workdir: str, rel: str) -> str:
     full = os.path.normpath(os.path.join(workdir, check_path(rel)))
     if not full.startswith(os.path.normpath(workdir) + os.sep):
         raise InvalidMemory(f"refusing to write outside the store: {rel!r}")
-    return full
+    return safepath.worktree_path(Path(os.path.normpath(workdir)), rel)  # no symlinked folder on the way
 
 
 def _blob_entry(tree: pygit2.Tree, rel: str) -> pygit2.Object | None:

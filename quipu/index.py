@@ -38,7 +38,7 @@ from quipu.locks import file_lock
 from quipu.errors import FatalError
 from quipu.memory import Memory, parse_created, parse_memory
 from quipu.query import TOKENIZE
-from quipu.store import CONFIG_NAME, Store
+from quipu.store import CONFIG_NAME, LINK_MODE, Store
 
 SCHEMA_VERSION = "3"
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
@@ -359,12 +359,14 @@ def _all_events(store: Store) -> Iterator[tuple[str, str, str]]:
             if memory.type_str != "tree":
                 continue
             for entry in repo[memory.id]:  # type: ignore[attr-defined]
-                if entry.type_str == "blob" and entry.name.endswith(".json"):
+                if entry.type_str == "blob" and entry.name.endswith(".json") and entry.filemode != LINK_MODE:
                     yield memory.name, entry.name, repo[entry.id].data.decode("utf-8", "replace")  # type: ignore[attr-defined]
 
 
 def _write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
-    recall_cfg = store.config().get("recall", {})
+    from quipu import settings
+
+    recall_cfg = settings.section(store, "recall")  # a store's own values only within bounds
     values = {
         "schema": SCHEMA_VERSION,
         "store": str(store.root.resolve()),
@@ -398,7 +400,7 @@ def _incremental(store: Store, db: sqlite3.Connection, indexed: str | None, head
         affected: set[str] = set()
         _start_changed_terms(db)
         for delta in deltas:
-            removed = delta.status_char() == "D"
+            removed = delta.status_char() == "D" or delta.new_file.mode == LINK_MODE  # a symlink is not read
             rel = delta.old_file.path if removed else delta.new_file.path
             if removed or delta.status_char() in ("R",):
                 _forget(db, delta.old_file.path, affected)

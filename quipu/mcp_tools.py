@@ -90,9 +90,12 @@ _ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{2,63}$", "description": 
 
 
 def defuse(text: str) -> str:
-    """``text`` with the fence's tag made inert (in any case or spacing), so stored text can never
-    open or close a fence."""
-    return _FENCE_TAG.sub("quipu_memory", text)
+    """``text`` made safe as the prompt hook makes it (``quipu.fence.safe``: no fence tag, no
+    terminal escapes), and the fence's name itself renamed (in any case or spacing), so stored
+    text can never open or close a fence."""
+    from quipu import fence
+
+    return _FENCE_TAG.sub("quipu_memory", fence.safe(text))
 
 
 def fenced(body: str, limit: int = MAX_ANSWER_CHARS) -> str:

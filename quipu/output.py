@@ -9,12 +9,30 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from quipu import __version__, locate
+from quipu import __version__, fence, locate
 
 
 def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    """``value`` as JSON: the exact text, with every character a terminal could act on escaped."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if any(fence.unsafe(ch) for ch in text):  # C1 and bidi controls: json leaves them raw
+        text = "".join(f"\\u{ord(ch):04x}" if fence.unsafe(ch) else ch for ch in text)
+    sys.stdout.write(text + "\n")
+
+
+class CleanWriter:
+    """A text stream that drops escape sequences and control characters (``fence.clean``) from
+    everything written to it: stored text never drives the terminal the CLI prints to."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(fence.clean(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:

@@ -30,7 +30,7 @@ or opens git objects. Contract:
 import sys
 import time
 
-from quipu import _fastjson, _fs
+from quipu import _fastjson, _fs, fence
 from quipu.query import TOKENIZE, extract_terms, fts_quote, fts_term
 
 TYPE_CHECKING = False
@@ -61,6 +61,10 @@ CANDIDATES = 50
 DEFAULT_LIMIT = 2
 DEFAULT_MAX_CHARS = 1500
 DEFAULT_MIN_SCORE = 1.0
+# Hard bounds no setting passes (Claude Code cuts hook context at 10,000 characters); the index's
+# copy of the settings is clamped again here, so even a forged index cannot lift them.
+HARD_LIMIT = 5
+HARD_MAX_CHARS = 9000
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
 SNIPPET_WORDS = 28           # words of the body shown with a hit
 EXCERPT_SPAN = 200            # characters within which matches count as one place
@@ -171,7 +175,10 @@ class Options:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
                 values[key] = kind(value)
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        options = cls(**values)
+        options.limit = min(options.limit, HARD_LIMIT)
+        options.max_chars = min(options.max_chars, HARD_MAX_CHARS)
+        return options
 
 
 def _uri(path: str) -> str:
@@ -806,7 +813,7 @@ def format_context(hits: "Sequence[Hit]", max_chars: int = DEFAULT_MAX_CHARS) ->
     if not hits:
         return ""
     head, tail = FENCE_OPEN, FENCE_CLOSE
-    budget = max_chars - len(head) - len(tail) - 2
+    budget = min(max_chars, HARD_MAX_CHARS) - len(head) - len(tail) - 2
     blocks = []
     for n, hit in enumerate(hits, 1):
         labels = hit.label_text()
@@ -817,7 +824,7 @@ def format_context(hits: "Sequence[Hit]", max_chars: int = DEFAULT_MAX_CHARS) ->
         block = f"{first} {meta}"
         if hit.snippet:
             block += f"\n    {hit.snippet}"
-        blocks.append(block)
+        blocks.append(fence.safe(block))  # stored text can neither close the fence nor drive a terminal
     share = max(120, budget // len(blocks) - 1)
     blocks = [b if len(b) <= share else b[: share - 1].rstrip() + "…" for b in blocks]
     body = "\n".join(blocks)[:budget]

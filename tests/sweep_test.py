@@ -129,10 +129,12 @@ def test_max_chars_is_never_passed(tmp_path: Path) -> None:
     assert report["pairs"]["deferred"] > 0
 
 
-def test_sweep_settings_in_quipu_toml_apply_and_flags_win(tmp_path: Path) -> None:
+def test_sweep_settings_in_the_users_config_apply_and_flags_win(tmp_path: Path) -> None:
     store = build(tmp_path / "store")
     env = model_env(tmp_path, store)
-    with (store.root / "quipu.toml").open("a") as fh:
+    home = Path(os.environ["QUIPU_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "config.toml").open("a") as fh:
         fh.write(f'\n[sweep]\nmodel = "{FAKE_MODEL.replace(chr(92), chr(92) * 2)}"\nmax_calls = 1\n')
     from_config = json.loads(quipu("sweep", "--json", env=env).stdout)
     assert from_config["model"] == "command:python" or from_config["model"].startswith("command:")

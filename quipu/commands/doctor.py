@@ -28,5 +28,5 @@ def run(args: argparse.Namespace) -> int:
         for check in checks:
             print(f"[{'ok' if check.ok else '!!'}] {check.name}: {check.summary}")
             for line in check.details:
-                print(f"     {line}")
+                print("     " + line.replace("\n", "\n       "))
     return 0 if all(c.ok for c in checks) else 1
