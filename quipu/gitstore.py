@@ -596,6 +596,13 @@ def _catch_up(kept: gitindex.IndexFile, lock: str, log: str, since: int) -> bool
     return False
 
 
+def _mtime_seconds(path: str) -> int | None:
+    try:
+        return int(os.stat(path).st_mtime)
+    except OSError:
+        return None
+
+
 def _file_key(path: str) -> tuple[int, ...] | None:
     """What changes whenever anyone replaces or rewrites the file (git and libgit2 always write a
     new file and rename it into place). Not the ctime: taking the lock links the file, which
@@ -681,6 +688,10 @@ class _GitIndexLock:
             else:
                 staged.add(_StatEntry(rel, entry.id, entry.filemode, st))
         if isinstance(staged, gitindex.IndexFile):
+            # Entries as new as the index being replaced may hide a same-tick edit (racy git).
+            since = _mtime_seconds(self.index)
+            if since is not None:
+                changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.repo.workdir))
             _write_over(self.lock, staged.serialize())
             self.record = {"from": start, "to": staged.trailer.hex(), **changes}
         else:
