@@ -52,12 +52,13 @@ def real_python() -> str:
 
 
 def run_prompt_hook(event: bytes | str, env: dict[str, str] | None = None, extra_args: Sequence[str] = (),
-                    cwd: str | Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run the prompt hook exactly as Claude Code would: the real interpreter, -I -S, event on stdin."""
+                    cwd: str | Path | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+    """Run the prompt hook exactly as Claude Code would: the real interpreter, -I -S, event on stdin.
+    ``timeout`` only catches a hang (subprocess.TimeoutExpired); it is no measure of speed."""
     data = event.encode() if isinstance(event, str) else event
     return subprocess.run(
         [real_python(), "-I", "-S", str(PROMPT_HOOK), *extra_args],
-        input=data, capture_output=True, env={**os.environ, **(env or {})}, timeout=30, cwd=cwd,
+        input=data, capture_output=True, env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd,
     )
 
 

@@ -259,3 +259,18 @@ def test_modules_in_the_project_folder_never_stand_in_for_the_standard_library(s
                            env={"QUIPU_STORE": str(shop.root)}, cwd=project)
     assert proc.returncode == 0 and "deploy-procedure" in proc.stdout.decode()
     assert not (tmp_path / "imported").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-fifo", "device"])
+def test_a_transcript_that_is_not_a_regular_file_never_blocks_the_hook(shop: Store, tmp_path: Path, kind: str) -> None:
+    """Issue 12: a FIFO as transcript_path blocked the hook on open until Claude Code killed it."""
+    fifo = tmp_path / "transcript.fifo"
+    os.mkfifo(fifo)
+    path = {"fifo": str(fifo), "device": "/dev/zero"}.get(kind)
+    if path is None:
+        path = str(tmp_path / "transcript.jsonl")
+        os.symlink(fifo, path)
+    payload = event("how do we deploy shop-api to production?", shop, session_id=f"s-{kind}", transcript_path=path)
+    proc = run_prompt_hook(payload, env={"QUIPU_STORE": str(shop.root)}, timeout=10)  # a hang raises
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert "deploy-procedure" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
