@@ -34,7 +34,7 @@ import pygit2
 
 from quipu import locate
 from quipu.locks import file_lock
-from quipu.errors import FatalError
+from quipu.errors import FatalError, InvalidMemory
 from quipu.memory import Memory, parse_created, parse_memory
 from quipu.query import TOKENIZE
 from quipu.store import CONFIG_NAME, Store
@@ -268,9 +268,7 @@ def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
         problems = []
         for rel, data in _memory_blobs(store):
             try:
-                memory = parse_memory(data, rel)
-                _check_path_matches(memory, rel)
-                rows.append(_row(memory, rel))
+                rows.append(_row(_indexable(data, rel), rel))
             except FatalError as exc:
                 problems.append((rel, str(exc)))
         _insert_rows(db, rows)
@@ -320,9 +318,18 @@ def _memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
                 yield rel, repo[entry.id].data  # type: ignore[attr-defined]
 
 
-def _check_path_matches(memory: Memory, rel: str) -> None:
+def _indexable(data: bytes, rel: str) -> Memory:
+    """The memory a committed file holds, or InvalidMemory naming the file and the field: the
+    boundary every file a person can commit passes before it reaches the index."""
+    try:
+        memory = parse_memory(data, rel)
+    except FatalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad file must never take the index down
+        raise InvalidMemory(f"{rel}: cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
     if memory.path != rel:
-        raise FatalError(f"{rel}: id '{memory.id}' does not match the file's path (expected {memory.path})")
+        raise InvalidMemory(f"{rel}: id '{memory.id}' does not match the file's path (expected {memory.path})")
+    return memory
 
 
 def _insert_rows(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
@@ -493,14 +500,13 @@ def _apply(db: sqlite3.Connection, rel: str, data: bytes, affected: set[str]) ->
             affected.add(old[1])
             affected.update(old[2].split())
         try:
-            memory = parse_memory(data, rel)
-            _check_path_matches(memory, rel)
+            memory = _indexable(data, rel)
+            row = _row(memory, rel)
         except FatalError as exc:
             db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)", (rel, str(exc)))
             print(f"quipu: skipped {exc}", file=sys.stderr)
             return
         db.execute("DELETE FROM problems WHERE path = ?", (rel,))
-        row = _row(memory, rel)
         placeholders = ", ".join(f":{c}" for c in _COLUMNS)
         cur = db.execute(f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({placeholders})", row)
         cols = ", ".join(_FTS_COLUMNS)
@@ -529,19 +535,31 @@ def fold_events(events: Iterable[str]) -> tuple[str | None, dict[str, str]]:
     for text in events:
         try:
             event = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(event, dict):
             continue
         action = event.get("action")
-        if action == "supersede" and isinstance(event.get("by"), str):
+        if action == "supersede" and _is_event_word(event.get("by")):
             superseded_by = event["by"]
-        elif action == "label" and isinstance(event.get("label"), str):
+        elif action == "label" and _is_event_word(event.get("label")):
             if event.get("set", True):
-                labels[event["label"]] = str(event.get("detail") or "")
+                detail = event.get("detail")
+                labels[event["label"]] = _clean_text(detail if isinstance(detail, str) else "")
             else:
                 labels.pop(event["label"], None)
     return superseded_by, labels
+
+
+def _is_event_word(value: object) -> bool:
+    """An id or a label as an event file may name it: short, no spaces, valid Unicode."""
+    return isinstance(value, str) and 0 < len(value) <= 64 and value.isprintable() and " " not in value \
+        and value == _clean_text(value)
+
+
+def _clean_text(text: str) -> str:
+    """``text`` without lone surrogates (SQLite stores UTF-8 only), at most 2,000 characters."""
+    return text[:2000].encode("utf-8", "replace").decode("utf-8")
 
 
 def _derive(db: sqlite3.Connection, ids: set[str] | None) -> None:
