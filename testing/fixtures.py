@@ -97,3 +97,39 @@ def indexed_head(root: Path) -> str | None:
             db.close()
     except sqlite3.Error:
         return None
+
+
+# sh -c SCRIPT sh FOLDER... -- COMMAND...: mount each FOLDER read-only over itself, then run COMMAND.
+_READ_ONLY_MOUNTS = ('while [ "$1" != -- ]; do mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" || exit 97; '
+                     'shift; done; shift; exec "$@"')
+
+
+def read_only_mounts_work() -> bool:
+    """Whether this machine lets a test mount folders read-only in a private namespace
+    (``unshare --user --map-root-user --mount``: no privileges needed where user namespaces are on)."""
+    import tempfile
+
+    if not _have("unshare"):
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _READ_ONLY_MOUNTS,
+                                "sh", folder, "--", "sh", "-c", 'touch "$1/x" 2>/dev/null && exit 1 || exit 0', "sh", folder],
+                               capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+def _have(program: str) -> bool:
+    import shutil
+
+    return shutil.which(program) is not None
+
+
+def quipu_read_only(read_only: Sequence[Path], *args: str, env: dict[str, str] | None = None,
+                    input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m quipu ARGS` with the folders ``read_only`` mounted read-only (EROFS even for
+    root, the way a store on a read-only disk behaves), in a mount namespace of its own."""
+    return subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _READ_ONLY_MOUNTS, "sh",
+         *map(str, read_only), "--", sys.executable, "-m", "quipu", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, input=input,
+    )

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         values["half_life_days"] = args.half_life
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
     sha = store.add(memory, session=args.session)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"id": memory.id, "commit": sha, "path": memory.path})
     else:

@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
     outcomes, others = import_memory_md(store, path, dry_run=args.dry_run, project=project)
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
-        index.ensure_fresh(store)
+        index.refresh_after_write(store)
     if args.json:
         print_json(
             {
