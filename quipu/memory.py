@@ -149,9 +149,9 @@ class Memory:
             if fields.get(name) in (None, ""):
                 raise InvalidMemory(f"{source}: field '{name}' is required")
         try:
-            mid = check_id(fields["id"], "field 'id'")
+            mid = check_id(fields["id"])
         except InvalidMemory as exc:
-            raise InvalidMemory(f"{source}: {exc}") from None
+            raise InvalidMemory(f"{source}: field 'id': {exc}") from None
         klass = fields["class"]
         if not isinstance(klass, str) or klass not in CLASSES:
             raise InvalidMemory(
@@ -177,9 +177,9 @@ class Memory:
         supersedes = _str_list(fields, "supersedes", source)
         for other in supersedes:
             try:
-                check_id(other, "entry of field 'supersedes'")
+                check_id(other, "supersedes entry")
             except InvalidMemory as exc:
-                raise InvalidMemory(f"{source}: {exc}") from None
+                raise InvalidMemory(f"{source}: field 'supersedes': {exc}") from None
         if not isinstance(body, str):
             raise InvalidMemory(f"{source}: body must be text")
         return cls(
