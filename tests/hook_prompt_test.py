@@ -273,3 +273,17 @@ def test_a_transcript_that_is_not_a_regular_file_never_blocks_the_hook(shop: Sto
     proc = run_prompt_hook(payload, env={"QUIPU_STORE": str(shop.root)}, timeout=10)  # a hang raises
     assert proc.returncode == 0 and proc.stderr == b""
     assert "deploy-procedure" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_huge_prompt_is_read_by_its_head_and_tail_only(shop: Store) -> None:
+    """Issue 12: a 960 KB prompt took seconds in the hook. Its head and tail are read (a trace
+    pasted at the end can be the topic); what lies in the middle is not looked at."""
+    filler = "lorem ipsum dolor sit amet " * 20_000
+    tail_topic = event(filler + "how do we deploy shop-api to production?", shop, session_id="s-huge-tail")
+    out, _err = hook(tail_topic, shop)
+    assert "deploy-procedure" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    escaped = json.dumps(json.loads(tail_topic), ensure_ascii=False).replace("lorem", "\\u006corem")
+    out, _err = hook(escaped.replace("s-huge-tail", "s-huge-escaped"), shop)
+    assert "deploy-procedure" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    middle_topic = event(filler + "what port does local postgres listen on?" + filler, shop, session_id="s-huge-mid")
+    assert hook(middle_topic, shop)[0] == ""
