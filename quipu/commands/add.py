@@ -71,12 +71,23 @@ def _from_editor() -> tuple[dict[str, Any], str]:
     return fields, body
 
 
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(
+            f"the text on stdin is not UTF-8 (byte {exc.start:,} is {data[exc.start]:#04x}); nothing was added\n"
+            "- convert it first, for example with `iconv -f LATIN1 -t UTF-8`"
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     body = args.body
     fields: dict[str, Any] = {}
     if body == "-" or (body is None and not sys.stdin.isatty()):
-        body = sys.stdin.read()
+        body = _read_stdin()
     elif body is None and not args.title:
         fields, body = _from_editor()
     body = (body or "").strip("\n")
