@@ -61,3 +61,68 @@ def test_stdin_that_is_not_utf8_is_one_message_exit_1_and_nothing_added(tmp_path
     assert "not UTF-8" in err and "byte 3" in err and "unexpected" not in err
     assert err.splitlines()[-1].startswith("- ")
     assert store.head() == head
+
+
+def _store_with_notes(tmp_path: Path):  # type: ignore[no-untyped-def]
+    store = make_store(tmp_path / "store")
+    for n in range(3):
+        store.add(memory(f"note-{n}", f"Note {n} about the pipeline"))
+    return store
+
+
+def _doctor(store_root: Path, *more: str) -> tuple[int, dict[str, object]]:
+    import json
+
+    done = subprocess.run([sys.executable, "-m", "quipu", "--store", str(store_root), "doctor", "--json", *more],
+                          capture_output=True, text=True, cwd=REPO_ROOT)
+    return done.returncode, json.loads(done.stdout)["checks"][0]
+
+
+def _all_found(store_root: Path) -> list[str]:
+    import json
+
+    done = subprocess.run([sys.executable, "-m", "quipu", "--store", str(store_root), "search", "--json", "pipeline"],
+                          capture_output=True, text=True, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr
+    return sorted(h["id"] for h in json.loads(done.stdout))
+
+
+def _empty_object(store_root: Path, oid: str) -> None:
+    loose = store_root / ".git" / "objects" / oid[:2] / oid[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(b"")  # what a machine that lost power leaves of a file never flushed
+
+
+@pytest.mark.parametrize("damage", ["zero-length ref", "truncated objects", "corrupt git index"])
+def test_a_power_cut_or_another_tool_leaves_a_store_doctor_diagnoses_and_one_command_repairs(
+        tmp_path: Path, damage: str) -> None:
+    """Issue 12: crash safety beyond SIGKILL mid-commit."""
+    store = _store_with_notes(tmp_path)
+    root = store.root
+    memories = ["note-0", "note-1", "note-2"]
+    if damage == "zero-length ref":
+        (root / ".git" / "refs" / "heads" / "main").write_bytes(b"")
+    elif damage == "truncated objects":  # the newest commit's memory blob and root tree
+        newest = git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").strip()
+        _empty_object(root, git(root, "rev-parse", f"HEAD:{newest}").strip())
+        _empty_object(root, git(root, "rev-parse", "HEAD^{tree}").strip())
+    else:
+        (root / ".git" / "index").write_bytes(b"DIRC" + bytes(range(256)) * 4)
+
+    code, check = _doctor(root)
+    assert code == 1 and check["name"] == "git repository" and check["ok"] is False
+    assert "--repair" in str(check["summary"])
+
+    code, check = _doctor(root, "--repair")
+    assert check["ok"] is True, check
+    assert fsck_clean(root)
+    assert git(root, "status", "--porcelain") == ""
+    assert _all_found(root) == memories  # no committed memory lost
+    store.add(memory("after-repair", "A note about the pipeline after the repair"))
+    assert _all_found(root) == sorted([*memories, "after-repair"])
+    assert any(p.is_file() for p in (root / ".git" / "quipu-damaged").rglob("*"))  # moved aside, not deleted
+
+
+def fsck_clean(root: Path) -> bool:
+    done = subprocess.run(["git", "-C", str(root), "fsck", "--no-dangling"], capture_output=True, text=True)
+    return done.returncode == 0 and not done.stderr.strip()
