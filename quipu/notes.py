@@ -57,7 +57,8 @@ def _one_line(value: object, limit: int = 300) -> str:
     return text[:limit] if text.isprintable() else ""
 
 
-def _created(fields: dict[str, Any], path: Path) -> str:
+def created_of(fields: dict[str, Any], path: Path) -> str:
+    """A note's ``created`` (or ``date``, ``modified``) when it is a date, else the file's mtime."""
     for key in ("created", "date", "modified"):
         value = fields.get(key)
         try:
@@ -105,7 +106,7 @@ def note_memory(path: Path, root: Path) -> Memory:
         "topics": _short_list(fields.get("tags") if "tags" in fields else fields.get("topics")),
         "aliases": _short_list(fields.get("aliases")),
         "origin": "import",
-        "created": _created(fields, path),
+        "created": created_of(fields, path),
     }
     return Memory.create(values, body + "\n", source=rel)
 

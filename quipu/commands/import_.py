@@ -18,7 +18,6 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from urllib.parse import unquote
 from quipu import index, memorymd, notes
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError, InvalidMemory
-from quipu.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields, parse_memory, render_memory
+from quipu.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
 from quipu.output import print_json, progress
 from quipu.store import Store
 
@@ -96,26 +95,8 @@ def _read_topic(base: Path, link: str | None) -> tuple[dict[str, Any], str, Path
     return fields, body, target
 
 
-def _stamp(path: Path) -> str:
-    when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _created(fields: dict[str, Any], fallback: Path) -> str:
-    for key in ("created", "modified", "date"):
-        value = fields.get(key)
-        if isinstance(value, _dt.datetime):
-            value = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
-            return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if isinstance(value, _dt.date):
-            return value.isoformat()
-        if isinstance(value, str):
-            try:
-                parse_created(value.strip())
-                return value.strip()
-            except ValueError:
-                continue
-    return _stamp(fallback)
+    return notes.created_of(fields, fallback)
 
 
 def _class(fields: dict[str, Any], section: str) -> str:
