@@ -93,7 +93,8 @@ def _read_file(path: str) -> str:
 
 def _decoded(data: bytes, what: str) -> str:
     if len(data) > MAX_FILE_BYTES:
-        raise InvalidMemory(f"{what} is over {MAX_FILE_BYTES:,} bytes; nothing was added\n- split it into several memories")
+        raise InvalidMemory(f"{what} is too long: a memory file may hold at most {MAX_FILE_BYTES:,} bytes; "
+                            "nothing was added\n- split it into several smaller memories")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
