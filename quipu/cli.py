@@ -1,12 +1,13 @@
 """The `quipu` command line: parses arguments and dispatches; nothing else.
 
 Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparsers)`` and
-``run(args) -> int``. ``main`` turns ``FatalError`` into one message and exit 1, anything
-unexpected into exit 3 with the traceback written to a log file, and ^C into 130.
+``run(args) -> int``. ``main`` turns ``FatalError`` and a full disk into one message and exit 1,
+anything unexpected into exit 3 with the traceback written to a log file, and ^C into 130.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -114,12 +115,29 @@ def _main(argv: Sequence[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if not _is_disk_full(exc):
+            return _crashed(exc)
+        print(f"quipu: error: no space left on the device ({exc}); the command did not finish, and a write "
+              "that did not finish was not committed\n- free some space, then run the command again",
+              file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - the one place unexpected failures are reported
-        from quipu import output
+        return _crashed(exc)
 
-        path = output.crash_log(exc, sys.argv)
-        print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
-        return 3
+
+def _crashed(exc: BaseException) -> int:
+    from quipu import output
+
+    path = output.crash_log(exc, sys.argv)
+    print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
+    return 3
+
+
+def _is_disk_full(exc: OSError) -> bool:
+    """ENOSPC or EDQUOT, from the OS or as libgit2 words it (its OSError carries no errno)."""
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "no space left on device" in str(exc).lower() \
+        or "disk quota exceeded" in str(exc).lower()
 
 
 if __name__ == "__main__":

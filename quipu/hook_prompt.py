@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from typing import IO
 
 MAX_STDIN = 1_000_000
+# Of a longer prompt only the first and last half of this many characters are read: its topic is
+# in its opening words or in what was pasted last (a trace), and the work stays that of a normal
+# prompt whatever the size.
+PROMPT_WINDOW = 32_000
 LOG_MAX_BYTES = 1_000_000
 CHILD_ENV = "QUIPU_CHILD"
 _SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -47,7 +51,7 @@ class PromptEvent:
 
     @classmethod
     def create(cls, raw: bytes) -> "PromptEvent | None":
-        data = _fastjson.loads(raw.decode("utf-8"))
+        data = _fastjson.loads(raw.decode("utf-8"), long_strings=PROMPT_WINDOW)
         if not isinstance(data, dict):
             return None
         prompt = data.get("prompt")

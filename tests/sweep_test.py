@@ -217,16 +217,17 @@ def _hook_log(home: Path) -> str:
 def test_hook_returns_at_once_and_a_detached_worker_does_the_session_work(
     tmp_path: Path, quipu_env: Path, command: str,
 ) -> None:
+    """The order, not the speed (that is bench/bench_sweep.py's): the model cannot answer until
+    the test opens its gate, so the hook returning at all shows it did not wait for the worker."""
     store = build(tmp_path / "store", ("vpn-old", "vpn-new"), **{"vpn-new": {"session": "sess-42"}})
-    env = model_env(tmp_path, store, FAKE_MODEL_SLEEP="1.0")
+    gate = tmp_path / "model-may-answer"
+    env = model_env(tmp_path, store, FAKE_MODEL_GATE=str(gate))
     event = {**EVENTS[command], "cwd": str(tmp_path)}
-    start = time.monotonic()
     done = quipu(command, "--hook", "--model", FAKE_MODEL, input=json.dumps(event), env=env)
-    elapsed = time.monotonic() - start
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
-    assert elapsed < 1.5, f"{command} --hook took {elapsed:.2f} s; the SessionEnd budget is 1.5 s"
-    assert decided_pairs(store) == []  # the slow model is still thinking in the detached worker
+    assert decided_pairs(store) == []  # the model is still held in the detached worker
     assert "started the per-session work" in _hook_log(quipu_env)
+    gate.touch()
     wait_for(lambda: "done: 1 applied" in _hook_log(quipu_env))
     assert decided_pairs(store) == [("vpn-new", "vpn-old")]
     seen = [json.loads(x) for x in (tmp_path / "model-seen.jsonl").read_text().splitlines()]

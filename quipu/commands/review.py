@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     item = review.find(store, args.id)
     resolve = review.accept if args.action == "accept" else review.reject
     sha = resolve(store, item.review_id, reason=args.reason)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"review": item.review_id, "resolution": args.action, "commit": sha,
                     "memory": item.memory, "other": item.other})

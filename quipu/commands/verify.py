@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     )
     summary = verifier.verify(store, _extractor(args.model, store), options, ids=args.ids or None, progress=_bar)
     if summary.commits:
-        index.ensure_fresh(store)
+        index.refresh_after_write(store)
     if args.json:
         print_json(summary.to_json())
     else:
