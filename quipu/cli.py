@@ -22,6 +22,7 @@ COMMANDS = (
     "list",
     "search",
     "history",
+    "skills",
     "recall",
     "supersede",
     "label",

@@ -1,0 +1,97 @@
+"""A person copies a draft where Claude Code loads skills, or takes it back out.
+
+Contract:
+- ``promote(store, name, where)`` copies ``skills/drafts/<name>/SKILL.md`` to
+  ``<where>/<name>/SKILL.md`` (``where`` is ``<project>/.claude/skills`` or
+  ``~/.claude/skills``) and commits an event naming who promoted it, where, and the file's hash.
+  It refuses inside Claude Code or a model child (``CLAUDECODE``, ``QUIPU_CHILD``: promotion is a
+  person's act), when the target exists (it would shadow a skill), when a folder on the way is a
+  symbolic link, and when the draft no longer passes the name check.
+- ``demote(store, name)`` removes the file it copied (only if unchanged since: an edited skill is
+  the person's, and is left with a message) and commits the event. The draft stays in the store.
+"""
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from quipu.errors import ConflictError, FatalError, NotFound
+from quipu.skills import gate, queue
+from quipu.store import Store
+
+AGENT_ENV = ("CLAUDECODE", "QUIPU_CHILD")
+
+
+class Promotion(NamedTuple):
+    name: str
+    path: Path
+    commit: str
+
+
+def who() -> str:
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):
+        user = "unknown"
+    return user
+
+
+def require_person() -> None:
+    running = [v for v in AGENT_ENV if os.environ.get(v)]
+    if running:
+        raise FatalError(f"skills are promoted and demoted only by a person ({running[0]} is set: this runs inside "
+                         "Claude Code or a model)\n- run the command yourself, in your own terminal")
+
+
+def _no_links(path: Path, stop: Path) -> None:
+    for p in [path, *path.parents]:
+        if p.is_symlink():
+            raise ConflictError(f"{p} is a symbolic link; quipu never writes through one\n- replace it with a folder")
+        if p == stop:
+            return
+
+
+def promote(store: Store, name: str, where: Path) -> Promotion:
+    require_person()
+    text = queue.draft_text(store, name)
+    if text is None:
+        raise NotFound(f"no skill draft {name!r}\n- run `quipu skills list` to see the drafts")
+    refusal = gate.check_name(gate.Draft(name, "-", "-", "-"), gate.Context(existing_skills=gate.existing_skill_names(
+        [where.parent.parent] if where.parent.name == ".claude" else [])))
+    target = where / name / "SKILL.md"
+    if target.parent.exists() or target.parent.is_symlink():
+        raise ConflictError(f"{target.parent} exists already: promoting would shadow that skill\n"
+                            "- demote or rename the existing skill first")
+    if refusal:
+        raise ConflictError(f"{refusal}\n- rename the draft's folder, or leave it unpromoted")
+    _no_links(where, where.parent.parent)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(text)
+    digest = hashlib.sha256(text).hexdigest()
+    commit = queue.write_event(store, name, "promote", {"by": who(), "where": str(target), "sha256": digest,
+                                                        "time": queue.now()})
+    return Promotion(name, target, commit)
+
+
+def demote(store: Store, name: str) -> Promotion:
+    require_person()
+    event = queue.last_event(store, name)
+    if event.get("action") != "promote":
+        raise NotFound(f"skill {name!r} is not promoted\n- run `quipu skills list` to see what is")
+    target = Path(str(event["where"]))
+    if target.is_symlink():
+        raise ConflictError(f"{target} is a symbolic link; quipu never follows one\n- remove it yourself")
+    if target.exists():
+        if hashlib.sha256(target.read_bytes()).hexdigest() != event.get("sha256"):
+            raise ConflictError(f"{target} was edited since it was promoted, so it is yours now\n"
+                                "- remove it yourself, or restore the promoted text and demote again")
+        target.unlink()
+        try:
+            target.parent.rmdir()
+        except OSError:
+            pass  # the person keeps other files there
+    commit = queue.write_event(store, name, "demote", {"by": who(), "where": str(target), "time": queue.now()})
+    return Promotion(name, target, commit)
