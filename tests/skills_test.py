@@ -1,6 +1,7 @@
 """Skills (`quipu skills`): detection by counting in the history index, the gate, inert drafts, promotion."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -157,6 +158,17 @@ def test_promotion_is_refused_inside_claude_code_and_over_an_existing_skill(
     assert not (where / "rebase-with-local-changes" / "SKILL.md").exists()
     with pytest.raises(Exception, match="not promoted"):
         demote(store, "rebase-with-local-changes")
+    # A store is untrusted: a promotion record naming any other file never makes demote remove it.
+    victim = project / "notes" / "rebase-with-local-changes" / "SKILL.md"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("mine")
+    queue.write_event(store, "rebase-with-local-changes", "promote",
+                      {"by": "x", "where": str(victim), "sha256": hashlib.sha256(b"mine").hexdigest()})
+    with pytest.raises(Exception, match="not a skill folder"):
+        demote(store, "rebase-with-local-changes")
+    assert victim.read_text() == "mine"
+    with pytest.raises(Exception, match="not a skill name"):
+        promote(store, "../escape", where)
 
 
 def adversarial_candidate(project: Path, sessions: int = 3,

@@ -54,8 +54,24 @@ def _no_links(path: Path, stop: Path) -> None:
             return
 
 
+def _check_name(name: str) -> None:
+    if not gate.NAME.match(name) or len(name) > gate.MAX_NAME:
+        raise NotFound(f"{name!r} is not a skill name\n- run `quipu skills list` to see the drafts")
+
+
+def _loadable(target: Path, name: str) -> bool:
+    """A path ``promote`` can have written: ``<.claude or the Claude folder>/skills/<name>/SKILL.md``.
+    The store is untrusted input, so ``demote`` removes nothing else whatever an event says."""
+    from quipu.claude_settings import claude_dir
+
+    skills = target.parent.parent
+    return (target.is_absolute() and target.name == "SKILL.md" and target.parent.name == name
+            and skills.name == "skills" and (skills.parent.name == ".claude" or skills == claude_dir() / "skills"))
+
+
 def promote(store: Store, name: str, where: Path) -> Promotion:
     require_person()
+    _check_name(name)
     text = queue.draft_text(store, name)
     if text is None:
         raise NotFound(f"no skill draft {name!r}\n- run `quipu skills list` to see the drafts")
@@ -78,10 +94,14 @@ def promote(store: Store, name: str, where: Path) -> Promotion:
 
 def demote(store: Store, name: str) -> Promotion:
     require_person()
+    _check_name(name)
     event = queue.last_event(store, name)
     if event.get("action") != "promote":
         raise NotFound(f"skill {name!r} is not promoted\n- run `quipu skills list` to see what is")
-    target = Path(str(event["where"]))
+    target = Path(str(event.get("where", "")))
+    if not _loadable(target, name):
+        raise ConflictError(f"the store's promotion record names {target}, not a skill folder quipu writes\n"
+                            "- remove the skill yourself")
     if target.is_symlink():
         raise ConflictError(f"{target} is a symbolic link; quipu never follows one\n- remove it yourself")
     if target.exists():
