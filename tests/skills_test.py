@@ -104,7 +104,8 @@ def test_commands_and_paths_are_abstracted() -> None:
 
 
 def test_three_sessions_make_one_inert_draft_and_promote_makes_it_loadable(
-        tmp_path: Path, project: Path, person: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, project: Path, person: Path, store_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     projects = person / "projects"
     for i in range(3):
         rebase_session(projects, f"aaaa000{i}-0000-4000-8000-00000000000{i}", project, i)
@@ -114,6 +115,11 @@ def test_three_sessions_make_one_inert_draft_and_promote_makes_it_loadable(
     found = find_candidates(path)
     assert [c.steps for c in found] == [("git stash", "git pull --rebase <arg>", "git stash pop")]
     assert len(found[0].sessions) == 3 and any(FAILURE in f for f in found[0].failures)
+
+    assert cli.main(["skills", "candidates"]) == 0
+    shown = capsys.readouterr().out
+    assert "3 sessions" in shown and "git stash pop" in shown and "aaaa0002-0000-4000-8000-000000000002:" in shown
+    assert FAILURE in shown
 
     store = make_store(store_path)
     model = ScriptedModel([VALID])
@@ -138,6 +144,9 @@ def test_three_sessions_make_one_inert_draft_and_promote_makes_it_loadable(
     assert entry.action == "skill-promote" and entry.trailers["Quipu-By"] and entry.trailers["Quipu-Skill"] == VALID["name"]
     listed = [e.to_json() for e in queue.entries(store)]
     assert listed[0]["promoted"] == str(target)
+    capsys.readouterr()
+    assert cli.main(["--store", str(store_path), "skills", "list"]) == 0
+    assert f"draft    rebase-with-local-changes  (3 sessions)  promoted to {target}" in capsys.readouterr().out
 
     assert cli.main(["--store", str(store_path), "skills", "demote", "rebase-with-local-changes"]) == 0
     assert loaded_skill_files(person, project) == [] and drafts[0].exists()

@@ -13,6 +13,10 @@ from pathlib import Path
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from quipu.skills.detect import Candidate
+
 DEFAULT_MAX_CALLS = 10
 DEFAULT_MAX_CHARS = 60_000
 
@@ -88,10 +92,7 @@ def _index_path() -> Path:
     return Layout.default().index
 
 
-def _show_candidate(c: object) -> None:
-    from quipu.skills.detect import Candidate
-
-    assert isinstance(c, Candidate)
+def _show_candidate(c: Candidate) -> None:
     print(f"{c.id}  {len(c.sessions)} sessions, {len(c.occurrences)} times, last {c.last_seen[:16] or '?'}")
     for i, step in enumerate(c.steps, 1):
         print(f"    {i}. {step}")

@@ -121,7 +121,7 @@ def check_failure(draft: Draft, candidate: Candidate) -> str | None:
     if len(named) < MIN_QUOTED_FAILURE:
         return "names no concrete failure it prevents (quote an error from the sessions)"
     seen = [_norm(f) for f in candidate.failures]
-    if not any(named in f or f in named for f in seen):
+    if not any(named in f or (len(f) >= MIN_QUOTED_FAILURE and f in named) for f in seen):
         return f"the failure {draft.failure[:80]!r} was not found in the sessions it came from"
     return None
 
