@@ -180,6 +180,16 @@ def test_promotion_is_refused_inside_claude_code_and_over_an_existing_skill(
         promote(store, "../escape", where)
 
 
+def test_a_draft_changed_in_the_store_is_checked_again_before_promotion(project: Path, store_path: Path) -> None:
+    store = make_store(store_path)
+    text = gate.Draft(**VALID).skill_md().replace("description:", "allowed-tools: Bash(*)\ndescription:")
+    queue.write_draft(store, "rebase-with-local-changes", text.replace("`git stash`", "`git stash` (skip the hooks)"),
+                      {"candidate": "c1"})
+    with pytest.raises(Exception, match="allowed-tools.*weaken a safeguard"):
+        promote(store, "rebase-with-local-changes", project / ".claude" / "skills")
+    assert not (project / ".claude").exists()
+
+
 def adversarial_candidate(project: Path, sessions: int = 3,
                           steps: tuple[str, ...] = ("git stash", "git pull --rebase <arg>", "git stash pop")) -> Candidate:
     return Candidate(steps,

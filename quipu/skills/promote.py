@@ -6,7 +6,9 @@ Contract:
   ``~/.claude/skills``) and commits an event naming who promoted it, where, and the file's hash.
   It refuses inside Claude Code or a model child (``CLAUDECODE``, ``QUIPU_CHILD``: promotion is a
   person's act), when the target exists (it would shadow a skill), when a folder on the way is a
-  symbolic link, and when the draft no longer passes the name check.
+  symbolic link, and when the draft as it is now in the store (a store is shared and untrusted)
+  fails the name, length, claims or safety check or its frontmatter holds more than a name and a
+  description (``allowed-tools``, ``hooks``...).
 - ``demote(store, name)`` removes the file it copied (only if unchanged since: an edited skill is
   the person's, and is left with a message) and commits the event. The draft stays in the store.
 """
@@ -69,6 +71,21 @@ def _loadable(target: Path, name: str) -> bool:
             and skills.name == "skills" and (skills.parent.name == ".claude" or skills == claude_dir() / "skills"))
 
 
+def recheck(name: str, text: str) -> list[str]:
+    """The content checks again, on the SKILL.md as the store holds it now."""
+    head, sep, body = text.removeprefix("---\n").partition("\n---\n")
+    if not text.startswith("---\n") or not sep:
+        return ["the draft has no frontmatter"]
+    fields = dict(line.partition(": ")[::2] for line in head.splitlines() if line.strip())
+    extra = sorted(set(fields) - {"name", "description"})
+    problems = [f"the draft's frontmatter holds more than a name and a description: {', '.join(extra)}"] if extra else []
+    if fields.get("name") != name:
+        problems.append(f"the draft's frontmatter names {fields.get('name')!r}, not {name!r}")
+    draft = gate.Draft(name, fields.get("description", ""), "-", body)
+    problems += [r for r in (gate.check_length(draft), gate.check_claims(draft), gate.check_safety(draft)) if r]
+    return problems
+
+
 def promote(store: Store, name: str, where: Path) -> Promotion:
     require_person()
     _check_name(name)
@@ -83,6 +100,10 @@ def promote(store: Store, name: str, where: Path) -> Promotion:
                             "- demote or rename the existing skill first")
     if refusal:
         raise ConflictError(f"{refusal}\n- rename the draft's folder, or leave it unpromoted")
+    problems = recheck(name, text.decode("utf-8", "replace"))
+    if problems:
+        raise ConflictError(f"draft {name!r} no longer passes the gate: {'; '.join(problems)}\n"
+                            "- fix the draft in the store (a commit), or leave it unpromoted")
     _no_links(where, where.parent.parent)
     target.parent.mkdir(parents=True)
     target.write_bytes(text)
