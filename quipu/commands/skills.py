@@ -69,8 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     pr = ssub.add_parser("promote", help="copy a draft where Claude Code loads skills (a person only)",
                          description="Copy skills/drafts/NAME/SKILL.md to .claude/skills/NAME/ of the project "
                          "(--project, the default) or to ~/.claude/skills/NAME/ (--user), and commit who "
-                         "promoted it. Refused inside Claude Code or a model child, or when a skill of that "
-                         "name exists. `quipu skills demote NAME` takes it back out.")
+                         "promoted it. Refused inside Claude Code or a model child, when a skill of that "
+                         "name exists, or when the draft, as the store holds it now, fails the gate's content "
+                         "checks. `quipu skills demote NAME` takes it back out.")
     pr.add_argument("name", metavar="NAME")
     where = pr.add_mutually_exclusive_group()
     where.add_argument("--project", action="store_true", help="the current project's .claude/skills (default)")

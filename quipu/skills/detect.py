@@ -22,7 +22,7 @@ import hashlib
 import re
 import shlex
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,6 +210,3 @@ def find_candidates(path: Path, *, min_sessions: int = MIN_SESSIONS) -> list[Can
     finally:
         db.close()
 
-
-def by_id(candidates: Iterable[Candidate], ident: str) -> Candidate | None:
-    return next((c for c in candidates if c.id.startswith(ident)), None)
