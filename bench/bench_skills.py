@@ -59,7 +59,7 @@ def corpus(sessions: int, per_session: int, repeated: bool, seed: int = 7) -> li
                          for k in range(rng.randint(3, 6))]
                 if s in plan and t == 11:
                     calls = [f"[Bash: {c}]" for c in plan[s][0]]
-                text = f"Looked at it.\n" + "\n".join(calls) + "\nDone."
+                text = "Looked at it.\n" + "\n".join(calls) + "\nDone."
             turns.append(Turn(f"{sid}/u{t}", sid, t, "user" if t % 2 == 0 else "assistant", text, ts, project, "main"))
     return turns
 
