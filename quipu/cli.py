@@ -23,6 +23,7 @@ COMMANDS = (
     "list",
     "search",
     "history",
+    "skills",
     "recall",
     "supersede",
     "label",
