@@ -9,6 +9,9 @@ Stores (one commit each, the example store's memories included):
 - ``full``: every real note. The conversational sets meet it.
 - ``foreign``: the real notes less those of the prompts' own authors (the prompts come from
   their projects), so it holds nothing for the topical prompts: any injection there is noise.
+- ``team``: tests/fixtures/recall/ordinary_notes.json, 150 ordinary notes of a small product
+  team (Django, React, Postgres, Kubernetes, CI...) written by the quipu team, plus the example
+  store: a small store, where every word is rarer, full of the everyday vocabulary of the work.
 - ``paired``: ``foreign`` plus one note per prompt of tests/fixtures/recall/paired_notes.json,
   written by the quipu team for that prompt in other words. **Optimistic**: the writer had read
   the prompt; the figure says whether a relevant note that exists is found, not how often one
@@ -97,6 +100,12 @@ def borderline_cases(data: Path) -> list[Case]:
 def topical_cases(data: Path) -> list[Case]:
     return [Case(p.text, p.previous, "prompts-dev: topical", "topical", p.lang, "")
             for p in R.real_prompts(data, "topical")]
+
+
+def team_memories() -> list[Memory]:
+    notes = json.loads((FIXTURES / "ordinary_notes.json").read_text(encoding="utf-8"))["notes"]
+    return [Memory.create({"id": n["id"], "title": n["title"], "class": n["class"], "topics": n.get("topics", []),
+                           "created": R.CREATED}, n["body"].strip() + "\n") for n in notes]
 
 
 def paired_notes(data: Path) -> tuple[list[Case], list[Memory]]:
@@ -244,13 +253,16 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     full = _store(scratch, "full", notes, (), ())
     foreign = _store(scratch, "foreign", notes, authors, ())
     with_pairs = _store(scratch, "paired", notes, authors, paired_memories)
+    team = _store(scratch, "team", [], (), team_memories())
     sizes = {name: len(R.realistic_memories(notes, excl)) + len(example_memories()) + extra
              for name, excl, extra in (("full", (), 0), ("foreign", authors, 0), ("paired", authors, len(paired)))}
+    sizes["team"] = len(team_memories()) + len(example_memories())
     build_s = time.perf_counter() - start
     package = baseline_package(scratch)
     runs: dict[str, dict[str, list[list[str]]]] = defaultdict(dict)
     jobs = (("conversational", full, conversational), ("borderline", full, borderline),
-            ("topical", foreign, topical), ("paired", with_pairs, paired))
+            ("topical", foreign, topical), ("paired", with_pairs, paired),
+            ("team conversational", team, conversational), ("team topical", team, topical))
     for set_name, root, cases in jobs:
         db_path = root / ".cache" / "index.sqlite"
         runs[QUIPU][set_name] = run_quipu(db_path, cases)
@@ -264,7 +276,8 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     lines.append(
         f"Stores: `full` {sizes['full']:,} memories ({len(notes):,} real notes of memories-real plus the example store), "
         f"`foreign` {sizes['foreign']:,} (without the notes of the prompts' authors: {', '.join(authors)}), "
-        f"`paired` {sizes['paired']:,} (`foreign` plus {len(paired)} paired notes). Built in {build_s:.1f} s.\n"
+        f"`paired` {sizes['paired']:,} (`foreign` plus {len(paired)} paired notes), `team` {sizes['team']:,} "
+        f"(150 ordinary notes of a small team plus the example store). Built in {build_s:.1f} s.\n"
     )
     lines.append("#### Goals\n")
     rows = []
@@ -280,6 +293,13 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     lines.append(C.table(("system", "conversational that inject (goal 0, floor 2%)",
                           "topical, nothing relevant, that inject (goal <= 5%)", "memories injected there",
                           "paired note in the top two (goal >= 87%)", "borderline that inject (no goal)"), rows))
+    rows = []
+    for system in systems:
+        conv = runs[system]["team conversational"]
+        top = runs[system]["team topical"]
+        rows.append((system, pct(sum(1 for ids in conv if ids), len(conv)), pct(sum(1 for ids in top if ids), len(top))))
+    lines.append("\nOn the small `team` store (the same goals):\n")
+    lines.append(C.table(("system", "conversational that inject", "topical prompts of other projects that inject"), rows))
     lines.append(f"\nThe real hook process (`python -I -S hooks/prompt_submit.py`) on the conversational sets: "
                  f"{sum(hook_fired)} of {len(hook_fired)} printed anything.\n")
 

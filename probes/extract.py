@@ -4,7 +4,7 @@ Contract: ``extract(body, root=...)`` yields raw extraction dicts, in order of f
 and without duplicates: ``{"probe": "url-alive", "args": {"url": ...}}`` for each http(s) URL
 (bare, in ``<...>``, in a Markdown link or in backticks) and ``{"probe": "path-exists", "args":
 {"root": ..., "path": ...}}`` for each backticked span that looks like a path (``~/...`` becomes
-root "home"). Fenced code blocks are skipped: they hold commands, not claims. The output is as
+root "home"; an absolute path is checked only under an allowed root, see path-exists). Fenced code blocks are skipped: they hold commands, not claims. The output is as
 untrusted as the body it came from: pass each item through ``validate_extraction``.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ _FENCE = re.compile(r'^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$', re.MULTILINE | re.DO
 _BACKTICKED = re.compile(r'`([^`\n]+)`')
 _URL = re.compile(r'https?://[^\s<>"`\')\]]+', re.IGNORECASE)
 _LINE_SUFFIX = re.compile(r':\d+(?::\d+)?$')
-_PATHY = re.compile(r'[\w.@+~-]+(?:/[\w.@+ -]*)*')
+_PATHY = re.compile(r'/?[\w.@+~-]+(?:/[\w.@+ -]*)*')
 _HAS_EXTENSION = re.compile(r'\.[A-Za-z0-9]{1,8}$')
 
 

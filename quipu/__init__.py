@@ -50,7 +50,7 @@ _source_checkout_probes()
 
 
 # The prompt hook's modules, each after the ones it imports.
-PROMPT_PATH = ("_fs", "_fastjson", "locate", "vocabulary", "query", "transcript", "recall", "hook_prompt")
+PROMPT_PATH = ("_fs", "_fastjson", "locate", "vocabulary", "query", "transcript", "fence", "recall", "hook_prompt")
 
 
 def _bytecode(package_dir: str, short: str) -> "object | None":

@@ -9,6 +9,9 @@ Offline code that reads whole transcripts uses ``json``.
 Contract: ``loads`` accepts one JSON value surrounded by optional whitespace and raises
 ``ValueError`` otherwise (NaN and Infinity refused, like ``json.loads(strict=False)``: control
 characters inside strings are accepted); surrogate pairs in ``\\u`` escapes become one character.
+``loads(text, long_strings=N)`` keeps of any string longer than N characters (as written) only
+its first and last N/2, joined by a newline, so a megabyte-long value costs no more to read than
+N characters: the hook reads a huge prompt's head and tail.
 ``dumps`` writes dicts, lists, tuples, strings, ints, floats, booleans and None as ASCII JSON
 (``\\u`` escapes, surrogate pairs beyond the BMP), like ``json.dumps``.
 """
@@ -20,13 +23,20 @@ _CONTROL = {i: f"\\u{i:04x}" for i in range(32)}
 _CONTROL.update({ord("\r"): "\\r", ord("\t"): "\\t", ord("\b"): "\\b", ord("\f"): "\\f"})
 
 
-def loads(text: "str | bytes") -> object:
+_long_strings = 0  # set by loads for the duration of one call (the parser's functions are plain)
+
+
+def loads(text: "str | bytes", long_strings: int = 0) -> object:
+    global _long_strings
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8")
+    _long_strings = long_strings
     try:
         value, end = _value(text, _skip(text, 0))
     except IndexError:
         raise ValueError("JSON ends too early") from None
+    finally:
+        _long_strings = 0
     if _skip(text, end) != len(text):
         raise ValueError(f"extra data after the JSON value at {end}")
     return value
@@ -60,22 +70,66 @@ def _string(s: str, i: int) -> "tuple[str, int]":
     """The string whose opening quote is just before ``i``; returns it and the index after it."""
     end = s.index('"', i)
     slash = s.find("\\", i, end)
+    limit = _long_strings
     if slash < 0:
+        if limit and end - i > limit:
+            return s[i : i + limit // 2] + "\n" + s[end - limit // 2 : end], end + 1
         return s[i:end], end + 1
+    end = _closing_quote(s, i, end)
+    if limit and end - i > limit:
+        half = limit // 2
+        return _window(s, i, i + half, True) + "\n" + _window(s, end - half, end, False), end + 1
+    return _unescape(s, i, end), end + 1
+
+
+def _closing_quote(s: str, i: int, quote: int) -> int:
+    """The first quote at or after ``quote`` that no backslash escapes."""
+    while True:
+        k = quote
+        while k > i and s[k - 1] == "\\":
+            k -= 1
+        if (quote - k) % 2 == 0:
+            return quote
+        quote = s.index('"', quote + 1)
+
+
+def _window(s: str, start: int, end: int, head: bool) -> str:
+    """``s[start:end]`` unescaped, its edge moved by up to an escape's length so as not to cut one."""
+    for _ in range(12):
+        try:
+            text = _unescape(s, start, end)
+        except ValueError:
+            if head:
+                end -= 1
+            else:
+                start += 1
+            continue
+        # Half a surrogate pair cut off at the edge is dropped: it is no character.
+        if head and text and "\ud800" <= text[-1] <= "\udbff":
+            return text[:-1]
+        if not head and text and "\udc00" <= text[0] <= "\udfff":
+            return text[1:]
+        return text
+    return ""
+
+
+def _unescape(s: str, i: int, end: int) -> str:
+    """The JSON string text ``s[i:end]`` (no unescaped quote in it) with its escapes decoded."""
     parts = []
     while True:
-        slash = s.find("\\", i)
-        end = s.index('"', i)
-        if slash < 0 or slash > end:
+        slash = s.find("\\", i, end)
+        if slash < 0:
             parts.append(s[i:end])
-            return "".join(parts), end + 1
+            return "".join(parts)
         parts.append(s[i:slash])
+        if slash + 1 >= end:
+            raise ValueError(f"invalid escape at {slash}")
         kind = s[slash + 1]
         if kind == "u":
-            code = _hex4(s, slash + 2)
+            code = _hex4(s, slash + 2, end)
             i = slash + 6
-            if 0xD800 <= code < 0xDC00 and s.startswith("\\u", i):
-                low = _hex4(s, i + 2)
+            if 0xD800 <= code < 0xDC00 and s.startswith("\\u", i, end):
+                low = _hex4(s, i + 2, end)
                 if 0xDC00 <= low < 0xE000:
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
@@ -87,8 +141,8 @@ def _string(s: str, i: int) -> "tuple[str, int]":
             raise ValueError(f"invalid escape at {slash}")
 
 
-def _hex4(s: str, i: int) -> int:
-    digits = s[i : i + 4]
+def _hex4(s: str, i: int, end: int = -1) -> int:
+    digits = s[i : min(i + 4, end) if end >= 0 else i + 4]
     if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
         raise ValueError(f"invalid \\u escape at {i}")
     return int(digits, 16)

@@ -10,6 +10,10 @@ straight to it. Contract:
   otherwise a str copy of the process environment decoded as ``os`` decodes it.
 - ``open_fd``, ``read_fd``, ``write_fd`` and ``close_fd`` work on file descriptors, without the
   buffered file objects ``open`` builds (which cost more calls than reading a small file).
+- ``real_dir(path)`` / ``real_file(path)`` are ``isdir`` / ``isfile`` without following a
+  symlink (``lstat``); ``O_NOFOLLOW`` is 0 where the platform has none.
+- ``open_regular`` opens a file for reading without blocking (a FIFO or a device named where a
+  file is expected must not hang the hook) and refuses anything but a regular file.
 - On a platform without ``posix`` every name is simply the ``os`` one.
 """
 import sys
@@ -24,16 +28,35 @@ _S_IFDIR = 0o040000
 _S_IFREG = 0o100000
 _environ_copy = None
 
-O_RDWR, O_APPEND, O_CREAT = _posix.O_RDWR, _posix.O_APPEND, _posix.O_CREAT
+O_RDWR, O_APPEND, O_CREAT, O_WRONLY = _posix.O_RDWR, _posix.O_APPEND, _posix.O_CREAT, _posix.O_WRONLY
+O_NOFOLLOW = getattr(_posix, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(_posix, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(_posix, "O_CLOEXEC", 0)
 stat = _posix.stat
 unlink = _posix.unlink
 scandir = _posix.scandir
 getcwd = _posix.getcwd
 close_fd = _posix.close
+fstat = _posix.fstat
+pread = _posix.pread
 
 
 def open_fd(path: str, flags: int) -> int:
     return _posix.open(path, flags, 0o644)
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor on the regular file ``path``; OSError for anything else.
+
+    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer (forever)."""
+    fd = _posix.open(path, _posix.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+    try:
+        if _posix.fstat(fd).st_mode & _S_IFMT != _S_IFREG:
+            raise OSError(f"not a regular file: {path}")
+    except BaseException:
+        _posix.close(fd)
+        raise
+    return fd
 
 
 def read_fd(fd: int) -> bytes:
@@ -52,6 +75,25 @@ def read_upto(fd: int, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     return b"".join(chunks)
+
+
+def _lmode(path: str) -> int:
+    try:
+        return _posix.lstat(path).st_mode & _S_IFMT
+    except (OSError, ValueError):
+        return 0
+
+
+def real_dir(path: str) -> bool:
+    return _lmode(path) == _S_IFDIR
+
+
+def real_file(path: str) -> bool:
+    return _lmode(path) == _S_IFREG
+
+
+def lexists(path: str) -> bool:
+    return _lmode(path) != 0
 
 
 def write_fd(fd: int, data: bytes) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu import index, profile
+from quipu import fence, index, profile
 from quipu.store import Store
 
 BUDGET_TOKENS = 1300          # Hermes' always-on layer; the design's goal for quipu
@@ -136,5 +136,5 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS) -> Layer:
             bits.append(f"{profile_out} profile line(s)")
         parts.append(f"Left out for size: {' and '.join(bits)}; `quipu doctor` lists them.")
     if parts:
-        layer.text = "\n".join([_OPEN, "\n\n".join(parts), _CLOSE])
+        layer.text = "\n".join([_OPEN, fence.safe("\n\n".join(parts)), _CLOSE])  # stored text stays inside
     return layer

@@ -362,7 +362,9 @@ def _write(path: Path, text: str) -> None:
             tmp.unlink()
 
 
-def _apply(path: Path, scope: str, before: str | None, after_settings: dict[str, Any], dry_run: bool, added: list[dict[str, str]], removed: list[dict[str, str]]) -> Result:
+def write_change(path: Path, scope: str, before: str | None, after_settings: dict[str, Any], dry_run: bool, added: list[dict[str, str]], removed: list[dict[str, str]]) -> Result:
+    """Write ``after_settings`` to ``path`` (backed up first; the old bytes when a backup holds exactly
+    them), unless nothing changed or ``dry_run``; also used for the MCP configuration files."""
     changed = bool(added or removed)
     after = before or ""
     if changed:
@@ -378,7 +380,7 @@ def _apply(path: Path, scope: str, before: str | None, after_settings: dict[str,
 def install(path: Path, *, scope: str = "user", dry_run: bool = False, hooks_dir: Path | None = None) -> Result:
     settings, before = load(path)
     merged, added, removed = merge(settings, commands(hooks_dir), str(path))
-    return _apply(path, scope, before, merged, dry_run, added, removed)
+    return write_change(path, scope, before, merged, dry_run, added, removed)
 
 
 def uninstall(path: Path, *, scope: str = "user", dry_run: bool = False) -> Result:
@@ -386,4 +388,4 @@ def uninstall(path: Path, *, scope: str = "user", dry_run: bool = False) -> Resu
     if before is None:
         return Result(path, scope, False, False, dry_run, None)
     cleaned, removed = remove(settings, str(path))
-    return _apply(path, scope, before, cleaned, dry_run, [], removed)
+    return write_change(path, scope, before, cleaned, dry_run, [], removed)

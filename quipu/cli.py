@@ -1,20 +1,18 @@
 """The `quipu` command line: parses arguments and dispatches; nothing else.
 
 Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparsers)`` and
-``run(args) -> int``. ``main`` turns ``FatalError`` into one message and exit 1, anything
-unexpected into exit 3 with the traceback written to a log file, and ^C into 130.
+``run(args) -> int``. ``main`` turns ``FatalError`` and a full disk into one message and exit 1,
+anything unexpected into exit 3 with the traceback written to a log file, and ^C into 130.
 """
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import errno
 import importlib
-import os
 import sys
-import traceback
 from collections.abc import Sequence
 
-from quipu import __version__, locate
+from quipu import __version__
 from quipu.errors import FatalError
 
 # Sub-command modules, in the order `quipu --help` lists them.
@@ -25,6 +23,8 @@ COMMANDS = (
     "show",
     "list",
     "search",
+    "history",
+    "skills",
     "recall",
     "supersede",
     "label",
@@ -46,6 +46,7 @@ COMMANDS = (
     "fact",
     "profile",
     "session-start",
+    "mcp",
 )
 
 
@@ -89,20 +90,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _crash_log(exc: BaseException) -> str:
-    directory = os.path.join(locate.quipu_home(), "logs")
-    try:
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, "crash.log")
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(sys.argv)}\n")
-            fh.write("".join(traceback.format_exception(exc)))
-        return path
-    except OSError:
-        return "(could not write a log)"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from quipu.output import CleanWriter
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = CleanWriter(sys.stdout), CleanWriter(sys.stderr)  # stored text is not a terminal command
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_chosen_command(argv))
     args = parser.parse_args(argv)
@@ -119,10 +118,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if not _is_disk_full(exc):
+            return _crashed(exc)
+        print(f"quipu: error: no space left on the device ({exc}); the command did not finish, and a write "
+              "that did not finish was not committed\n- free some space, then run the command again",
+              file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - the one place unexpected failures are reported
-        path = _crash_log(exc)
-        print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
-        return 3
+        return _crashed(exc)
+
+
+def _crashed(exc: BaseException) -> int:
+    from quipu import output
+
+    path = output.crash_log(exc, sys.argv)
+    print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
+    return 3
+
+
+def _is_disk_full(exc: OSError) -> bool:
+    """ENOSPC or EDQUOT, from the OS or as libgit2 words it (its OSError carries no errno)."""
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "no space left on device" in str(exc).lower() \
+        or "disk quota exceeded" in str(exc).lower()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Health checks behind `quipu doctor`. Each check returns a ``Check``; none raises for a finding.
 
-Checks: the index (fresh or not, rebuilt if needed), files skipped for bad frontmatter, the git
-hooks, the store's size, git's garbage-collection state and Claude Code's MEMORY.md load limit.
+Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
+submodules and cache files), the index (fresh or not, rebuilt if needed), files skipped for bad
+frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
+MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu import githooks, index, memorymd
+from quipu import githooks, index, memorymd, safepath, settings
+from quipu.errors import UnsafeStore
 from quipu.store import Store
 
 
@@ -23,6 +26,25 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "summary": self.summary, "details": self.details}
+
+
+def check_settings(store: Store) -> Check:
+    found = settings.problems(store)
+    if not found:
+        return Check("settings", True, "the store's quipu.toml sets nothing only you may choose")
+    return Check("settings", False, f"{len(found)} store setting(s) refused or clamped (see docs/security.md)", found)
+
+
+def check_tree(store: Store) -> Check:
+    found = safepath.special_entries(store.repo)
+    try:
+        store.cache_dir
+    except UnsafeStore as exc:
+        found.append(str(exc).replace("\n", " "))
+    if not found:
+        return Check("store tree", True, "no symlinks, submodules or committed cache files")
+    return Check("store tree", False,
+                 f"{len(found)} path(s) quipu will not follow; remove them with `git rm --cached` and commit", found)
 
 
 def check_index(store: Store) -> Check:
@@ -106,8 +128,16 @@ def check_always_on(store: Store) -> Check:
     return Check("always-on layer", not (unsearchable or card.unparsed), summary, details)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
+CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
+
+
+def _run(check: Callable[[Store], Check], store: Store) -> Check:
+    try:
+        return check(store)
+    except UnsafeStore as exc:
+        return Check(check.__name__.removeprefix("check_").replace("_", " "), False, str(exc).splitlines()[0],
+                     str(exc).splitlines()[1:])
 
 
 def run_checks(store: Store) -> list[Check]:
-    return [check(store) for check in CHECKS]
+    return [_run(check, store) for check in CHECKS]

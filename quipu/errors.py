@@ -24,3 +24,11 @@ class ConflictError(FatalError):
 
 class NotFound(FatalError):
     """A memory, commit or sweep that was named does not exist."""
+
+
+class UnsafeStore(FatalError):
+    """A store holds something quipu refuses to follow or act on (a symlink, a special file)."""
+
+
+class SecretRefused(InvalidMemory):
+    """Text to be committed looks like it holds a credential; nothing was committed."""

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from quipu import secrets_scan
+from quipu import fence, secrets_scan
 
 CAPTURE_CLASSES = ("rule", "preference", "fact", "reference", "project-note")
 OUTCOMES = ("held", "refuted", "unknown")
@@ -187,7 +187,12 @@ def gate_secret(c: Candidate) -> str | None:
 
 
 def gate_injection(c: Candidate) -> str | None:
-    hit = _found(_INJECTION, c.all_text())
+    text = c.all_text()
+    if fence.neutralise(text) != text:
+        return "text that opens or closes quipu's fence tag (<quipu-...>)"
+    if fence.clean(text) != text:
+        return "control characters, terminal escape sequences or bidi overrides"
+    hit = _found(_INJECTION, text)
     return f"text that instructs the agent: {hit!r}" if hit else None
 
 

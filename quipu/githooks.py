@@ -12,7 +12,9 @@ Contract:
 - The post-* stubs start ``quipu index --refresh`` detached and never fail the git command. They
   are an optimisation only: every read compares the index with HEAD anyway (libgit2 commits,
   resets and ``update-ref`` run no hook at all).
-- The pre-commit stub closes a race in git itself: ``git commit`` reads the index before it
+- The pre-commit stub refuses a commit that adds a symlink, a submodule or a file under
+  ``.cache/`` (quipu never follows those out of the store; see docs/security.md).
+- The pre-commit stub also closes a race in git itself: ``git commit`` reads the index before it
   takes ``index.lock`` and writes that copy back, so a quipu write that landed in between loses
   its staged entry and the person's commit would delete the memory. A staged deletion of a
   ``memories/`` or ``events/`` file that is still in the worktree, byte for byte as in HEAD, is
@@ -23,9 +25,9 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
+from quipu import launch
 from quipu.errors import FatalError
 
 HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
@@ -45,7 +47,7 @@ fi
 py={python}
 if [ -z "$QUIPU_CHILD" ] && [ -x "$py" ]; then
   root=$(git rev-parse --show-toplevel 2>/dev/null) &&
-    ( "$py" -m quipu --store "$root" index --refresh --quiet </dev/null >/dev/null 2>&1 & ) 2>/dev/null
+    ( "$py" -I -c {boot} {package} --store "$root" index --refresh --quiet </dev/null >/dev/null 2>&1 & ) 2>/dev/null
 fi
 exit $rc
 """
@@ -57,6 +59,14 @@ _PRE_COMMIT_STUB = """#!/bin/sh
 # quipu/githooks.py). Your own hook, if you had one, is {name}{legacy} and runs first.
 if [ -x "$0{legacy}" ]; then
   "$0{legacy}" "$@" || exit $?
+fi
+bad=$(git diff --cached --raw --diff-filter=ACMRT 2>/dev/null |
+  awk -F'\\t' '{{ split($1, m, " "); if (m[2] == "120000" || m[2] == "160000" || $NF ~ /^\\.cache(\\/|$)/) print $NF }}')
+if [ -n "$bad" ]; then
+  echo "quipu: refusing to commit a symlink, a submodule or a cache file into the memory store:" >&2
+  printf '%s\\n' "$bad" | sed 's/^/  /' >&2
+  echo "- quipu never follows such a path out of the store; unstage it with: git rm --cached -- PATH" >&2
+  exit 1
 fi
 git diff --cached --name-only --diff-filter=D -- memories events 2>/dev/null | while IFS= read -r f; do
   [ -f "$f" ] || continue
@@ -88,9 +98,12 @@ def is_ours(path: Path) -> bool:
 def _stub(name: str) -> str:
     # Not realpath: a venv's bin/python is a symlink to the base interpreter, and only the
     # unresolved path makes Python find the venv (and the quipu installed in it).
-    python = os.path.abspath(sys.executable)
+    # -I and the package's own folder (quipu.launch): the stub runs in the store's root, where a
+    # committed quipu/ folder would otherwise be imported instead of quipu.
+    python = launch.interpreter()
     template = _PRE_COMMIT_STUB if name == "pre-commit" else _STUB
-    return template.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python))
+    return template.format(marker=MARKER, name=name, legacy=LEGACY_SUFFIX, python=shlex.quote(python),
+                           boot=shlex.quote(launch.BOOT), package=shlex.quote(launch.package_parent()))
 
 
 def install(root: Path) -> list[str]:

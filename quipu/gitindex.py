@@ -16,6 +16,12 @@ Contract:
   ``trailer`` is the SHA-1 of the file last parsed or serialized (git's checksum of the file).
 - ``set`` returns the entry's fixed part; ``set_fixed`` stages such a part again (replaying
   another writer's change, see quipu.gitstore).
+- ``smudge_racy(since, workdir)`` does what git does before it writes an index (git's
+  Documentation/technical/racy-git.txt): an entry whose mtime is not older than the index file
+  being replaced (``since``, whole seconds, as git compares them) may hide an edit made in the
+  same tick, because its stat data still matches the file. Its file is hashed; if the content
+  differs from the staged blob, the entry's size is set to 0, which no later stat matches, so
+  git looks at the content. Once a newer index is written, nothing else would catch that edit.
 """
 from __future__ import annotations
 
@@ -32,6 +38,13 @@ _FIXED = 40 + _OID_LEN + 2  # stat data, object id, flags
 _EXTENDED = 0x4000
 _STAGE_MASK = 0x3000
 _NAME_MASK = 0x0FFF
+_MTIME_SECONDS = slice(8, 12)
+_SIZE = slice(36, 40)
+_MODE = slice(24, 28)
+_OID = slice(40, 60)
+_S_IFMT = 0o170000
+_S_IFREG = 0o100000
+_S_IFLNK = 0o120000
 
 
 class Unsupported(Exception):
@@ -168,7 +181,40 @@ class IndexFile:
             del self.paths[i], self.fixed[i], self.encoded[i]
             self._reencode(i)
 
+    def smudge_racy(self, since: int, workdir: str) -> list[tuple[str, bytes]]:
+        """Set the size of racily clean entries whose file no longer holds the staged blob to 0;
+        returns the entries changed (path, fixed part)."""
+        stamp = struct.pack(">I", since & 0xFFFFFFFF)
+        changed = []
+        for i, fixed in enumerate(self.fixed):
+            if fixed[_MTIME_SECONDS] < stamp or fixed[_SIZE] == b"\x00\x00\x00\x00":
+                continue
+            path = self.paths[i].decode("utf-8", "surrogateescape")
+            if _still_clean(os.path.join(workdir, path), fixed):
+                continue
+            self.fixed[i] = fixed[:_SIZE.start] + b"\x00\x00\x00\x00" + fixed[_SIZE.stop:]
+            self.encoded[i] = self._encode(i)
+            changed.append((path, self.fixed[i]))
+        return changed
+
     def serialize(self) -> bytes:
         body = _HEADER.pack(b"DIRC", self.version, len(self.paths)) + b"".join(self.encoded)
         self.trailer = hashlib.sha1(body).digest()
         return body + self.trailer
+
+
+def _still_clean(full: str, fixed: bytes) -> bool:
+    """Whether the worktree file still holds the entry's blob (a missing file or another kind of
+    file is a change git sees from the stat data alone: nothing to smudge)."""
+    (mode,) = struct.unpack(">I", fixed[_MODE])
+    try:
+        if mode & _S_IFMT == _S_IFLNK:
+            data = os.fsencode(os.readlink(full))
+        elif mode & _S_IFMT == _S_IFREG:
+            with open(full, "rb") as fh:
+                data = fh.read()
+        else:
+            return True  # a gitlink: git always looks inside
+    except OSError:
+        return True
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).digest() == fixed[_OID]

@@ -42,7 +42,7 @@ from typing import Any
 
 import pygit2
 
-from quipu import gitindex
+from quipu import gitindex, safepath
 from quipu.locks import file_lock
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 
@@ -151,9 +151,23 @@ def _tree_with(
     return builder.write()
 
 
+_BATCH = 8  # from this many changes on, each touched tree is written once, not once per path
+
+
 def _build_tree(
     repo: pygit2.Repository, base: pygit2.Tree | None, changes: Mapping[str, bytes | None]
 ) -> pygit2.Oid:
+    if len(changes) >= _BATCH:
+        nested: dict[str, Any] = {}
+        for path, data in changes.items():
+            *folders, name = path.split("/")
+            node = nested
+            for folder in folders:
+                node = node.setdefault(folder, {})
+                if not isinstance(node, dict):
+                    raise InvalidMemory(f"refusing to write {path!r}: a file and a folder of one name")
+            node[name] = repo.create_blob(data) if data is not None else None
+        return _tree_with_all(repo, base, nested) or repo.TreeBuilder().write()
     tree = base
     oid: pygit2.Oid | None = base.id if base is not None else None
     for path, data in changes.items():
@@ -164,6 +178,33 @@ def _build_tree(
         tree = repo[oid]  # type: ignore[assignment]
     assert oid is not None
     return oid
+
+
+def _tree_with_all(repo: pygit2.Repository, tree: pygit2.Tree | None, node: dict[str, Any]) -> pygit2.Oid | None:
+    """``_tree_with`` for many paths at once: ``node`` maps names to blobs (None: remove) or to
+    the changes inside a folder; each tree on the way is written once."""
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    for name, change in node.items():
+        present = tree is not None and name in tree
+        if isinstance(change, dict):
+            sub = None
+            if present:
+                entry = tree[name]  # type: ignore[index]
+                sub = repo[entry.id] if entry.type_str == "tree" else None
+            new_sub = _tree_with_all(repo, sub, change)  # type: ignore[arg-type]
+            if new_sub is None:
+                if present:
+                    builder.remove(name)
+            else:
+                builder.insert(name, new_sub, _FILEMODE_TREE)
+        elif change is None:
+            if present:
+                builder.remove(name)
+        else:
+            builder.insert(name, change, _FILEMODE_BLOB)
+    if len(builder) == 0:
+        return None
+    return builder.write()
 
 
 def check_path(rel: object) -> str:
@@ -219,6 +260,8 @@ def commit_files(
     for rel in [*changes, *create_only, *require]:
         check_path(rel)
     repo = repo or open_repo(root)
+    for rel in changes:  # before anything is written: a committed symlinked folder is refused
+        _safe_worktree_path(repo.workdir, rel)
 
     def build(parent: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
         _check_preconditions(parent.tree, create_only, require)
@@ -524,7 +567,7 @@ def _safe_worktree_path(workdir: str, rel: str) -> str:
     full = os.path.normpath(os.path.join(workdir, check_path(rel)))
     if not full.startswith(os.path.normpath(workdir) + os.sep):
         raise InvalidMemory(f"refusing to write outside the store: {rel!r}")
-    return full
+    return safepath.worktree_path(Path(os.path.normpath(workdir)), rel)  # no symlinked folder on the way
 
 
 def _blob_entry(tree: pygit2.Tree, rel: str) -> pygit2.Object | None:
@@ -637,6 +680,13 @@ def _catch_up(kept: gitindex.IndexFile, lock: str, log: str, since: int) -> bool
     return False
 
 
+def _mtime_seconds(path: str) -> int | None:
+    try:
+        return int(os.stat(path).st_mtime)
+    except OSError:
+        return None
+
+
 def _file_key(path: str) -> tuple[int, ...] | None:
     """What changes whenever anyone replaces or rewrites the file (git and libgit2 always write a
     new file and rename it into place). Not the ctime: taking the lock links the file, which
@@ -722,6 +772,10 @@ class _GitIndexLock:
             else:
                 staged.add(_StatEntry(rel, entry.id, entry.filemode, st))
         if isinstance(staged, gitindex.IndexFile):
+            # Entries as new as the index being replaced may hide a same-tick edit (racy git).
+            since = _mtime_seconds(self.index)
+            if since is not None:
+                changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.repo.workdir))
             _write_over(self.lock, staged.serialize())
             self.record = {"from": start, "to": staged.trailer.hex(), **changes}
         else:

@@ -12,6 +12,8 @@ Contract:
 - When the index is behind HEAD, the hook answers from it anyway and starts a detached
   ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits;
   when a store has no index yet (a fresh clone), it stays silent and starts the same refresh.
+- A store whose ``.cache``, ``.cache/sessions`` or index is a symlink (or not a real folder or
+  file) is refused: silent, one line in the log. No file is opened through a symlink.
 """
 import sys
 import time
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
     from typing import IO
 
 MAX_STDIN = 1_000_000
+# Of a longer prompt only the first and last half of this many characters are read: its topic is
+# in its opening words or in what was pasted last (a trace), and the work stays that of a normal
+# prompt whatever the size.
+PROMPT_WINDOW = 32_000
 LOG_MAX_BYTES = 1_000_000
 CHILD_ENV = "QUIPU_CHILD"
 _SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
@@ -45,7 +51,7 @@ class PromptEvent:
 
     @classmethod
     def create(cls, raw: bytes) -> "PromptEvent | None":
-        data = _fastjson.loads(raw.decode("utf-8"))
+        data = _fastjson.loads(raw.decode("utf-8"), long_strings=PROMPT_WINDOW)
         if not isinstance(data, dict):
             return None
         prompt = data.get("prompt")
@@ -84,7 +90,8 @@ def _size(path: str) -> int:
 
 class _Session:
     """The ids already injected in this session (``<store>/.cache/sessions/<id>.ids``, one per
-    line), opened once for reading and appending: a new session's first prompt then costs one
+    line; ``run`` has checked that neither folder is a symlink, and the file is opened without
+    following one), opened once for reading and appending: a new session's first prompt then costs one
     lookup in the folder, not a failed open and a create."""
 
     def __init__(self, root: str, session_id: str) -> None:
@@ -95,7 +102,7 @@ class _Session:
             return
         self.directory = _fs.join(root, locate.CACHE_DIR_NAME, "sessions")
         path = _fs.join(self.directory, f"{clean}.ids")
-        flags = _fs.O_RDWR | _fs.O_APPEND | _fs.O_CREAT
+        flags = _fs.O_RDWR | _fs.O_APPEND | _fs.O_CREAT | _fs.O_NOFOLLOW  # a committed symlink is refused
         try:
             try:
                 self.fd = _fs.open_fd(path, flags)
@@ -134,14 +141,29 @@ def _prune_sessions(directory: str) -> None:
         pass
     cutoff = now - SESSION_KEEP_DAYS * 86400
     try:
-        with open(mark, "w", encoding="utf-8"):
-            pass
+        _touch(mark)
         with _fs.scandir(directory) as entries:
             for entry in entries:
-                if entry.name.endswith((".ids", ".json")) and entry.stat().st_mtime < cutoff:
+                if (entry.name.endswith((".ids", ".json")) and entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_mtime < cutoff):
                     _fs.unlink(entry.path)
     except OSError:
         pass
+
+
+def _touch(path: str) -> None:
+    """Create or truncate ``path``, never through a symlink."""
+    _fs.close_fd(_fs.open_fd(path, _fs.O_WRONLY | _fs.O_CREAT | _fs.O_NOFOLLOW))
+
+
+def _unsafe_cache(root: str) -> str:
+    """The first of ``.cache``, ``.cache/sessions`` (real folders) and the index (a regular file)
+    that exists but is something else, or ''."""
+    cache = _fs.join(root, locate.CACHE_DIR_NAME)
+    for path in (cache, _fs.join(cache, "sessions"), locate.index_path(root)):
+        if _fs.lexists(path) and not (_fs.real_file(path) if path.endswith(".sqlite") else _fs.real_dir(path)):
+            return path
+    return ""
 
 
 def _spawn_refresh(root: str) -> None:
@@ -156,16 +178,15 @@ def _spawn_refresh(root: str) -> None:
         import os  # only here, off the common path: a refresh starts at most every 30 s
 
         os.makedirs(os.path.dirname(mark), exist_ok=True)
-        with open(mark, "w", encoding="utf-8"):
-            pass
+        _touch(mark)
+        from quipu import launch  # the absolute interpreter, -I: no quipu/ in the session's folder runs
+
         devnull = os.devnull
-        env = dict(os.environ)
-        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+        argv = launch.quipu_argv("--store", root, "index", "--refresh", "--quiet")
         os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-m", "quipu", "--store", root, "index", "--refresh", "--quiet"],
-            env,
+            argv[0],
+            argv,
+            dict(os.environ),
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
@@ -188,6 +209,11 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     if not recall.names_a_subject(event.prompt, terms):
         return ""  # no topic of its own: never open the index
     root, _how = locate.find_store_root(None, event.cwd or None, env)
+    unsafe = _unsafe_cache(root)
+    if unsafe:  # a store may not point quipu's own files anywhere else
+        log(f"refusing {unsafe}: it is a symlink or not a real folder/file; recall is off until it is "
+            "removed (`quipu doctor` says how)")
+        return ""
     index = locate.index_path(root)
     if not _fs.isfile(index) and locate.git_dir(root) and _fs.isfile(_fs.join(root, "quipu.toml")):
         _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet

@@ -14,16 +14,25 @@ Contract:
   retry once if SQLite still reports the file damaged mid-query.
 - Files with malformed frontmatter are skipped and listed in ``problems`` (``quipu doctor``).
 - Index writers serialise on an ``flock``; readers never write.
+- A store whose ``.cache`` cannot be written (a read-only store, a folder another user owns) is
+  still read: ``ensure_fresh`` builds a private index in a temporary folder for the process and
+  warns once; nothing is written in the store. ``refresh_after_write`` is the refresh a command
+  runs after its commit landed: if the index cannot be written it warns that the index will
+  catch up on the next read, and the command still reports its commit.
 - The schema, table names and the ranking SQL live in ``quipu.recall``'s stdlib-only world:
   this module imports pygit2 and may import yaml; the prompt path never imports it.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import errno
 import json
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -35,10 +44,10 @@ import pygit2
 
 from quipu import locate
 from quipu.locks import file_lock
-from quipu.errors import FatalError
+from quipu.errors import FatalError, InvalidMemory
 from quipu.memory import Memory, parse_created, parse_memory
 from quipu.query import TOKENIZE
-from quipu.store import CONFIG_NAME, Store
+from quipu.store import CONFIG_NAME, LINK_MODE, Store
 
 SCHEMA_VERSION = "3"
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
@@ -137,12 +146,59 @@ def _row(memory: Memory, path: str) -> dict[str, Any]:
     }
 
 
+# Stores whose own cache cannot be written: {store root: the private index file used instead}.
+_PRIVATE: dict[str, Path] = {}
+_UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def index_file(store: Store) -> Path:
+    """The index this process reads: the store's own, or a private one when that is unwritable."""
+    return _PRIVATE.get(str(store.root), store.index_path)
+
+
 def _index_lock(store: Store) -> contextlib.AbstractContextManager[None]:
-    return file_lock(store.cache_dir / "index.lock")
+    return file_lock(index_file(store).with_name("index.lock"))
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+class IndexUnwritable(FatalError):
+    """The store's index folder cannot be written."""
+
+
+def _is_unwritable(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in _UNWRITABLE
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text)
+
+
+def _use_private_index(store: Store, exc: BaseException) -> None:
+    folder = tempfile.mkdtemp(prefix="quipu-index-")
+    atexit.register(shutil.rmtree, folder, True)
+    _PRIVATE[str(store.root)] = Path(folder) / store.index_path.name
+    print(f"quipu: warning: cannot write the index in {store.cache_dir} ({_reason(exc)}); "
+          "reading from a private copy for this command", file=sys.stderr)
+
+
+def _reason(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or type(exc).__name__
+
+
+def refresh_after_write(store: Store) -> bool:
+    """Bring the index up to a commit that has landed; False (and a warning) when the index cannot
+    be written now: the commit stands, and the next read catches up with it."""
+    try:
+        ensure_fresh(store, private_ok=False)
+        return True
+    except (OSError, sqlite3.Error, IndexUnwritable) as exc:
+        print(f"quipu: warning: the commit landed, but the index could not be updated ({_reason(exc)}); "
+              "it will catch up on the next read\n- or run `quipu index --refresh` once the store's "
+              ".cache folder can be written", file=sys.stderr)
+        return False
+
+
+def connect(path: Path | str, *, any_thread: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode; ``any_thread`` for a caller that serialises its use itself."""
+    db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not any_thread)
     db.execute("PRAGMA busy_timeout = 30000")
     return db
 
@@ -153,7 +209,7 @@ def _meta(db: sqlite3.Connection) -> dict[str, str]:
 
 def _open_valid(store: Store) -> sqlite3.Connection | None:
     """The existing index if it is ours and readable, else None (it will be rebuilt)."""
-    path = store.index_path
+    path = index_file(store)
     if not path.is_file():
         return None
     db: sqlite3.Connection | None = None
@@ -179,7 +235,8 @@ def _open_valid(store: Store) -> sqlite3.Connection | None:
 
 
 def _stamp_path(store: Store) -> Path:
-    return store.index_path.with_name(store.index_path.name + ".stamp")
+    path = index_file(store)
+    return path.with_name(path.name + ".stamp")
 
 
 def _file_stamp(path: Path) -> str:
@@ -201,7 +258,7 @@ def _write_stamp(store: Store) -> None:
     target = _stamp_path(store)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     with contextlib.suppress(OSError):
-        tmp.write_text(_file_stamp(store.index_path), encoding="utf-8")
+        tmp.write_text(_file_stamp(index_file(store)), encoding="utf-8")
         os.replace(tmp, target)
 
 
@@ -211,8 +268,45 @@ def _lexicon() -> list[str]:
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def ensure_fresh(store: Store, *, force_rebuild: bool = False) -> RefreshResult:
-    """Bring the index up to HEAD, rebuilding it when it cannot be trusted."""
+def ensure_fresh(store: Store, *, force_rebuild: bool = False, private_ok: bool = True) -> RefreshResult:
+    """Bring the index up to HEAD, rebuilding it when it cannot be trusted. When the store's index
+    cannot be written, a fresh index it already has is read as it is, and otherwise (with
+    ``private_ok``) a private one is built; without ``private_ok`` that raises IndexUnwritable."""
+    try:
+        return _ensure_fresh(store, force_rebuild)
+    except (OSError, sqlite3.OperationalError) as exc:
+        if not _is_unwritable(exc) or str(store.root) in _PRIVATE:
+            raise
+        if not force_rebuild:
+            fresh = _fresh_as_it_is(store)
+            if fresh is not None:
+                return fresh
+        if not private_ok:
+            raise IndexUnwritable(f"cannot write the index in {store.cache_dir}: {_reason(exc)}") from exc
+        _use_private_index(store, exc)
+    return _ensure_fresh(store, force_rebuild)
+
+
+def _fresh_as_it_is(store: Store) -> RefreshResult | None:
+    """The store's own index when it already matches HEAD (read only: no lock, no stamp)."""
+    path = store.index_path
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            meta = _meta(db)
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    head = store.head()
+    if meta.get("head") == head and meta.get("schema") == SCHEMA_VERSION and meta.get("store") == str(store.root.resolve()):
+        return RefreshResult("fresh", head, 0, 0, 0.0)
+    return None
+
+
+def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
     start = time.perf_counter()
     with _index_lock(store):
         head = store.head()
@@ -240,7 +334,7 @@ def open_fresh(store: Store) -> sqlite3.Connection:
     """A read connection to an index that matches HEAD."""
     ensure_fresh(store)
     try:
-        return connect(store.index_path)
+        return connect(index_file(store))
     except sqlite3.DatabaseError as exc:  # pragma: no cover - the file was just rebuilt
         raise FatalError(f"cannot open the index {store.index_path}: {exc}\n- run `quipu index --rebuild`") from exc
 
@@ -264,7 +358,7 @@ def query(store: Store, read: Callable[[sqlite3.Connection], T]) -> T:
 
 
 def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
-    path = store.index_path
+    path = index_file(store)
     # Rebuilds run under the index lock, so any other temporary file is a killed rebuild's.
     for stale in path.parent.glob(f"{path.name}.*.tmp"):
         with contextlib.suppress(OSError):
@@ -280,9 +374,7 @@ def _rebuild(store: Store, head: str | None) -> tuple[int, int]:
         problems = []
         for rel, data in _memory_blobs(store):
             try:
-                memory = parse_memory(data, rel)
-                _check_path_matches(memory, rel)
-                rows.append(_row(memory, rel))
+                rows.append(_row(_indexable(data, rel), rel))
             except FatalError as exc:
                 problems.append((rel, str(exc)))
         _insert_rows(db, rows)
@@ -333,9 +425,18 @@ def _memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
                 yield rel, repo[entry.id].data  # type: ignore[attr-defined]
 
 
-def _check_path_matches(memory: Memory, rel: str) -> None:
+def _indexable(data: bytes, rel: str) -> Memory:
+    """The memory a committed file holds, or InvalidMemory naming the file and the field: the
+    boundary every file a person can commit passes before it reaches the index."""
+    try:
+        memory = parse_memory(data, rel)
+    except FatalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad file must never take the index down
+        raise InvalidMemory(f"{rel}: cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
     if memory.path != rel:
-        raise FatalError(f"{rel}: id '{memory.id}' does not match the file's path (expected {memory.path})")
+        raise InvalidMemory(f"{rel}: id '{memory.id}' does not match the file's path (expected {memory.path})")
+    return memory
 
 
 def _insert_rows(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
@@ -358,12 +459,14 @@ def _all_events(store: Store) -> Iterator[tuple[str, str, str]]:
             if memory.type_str != "tree":
                 continue
             for entry in repo[memory.id]:  # type: ignore[attr-defined]
-                if entry.type_str == "blob" and entry.name.endswith(".json"):
+                if entry.type_str == "blob" and entry.name.endswith(".json") and entry.filemode != LINK_MODE:
                     yield memory.name, entry.name, repo[entry.id].data.decode("utf-8", "replace")  # type: ignore[attr-defined]
 
 
 def _write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
-    recall_cfg = store.config().get("recall", {})
+    from quipu import settings
+
+    recall_cfg = settings.section(store, "recall")  # a store's own values only within bounds
     values = {
         "schema": SCHEMA_VERSION,
         "store": str(store.root.resolve()),
@@ -397,7 +500,7 @@ def _incremental(store: Store, db: sqlite3.Connection, indexed: str | None, head
         affected: set[str] = set()
         _start_changed_terms(db)
         for delta in deltas:
-            removed = delta.status_char() == "D"
+            removed = delta.status_char() == "D" or delta.new_file.mode == LINK_MODE  # a symlink is not read
             rel = delta.old_file.path if removed else delta.new_file.path
             if removed or delta.status_char() in ("R",):
                 _forget(db, delta.old_file.path, affected)
@@ -506,14 +609,13 @@ def _apply(db: sqlite3.Connection, rel: str, data: bytes, affected: set[str]) ->
             affected.add(old[1])
             affected.update(old[2].split())
         try:
-            memory = parse_memory(data, rel)
-            _check_path_matches(memory, rel)
+            memory = _indexable(data, rel)
+            row = _row(memory, rel)
         except FatalError as exc:
             db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)", (rel, str(exc)))
             print(f"quipu: skipped {exc}", file=sys.stderr)
             return
         db.execute("DELETE FROM problems WHERE path = ?", (rel,))
-        row = _row(memory, rel)
         placeholders = ", ".join(f":{c}" for c in _COLUMNS)
         cur = db.execute(f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({placeholders})", row)
         cols = ", ".join(_FTS_COLUMNS)
@@ -542,19 +644,31 @@ def fold_events(events: Iterable[str]) -> tuple[str | None, dict[str, str]]:
     for text in events:
         try:
             event = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(event, dict):
             continue
         action = event.get("action")
-        if action == "supersede" and isinstance(event.get("by"), str):
+        if action == "supersede" and _is_event_word(event.get("by")):
             superseded_by = event["by"]
-        elif action == "label" and isinstance(event.get("label"), str):
+        elif action == "label" and _is_event_word(event.get("label")):
             if event.get("set", True):
-                labels[event["label"]] = str(event.get("detail") or "")
+                detail = event.get("detail")
+                labels[event["label"]] = _clean_text(detail if isinstance(detail, str) else "")
             else:
                 labels.pop(event["label"], None)
     return superseded_by, labels
+
+
+def _is_event_word(value: object) -> bool:
+    """An id or a label as an event file may name it: short, no spaces, valid Unicode."""
+    return isinstance(value, str) and 0 < len(value) <= 64 and value.isprintable() and " " not in value \
+        and value == _clean_text(value)
+
+
+def _clean_text(text: str) -> str:
+    """``text`` without lone surrogates (SQLite stores UTF-8 only), at most 2,000 characters."""
+    return text[:2000].encode("utf-8", "replace").decode("utf-8")
 
 
 def _derive(db: sqlite3.Connection, ids: set[str] | None) -> None:

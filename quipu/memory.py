@@ -17,7 +17,11 @@ Contract:
   YAML), so files quipu wrote parse on a fast path without YAML; hand-written YAML is read with
   the safe loader.
 - ``Memory.create`` is the one place fields are validated; bad fields name the field and the
-  allowed values.
+  allowed values. Every field is checked for type, range, size and encoding (text must be
+  encodable as UTF-8: no lone surrogates; one-line fields hold no control characters), so a
+  Memory it returns can always be indexed and ranked.
+- ``parse_memory`` raises nothing but ``InvalidMemory``, whatever the bytes: a value YAML
+  cannot build (``created: 2026-13-45``, a 5,001-digit number) names its field.
 """
 from __future__ import annotations
 
@@ -31,6 +35,11 @@ from typing import Any
 from quipu.errors import InvalidMemory
 
 MAX_FILE_BYTES = 1_000_000
+MAX_LINE_CHARS = 300        # title, description
+MAX_LIST_ITEMS = 200        # topics, entities, aliases, supersedes
+MAX_OPT_CHARS = 4096        # session, project (a path)
+MAX_HALF_LIFE_DAYS = 1e6    # about 2,700 years; anything longer is written as null (never decays)
+CREATED_YEARS = (1900, 2999)
 
 # Closed set of classes. Half-lives in days; None means the memory never decays.
 # project-note 150 days comes from the design (a project note halves its weight every ~5 months);
@@ -43,12 +52,13 @@ CLASSES: dict[str, float | None] = {
     "project-note": 150.0,
     "event": 90.0,
 }
-ORIGINS = ("user", "session", "import")
+ORIGINS = ("user", "session", "import", "assistant")  # assistant: written through the MCP server
 STATUSES = ("active", "superseded")
 
 # \Z, not $: "$" also matches before a trailing newline, which would let "abc\n" through.
 ID_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{2,63}\Z")
-_TOPIC_RE = re.compile(r"^[^\x00-\x1f]{1,80}$")
+_TOPIC_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,80}\Z")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # every C0 control but the tab, and DEL
 
 # Frontmatter keys in the order they are written. Anything else is refused.
 FIELDS = (
@@ -82,10 +92,16 @@ def memory_path(memory_id: str) -> str:
     return f"memories/{memory_id[:2]}/{memory_id}.md"
 
 
+def _shown(value: object, limit: int = 80) -> str:
+    """A value as a message shows it: its repr, cut short."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else "a huge number"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def check_id(memory_id: object, what: str = "id") -> str:
     if not isinstance(memory_id, str) or not ID_RE.match(memory_id):
         raise InvalidMemory(
-            f"invalid {what} {memory_id!r}: use 3-64 characters of a-z, 0-9 and '-', "
+            f"invalid {what} {_shown(memory_id)}: use 3-64 characters of a-z, 0-9 and '-', "
             "starting with a letter or digit (no '/', '..', NUL or spaces)"
         )
     return memory_id
@@ -132,21 +148,24 @@ class Memory:
         for name in REQUIRED:
             if fields.get(name) in (None, ""):
                 raise InvalidMemory(f"{source}: field '{name}' is required")
-        mid = check_id(fields["id"])
+        try:
+            mid = check_id(fields["id"])
+        except InvalidMemory as exc:
+            raise InvalidMemory(f"{source}: field 'id': {exc}") from None
         klass = fields["class"]
-        if klass not in CLASSES:
+        if not isinstance(klass, str) or klass not in CLASSES:
             raise InvalidMemory(
-                f"{source}: field 'class' is {klass!r}; allowed values: {', '.join(CLASSES)}"
+                f"{source}: field 'class' is {_shown(klass)}; allowed values: {', '.join(CLASSES)}"
             )
         origin = fields.get("origin") or "user"
-        if origin not in ORIGINS:
+        if not isinstance(origin, str) or origin not in ORIGINS:
             raise InvalidMemory(
-                f"{source}: field 'origin' is {origin!r}; allowed values: {', '.join(ORIGINS)}"
+                f"{source}: field 'origin' is {_shown(origin)}; allowed values: {', '.join(ORIGINS)}"
             )
         status = fields.get("status") or "active"
-        if status not in STATUSES:
+        if not isinstance(status, str) or status not in STATUSES:
             raise InvalidMemory(
-                f"{source}: field 'status' is {status!r}; allowed values: {', '.join(STATUSES)}"
+                f"{source}: field 'status' is {_shown(status)}; allowed values: {', '.join(STATUSES)}"
             )
         if "half_life_days" in fields:
             half_life = _half_life(fields["half_life_days"], source)
@@ -157,7 +176,10 @@ class Memory:
             raise InvalidMemory(f"{source}: field 'always_on' must be true or false")
         supersedes = _str_list(fields, "supersedes", source)
         for other in supersedes:
-            check_id(other, "supersedes entry")
+            try:
+                check_id(other, "supersedes entry")
+            except InvalidMemory as exc:
+                raise InvalidMemory(f"{source}: field 'supersedes': {exc}") from None
         if not isinstance(body, str):
             raise InvalidMemory(f"{source}: body must be text")
         return cls(
@@ -209,11 +231,21 @@ class Memory:
 def _half_life(value: object, source: str) -> float | None:
     if value is None or value == "never":
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    # ``not 0 < value <= MAX`` also refuses NaN; comparing an int never overflows.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_HALF_LIFE_DAYS:
         raise InvalidMemory(
-            f"{source}: field 'half_life_days' must be a positive number of days or null (never decays)"
+            f"{source}: field 'half_life_days' must be a positive number of days, at most "
+            f"{MAX_HALF_LIFE_DAYS:,.0f}, or null (never decays)"
         )
     return float(value)
+
+
+def _encodable(value: str, name: str, source: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMemory(f"{source}: field '{name}' is not valid Unicode text (a lone surrogate)") from None
+    return value
 
 
 def _one_line(fields: dict[str, Any], name: str, source: str, required: bool = False) -> str:
@@ -222,11 +254,11 @@ def _one_line(fields: dict[str, Any], name: str, source: str, required: bool = F
         value = ""
     if not isinstance(value, str):
         raise InvalidMemory(f"{source}: field '{name}' must be text")
-    value = value.strip()
-    if "\n" in value or "\x00" in value:
-        raise InvalidMemory(f"{source}: field '{name}' must be one line")
-    if len(value) > 300:
-        raise InvalidMemory(f"{source}: field '{name}' is {len(value)} characters; the limit is 300")
+    value = _encodable(value, name, source).strip()
+    if _CONTROL_RE.search(value):
+        raise InvalidMemory(f"{source}: field '{name}' must be one line, without control characters")
+    if len(value) > MAX_LINE_CHARS:
+        raise InvalidMemory(f"{source}: field '{name}' is {len(value)} characters; the limit is {MAX_LINE_CHARS}")
     if required and not value:
         raise InvalidMemory(f"{source}: field '{name}' is required")
     return value
@@ -236,9 +268,11 @@ def _opt_str(fields: dict[str, Any], name: str, source: str) -> str | None:
     value = fields.get(name)
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or "\n" in value or "\x00" in value:
-        raise InvalidMemory(f"{source}: field '{name}' must be one line of text")
-    return value
+    if not isinstance(value, str) or _CONTROL_RE.search(value) or len(value) > MAX_OPT_CHARS:
+        raise InvalidMemory(
+            f"{source}: field '{name}' must be one line of text of at most {MAX_OPT_CHARS} characters"
+        )
+    return _encodable(value, name, source)
 
 
 def _str_list(fields: dict[str, Any], name: str, source: str) -> tuple[str, ...]:
@@ -249,33 +283,40 @@ def _str_list(fields: dict[str, Any], name: str, source: str) -> tuple[str, ...]
         value = [value]
     if not isinstance(value, list):
         raise InvalidMemory(f"{source}: field '{name}' must be a list of short texts")
+    if len(value) > MAX_LIST_ITEMS:
+        raise InvalidMemory(f"{source}: field '{name}' has {len(value)} entries; the limit is {MAX_LIST_ITEMS}")
     out = []
     for item in value:
         if not isinstance(item, str) or not _TOPIC_RE.match(item.strip() or "\x00"):
             raise InvalidMemory(
-                f"{source}: field '{name}' has {item!r}; entries must be one-line texts of 1-80 characters"
+                f"{source}: field '{name}' has {_shown(item)}; entries must be one-line texts of 1-80 characters"
             )
-        out.append(item.strip())
+        out.append(_encodable(item, name, source).strip())
     return tuple(dict.fromkeys(out))
 
 
 def _created(value: object, source: str) -> str:
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if isinstance(value, _dt.date):
-        return value.isoformat()
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            parse_created(text)
-        except ValueError:
-            raise InvalidMemory(
-                f"{source}: field 'created' is {value!r}; use a date like 2026-11-29 or 2026-11-29T13:05:00Z"
-            ) from None
-        return text
-    raise InvalidMemory(f"{source}: field 'created' must be a date like 2026-11-29")
+    try:
+        if isinstance(value, _dt.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=_dt.timezone.utc)
+            text = value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        elif isinstance(value, _dt.date):
+            text = value.isoformat()
+        elif isinstance(value, str) and len(value) <= 64:
+            text = value.strip()
+        else:
+            raise ValueError(value)
+        stamp = parse_created(text)
+        stamp.timestamp()
+        if not CREATED_YEARS[0] <= stamp.year <= CREATED_YEARS[1]:
+            raise ValueError(value)
+    except (ValueError, OverflowError, UnicodeError):
+        raise InvalidMemory(
+            f"{source}: field 'created' is {_shown(value)}; use a date between {CREATED_YEARS[0]} and "
+            f"{CREATED_YEARS[1]}, a date like 2026-11-29 or 2026-11-29T13:05:00Z"
+        ) from None
+    return text
 
 
 def parse_created(text: str) -> _dt.datetime:
@@ -320,7 +361,7 @@ def _fast_fields(head: str) -> dict[str, Any] | None:
             return None
         try:
             out[key] = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return out
 
@@ -340,6 +381,25 @@ def _yaml_fields(head: str, source: str) -> Any:
     except yaml.YAMLError as exc:
         problem = str(exc).replace("\n", " ")
         raise InvalidMemory(f"{source}: frontmatter is not valid YAML: {problem}") from None
+    except (ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
+        # Well-formed YAML whose value cannot be built: a date like 2026-13-45, a number past
+        # Python's 4,300-digit limit. Build each field alone to name the one at fault.
+        raise InvalidMemory(f"{source}: {_unbuildable_field(head, loader)}: {_shown(str(exc), 120)}") from None
+
+
+def _unbuildable_field(head: str, loader: Any) -> str:
+    import yaml
+
+    try:
+        node = yaml.compose(head, Loader=loader)
+        for key_node, value_node in node.value if isinstance(node, yaml.MappingNode) else ():
+            try:
+                loader(yaml.serialize(value_node)).get_single_data()
+            except (ValueError, OverflowError, TypeError, RecursionError, MemoryError, yaml.YAMLError):
+                return f"field {_shown(getattr(key_node, 'value', '?'), 40)} has a value that cannot be read"
+    except (ValueError, OverflowError, TypeError, RecursionError, MemoryError, yaml.YAMLError):
+        pass
+    return "the frontmatter has a value that cannot be read"
 
 
 def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:

@@ -1,15 +1,38 @@
 """Printing for the CLI: JSON for machines, short aligned text for people."""
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from quipu import __version__, fence, locate
+
 
 def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    """``value`` as JSON: the exact text, with every character a terminal could act on escaped."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if any(fence.unsafe(ch) for ch in text):  # C1 and bidi controls: json leaves them raw
+        text = "".join(f"\\u{ord(ch):04x}" if fence.unsafe(ch) else ch for ch in text)
+    sys.stdout.write(text + "\n")
+
+
+class CleanWriter:
+    """A text stream that drops escape sequences and control characters (``fence.clean``) from
+    everything written to it: stored text never drives the terminal the CLI prints to."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(fence.clean(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
@@ -30,3 +53,17 @@ def progress(done: int, total: int, label: str = "") -> None:
     if done >= total:
         sys.stderr.write("\n")
     sys.stderr.flush()
+
+
+def crash_log(exc: BaseException, argv: Sequence[str]) -> str:
+    """Append ``exc``'s traceback to ``$QUIPU_HOME/logs/crash.log``; returns the log's path."""
+    directory = os.path.join(locate.quipu_home(), "logs")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "crash.log")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(argv)}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError:
+        return "(could not write a log)"

@@ -8,8 +8,9 @@ Grammar (after Honcho): every line starts with one of four fixed prefixes,
 - ``Working style:`` how they like to collaborate (review habits, level of detail),
 
 each entry is capped (``Limits.entry_chars``), and the card as a whole is capped in lines and
-characters (default 14 lines and 1,375 characters, Hermes' profile size). ``quipu.toml`` may
-override the caps under ``[profile]`` (``max_lines``, ``max_chars``, ``entry_chars``).
+characters (default 14 lines and 1,375 characters, Hermes' profile size). A store's ``quipu.toml``
+may lower the caps under ``[profile]`` (``max_lines``, ``max_chars``, ``entry_chars``); only
+``$QUIPU_HOME/config.toml`` may raise them, within hard bounds (``quipu.settings``).
 
 Contract:
 - Admission test (``admission``): a value that could plausibly change within six months does
@@ -85,7 +86,9 @@ class Limits:
 
     @classmethod
     def for_store(cls, store: Store) -> Limits:
-        section = store.config().get("profile", {})
+        from quipu import settings
+
+        section = settings.section(store, "profile")  # a store may only lower the caps
         values: dict[str, int] = {}
         if isinstance(section, dict):
             for key in ("max_lines", "max_chars", "entry_chars"):

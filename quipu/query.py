@@ -285,10 +285,13 @@ def is_generic(word: str, strong: bool = False) -> bool:
     """Whether ``word`` (lower-cased) names no subject on its own: the generic request words
     above, the everyday vocabulary of working on code, stop words and conversational words of
     other languages, general English words (``quipu.vocabulary``), any number (a line number, a
-    count, a port: it sharpens but is never the topic) and any token of three characters or fewer
-    ("vs", "ci", "ça"), even in a path or an identifier."""
+    count, a port: it sharpens but is never the topic), a number with a unit or a short code
+    ("25ms", "mp4") and any token of three characters or fewer ("vs", "ci", "ça"), even in a path
+    or an identifier."""
     if word.isdigit() or len(word) <= 3:
         return True
+    if sum(c.isalpha() for c in word) <= 3 and any(c.isdigit() for c in word):
+        return True  # a number with a unit or a short code: 25ms, 1280px, mp4, k8s
     return word in GENERIC or is_listed(word)
 
 

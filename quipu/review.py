@@ -1,15 +1,17 @@
 """The review queue: tensions and findings the curator may not resolve alone.
 
 Contract:
-- A review item is an event carrying a ``review_id`` (written by ``quipu.curate.apply``): a
-  tension between two memories (``kind`` "tension") or a labelled finding ("duplicate",
-  "dead-path"). It is open until an event with the same ``review_id`` and a ``resolution``
-  exists. Everything is read from the index's events table, so the queue is derived from git.
+- A review item is an event carrying a ``review_id`` (written by ``quipu.curate.apply``, or
+  by ``quipu.mcp_tools``): a tension between two memories (``kind`` "tension"), a supersession
+  the assistant proposed through ``quipu mcp`` ("proposal"), or a labelled finding
+  ("duplicate", "dead-path"). It is open until an event with the same ``review_id`` and a
+  ``resolution`` exists. Everything is read from the index's events table, so the queue is derived from git.
 - ``accept`` and ``reject`` are one commit each (``Quipu-Review`` trailer), so ``quipu undo``
   reverts a resolution like any other decision:
-  - accept a tension or a duplicate: the loser is superseded by the winner (nothing is deleted);
+  - accept a tension, a proposal or a duplicate: the loser is superseded by the winner (nothing is
+    deleted);
   - accept a dead-path finding: the label stays and the item is closed;
-  - reject a tension: the item is closed and both memories stay as they are;
+  - reject a tension or a proposal: the item is closed and both memories stay as they are;
   - reject a finding: its label is removed and the item is closed.
 - A person's resolution carries no sweep id: ``quipu undo --sweep`` leaves it alone.
 """
@@ -27,7 +29,7 @@ from quipu.store import Store
 @dataclass(frozen=True)
 class ReviewItem:
     review_id: str
-    kind: str  # tension | duplicate | dead-path
+    kind: str  # tension | proposal | duplicate | dead-path
     memory: str  # the loser, or the flagged memory
     other: str | None  # the winner, or the original a duplicate repeats
     event: dict[str, Any]

@@ -26,11 +26,12 @@ from typing import Any
 
 import pygit2
 
-from quipu import assets, gitstore, locate
-from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
+from quipu import assets, gitstore, locate, secrets_scan
+from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound, SecretRefused
 from quipu.memory import Memory, check_id, memory_path, parse_memory, render_memory
 
 CONFIG_NAME = "quipu.toml"
+LINK_MODE = pygit2.enums.FileMode.LINK  # a committed symlink is never read as a memory
 TRAILER_KEYS = (
     "Quipu-Action",
     "Quipu-Memory",
@@ -103,6 +104,7 @@ class Store:
         self.root = Path(root)
         self.how = how
         self._repo: pygit2.Repository | None = None
+        self._cache: Path | None = None
 
     # ------------------------------------------------------------ finding and creating
 
@@ -190,23 +192,25 @@ class Store:
 
     @property
     def cache_dir(self) -> Path:
-        return self.root / locate.CACHE_DIR_NAME
+        """``<root>/.cache``, checked to be a real folder holding no symlink (``quipu.safepath``)."""
+        if self._cache is None:
+            from quipu import safepath
+
+            self._cache = safepath.cache_dir(self.root)
+        return self._cache
 
     @property
     def index_path(self) -> Path:
-        return Path(locate.index_path(str(self.root)))
+        return self.cache_dir / locate.INDEX_NAME
 
     def head(self) -> str | None:
         return locate.read_head(self.gitdir)
 
     def config(self) -> dict[str, Any]:
-        import tomllib
+        """The committed ``quipu.toml`` as written; use ``quipu.settings`` for what is in force."""
+        from quipu import settings
 
-        try:
-            with open(self.root / CONFIG_NAME, "rb") as fh:
-                return tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError):
-            return {}
+        return settings.store_config(self.root)
 
     # ------------------------------------------------------------ reading
 
@@ -260,7 +264,7 @@ class Store:
             if shard.type_str != "tree":
                 continue
             for entry in repo[shard.id]:  # type: ignore[attr-defined]
-                if entry.type_str == "blob" and entry.name.endswith(".md"):
+                if entry.type_str == "blob" and entry.name.endswith(".md") and entry.filemode != LINK_MODE:
                     yield f"memories/{shard.name}/{entry.name}", repo[entry.id].data  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ writing
@@ -274,8 +278,12 @@ class Store:
         create_only: Collection[str] = (),
         require: Collection[str] = (),
     ) -> str:
-        """One commit; ``create_only``/``require`` paths are checked under the writer lock."""
+        """One commit; ``create_only``/``require`` paths are checked under the writer lock.
+
+        Nothing that looks like a secret is committed, in any file or in the message: a secret in
+        git history is there for good (``SecretRefused``, and nothing is written)."""
         message = format_message(summary, trailers)
+        refuse_secrets(changes, message)
         sha = gitstore.commit_files(
             self.root, changes, message, repo=self.repo, create_only=create_only, require=require
         )
@@ -332,7 +340,9 @@ class Store:
         """Commit one new event file about ``memory_id`` (and ``also_require`` ids) that must exist."""
         if not self.exists(memory_id):
             raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
-        event = {"memory": memory_id, "at": _now(), **event}
+        # Decisions carry a model's or a person's words (a reason, a detail): redacted, not refused.
+        event = secrets_scan.redact_values({"memory": memory_id, "at": _now(), **event})
+        summary = secrets_scan.redact(summary)
         name = f"{event_dir(memory_id)}/{_stamp()}-{secrets.token_hex(3)}.json"
         data = (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
         return self.commit(
@@ -464,6 +474,19 @@ class Store:
             for e in targets
         }
         return gitstore.revert_commits(self.root, [e.commit for e in targets], messages)
+
+
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str) -> None:
+    for rel, data in [*changes.items(), ("the commit message", message.encode("utf-8"))]:
+        if data is None:
+            continue
+        spans = secrets_scan.find_secrets(data.decode("utf-8", "replace"))
+        if spans:
+            kinds = ", ".join(sorted({s.kind for s in spans}))
+            raise SecretRefused(
+                f"refusing to commit {rel}: it looks like it holds a secret ({kinds}); nothing was committed\n"
+                "- keep the secret in a secret manager and write down where it lives, not its value"
+            )
 
 
 def _now() -> str:

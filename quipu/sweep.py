@@ -27,14 +27,13 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quipu import consistency, index
+from quipu import consistency, index, launch
 from quipu.curate import apply, candidates, deterministic
 from quipu.curate.corpus import Corpus, load
 from quipu.curate.ledger import Ledger, load_ledger
@@ -49,7 +48,7 @@ SWEEP_LOG = "sweep.log"
 REPORTS_DIR = "sweeps"
 # The daily sweep's default budget: about one small call per memory a day would be far too much
 # plan quota; 100 calls of at most ~4 KB each is a few minutes of `claude -p` and stays well
-# inside a subscription's daily use. Raise it with --max-calls / --max-chars or [sweep] in quipu.toml.
+# inside a subscription's daily use. Raise it with --max-calls / --max-chars or [sweep] in $QUIPU_HOME/config.toml.
 DEFAULT_MAX_CALLS = 100
 DEFAULT_MAX_CHARS = 400_000
 # The per-session work after SessionEnd / PreCompact: a handful of calls, the newest memories.
@@ -348,13 +347,11 @@ def spawn_detached(argv: Sequence[str], env: dict[str, str] | None = None) -> in
 
 
 def quipu_argv(*args: str) -> list[str]:
-    """``python -m quipu ARGS`` with this interpreter."""
-    return [sys.executable, "-m", "quipu", *args]
+    """``quipu ARGS`` with this interpreter, isolated from the working directory (``quipu.launch``)."""
+    return launch.quipu_argv(*args)
 
 
 def child_env() -> dict[str, str]:
-    """The environment for a detached quipu: ours, with this package importable from anywhere."""
-    env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
-    return env
+    """The environment for a detached quipu: ours (``-I`` ignores PYTHONPATH; the package's own
+    folder comes with the command line)."""
+    return dict(os.environ)

@@ -9,9 +9,7 @@ On the prompt path: standard library only. Contract:
   and returns the last human prompt before the current one and the last assistant text.
 - ``human_turns`` reads a whole transcript for the offline passes (capture), in order.
 """
-import io
-
-from quipu import _fastjson
+from quipu import _fastjson, _fs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,18 +140,22 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
     """(previous human prompt, last assistant text) from the end of a transcript: the last
     FIRST_TAIL_BYTES, then four times as much while something is missing, up to ``max_bytes``."""
     try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, io.SEEK_END)
-            window = min(FIRST_TAIL_BYTES, max_bytes)
-            while True:
-                start = max(0, size - window)
-                fh.seek(start)
-                previous, assistant = _scan_tail(fh.read(size - start), start > 0, current_prompt.strip())
-                if (previous and assistant) or start == 0 or window >= max_bytes:
-                    return previous, assistant
-                window = min(window * 4, max_bytes)
+        fd = _fs.open_regular(path)  # a FIFO or a device named as the transcript never blocks
     except (OSError, ValueError, TypeError):
         return "", ""
+    try:
+        size = _fs.fstat(fd).st_size
+        window = min(FIRST_TAIL_BYTES, max_bytes)
+        while True:
+            start = max(0, size - window)
+            previous, assistant = _scan_tail(_fs.pread(fd, size - start, start), start > 0, current_prompt.strip())
+            if (previous and assistant) or start == 0 or window >= max_bytes:
+                return previous, assistant
+            window = min(window * 4, max_bytes)
+    except (OSError, ValueError, TypeError):
+        return "", ""
+    finally:
+        _fs.close_fd(fd)
 
 
 def _scan_tail(chunk: bytes, cut: bool, current: str) -> "tuple[str, str]":
@@ -188,7 +190,7 @@ def records(path: str) -> "Iterator[dict[str, Any]]":
     transcripts are read with ``json``'s C parser.)"""
     import json
 
-    with open(path, "rb") as fh:
+    with open(_fs.open_regular(path), "rb") as fh:
         for raw in fh:
             try:
                 record = json.loads(raw)

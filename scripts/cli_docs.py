@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -49,7 +50,20 @@ def _render() -> str:
     ]
     for name in cli.COMMANDS:
         parts += ["", f"## quipu {name}", "", "```", help_text([name]), "```"]
+        for sub in _subcommands(name):
+            parts += ["", f"### quipu {name} {sub}", "", "```", help_text([name, sub]), "```"]
     return "\n".join(parts) + "\n"
+
+
+def _subcommands(name: str) -> list[str]:
+    """The sub-commands of ``quipu NAME`` (``quipu history search`` ...), in their order."""
+    top = cli.build_parser(name)
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            for inner in action.choices[name]._actions:
+                if isinstance(inner, argparse._SubParsersAction):
+                    return list(inner.choices)
+    return []
 
 
 if __name__ == "__main__":

@@ -53,12 +53,13 @@ def real_python() -> str:
 
 
 def run_prompt_hook(event: bytes | str, env: dict[str, str] | None = None, extra_args: Sequence[str] = (),
-                    cwd: str | Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run the prompt hook exactly as Claude Code would: the real interpreter, -I -S, event on stdin."""
+                    cwd: str | Path | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
+    """Run the prompt hook exactly as Claude Code would: the real interpreter, -I -S, event on stdin.
+    ``timeout`` only catches a hang (subprocess.TimeoutExpired); it is no measure of speed."""
     data = event.encode() if isinstance(event, str) else event
     return subprocess.run(
         [real_python(), "-I", "-S", str(PROMPT_HOOK), *extra_args],
-        input=data, capture_output=True, env={**os.environ, **(env or {})}, timeout=30, cwd=cwd,
+        input=data, capture_output=True, env={**os.environ, **(env or {})}, timeout=timeout, cwd=cwd,
     )
 
 
@@ -132,3 +133,39 @@ def bulk_store(path: Path, memories: Iterable[Memory], *, checkout: bool = True,
     if checkout:
         subprocess.run(["git", "-C", str(path), "reset", "-q", "--hard", "HEAD"], check=True)
     return Store(path), count
+
+
+# sh -c SCRIPT sh FOLDER... -- COMMAND...: mount each FOLDER read-only over itself, then run COMMAND.
+_READ_ONLY_MOUNTS = ('while [ "$1" != -- ]; do mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" || exit 97; '
+                     'shift; done; shift; exec "$@"')
+
+
+def read_only_mounts_work() -> bool:
+    """Whether this machine lets a test mount folders read-only in a private namespace
+    (``unshare --user --map-root-user --mount``: no privileges needed where user namespaces are on)."""
+    import tempfile
+
+    if not _have("unshare"):
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _READ_ONLY_MOUNTS,
+                                "sh", folder, "--", "sh", "-c", 'touch "$1/x" 2>/dev/null && exit 1 || exit 0', "sh", folder],
+                               capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+def _have(program: str) -> bool:
+    import shutil
+
+    return shutil.which(program) is not None
+
+
+def quipu_read_only(read_only: Sequence[Path], *args: str, env: dict[str, str] | None = None,
+                    input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m quipu ARGS` with the folders ``read_only`` mounted read-only (EROFS even for
+    root, the way a store on a read-only disk behaves), in a mount namespace of its own."""
+    return subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _READ_ONLY_MOUNTS, "sh",
+         *map(str, read_only), "--", sys.executable, "-m", "quipu", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, input=input,
+    )

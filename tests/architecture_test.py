@@ -7,7 +7,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "quipu"
 PROMPT_PATH = {"quipu", "quipu.hook_prompt", "quipu.recall", "quipu.query", "quipu.transcript", "quipu.locate",
-               "quipu._fastjson", "quipu._fs", "quipu.vocabulary"}
+               "quipu._fastjson", "quipu._fs", "quipu.vocabulary", "quipu.fence", "quipu.launch"}
 
 
 def imports_of(path: Path) -> set[str]:

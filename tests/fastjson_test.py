@@ -6,6 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from quipu import _fastjson
 
@@ -74,3 +76,28 @@ def test_written_json_is_ascii_and_reads_back_as_the_value() -> None:
         assert json.loads(text) == json.loads(json.dumps(value))  # (two lone surrogates pair up in both)
     with pytest.raises(ValueError):
         _fastjson.dumps(float("nan"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=400), limit=st.integers(min_value=20, max_value=300), ascii_only=st.booleans())
+def test_a_long_string_is_read_as_its_head_and_tail_and_a_short_one_whole(text: str, limit: int, ascii_only: bool) -> None:
+    """Issue 12: a huge prompt cost the hook seconds; only its head and tail are read now."""
+    raw = json.dumps({"prompt": text, "cwd": "/x"}, ensure_ascii=ascii_only)
+    got = _fastjson.loads(raw, long_strings=limit)
+    assert isinstance(got, dict) and got["cwd"] == "/x"
+    written = len(json.dumps(text, ensure_ascii=ascii_only)) - 2
+    if written <= limit:
+        assert got["prompt"] == text
+    else:
+        head, _, _tail = got["prompt"].partition("\n") if "\n" not in text else (got["prompt"], "", "")
+        assert len(got["prompt"]) <= limit + 1
+        if "\n" not in text:
+            assert text.startswith(head)
+    assert _fastjson.loads(raw) == json.loads(raw)  # without the limit, nothing changes
+
+
+def test_a_megabyte_string_keeps_its_opening_and_its_end() -> None:
+    for filler in ("x" * 1_000_000, "\\u0041" * 160_000, '\\"' * 400_000):
+        raw = '{"prompt": "deploy ' + filler + ' trace: OOMKilled"}'
+        prompt = _fastjson.loads(raw, long_strings=1000)["prompt"]
+        assert prompt.startswith("deploy ") and prompt.endswith(" trace: OOMKilled") and len(prompt) <= 1001

@@ -139,3 +139,37 @@ def test_an_older_git_index_is_switched_to_version_4_once(store_path: Path) -> N
     store.add(memory("after-v2", "Written into a version 2 index"))
     assert index_file.read_bytes()[4:8] == (4).to_bytes(4, "big")
     assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_an_edit_in_the_same_tick_as_a_write_stays_visible_to_git_after_the_next_write(store_path: Path) -> None:
+    """Issue 12: a hand edit made in the same second as a quipu write kept the stat data git
+    had recorded, and the next quipu write (a newer index file) made it invisible: `git status`
+    clean, `git commit -a` with nothing to commit. The index is smudged as git smudges it."""
+    store = make_store(store_path)
+    store.add(memory("same-tick", "A memory edited by hand at once"))
+    rel = store.root / "memories" / "sa" / "same-tick.md"
+    index_file = store.root / ".git" / "index"
+    before = os.stat(rel)
+    text = rel.read_text()
+    edited = text.replace("A memory edited", "A memory EDITED")
+    assert len(edited) == len(text) and edited != text
+    rel.write_text(edited)  # same size, and (below) the same mtime and the index's tick: racily clean
+    os.utime(rel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.utime(index_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    # The ctime's second may have passed; GIT_OPTIONAL_LOCKS=0: `git status` must not refresh
+    # (and so write) the index itself, or git would smudge the entry before quipu writes again.
+    status = ["git", "-C", str(store.root), "-c", "core.trustctime=false", "status", "--porcelain"]
+
+    def git_status() -> str:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+        return subprocess.run(status, env=env, capture_output=True, text=True, check=True).stdout
+
+    assert git_status() == " M memories/sa/same-tick.md\n"  # git sees it: the entry is racy
+    while int(time.time()) <= before.st_mtime_ns // 1_000_000_000:
+        time.sleep(0.05)  # the next write's index must be a tick newer than the edit
+    store.add(memory("next-write", "Any later write"))
+    assert int(os.stat(index_file).st_mtime) > before.st_mtime_ns // 1_000_000_000
+    assert git_status() == " M memories/sa/same-tick.md\n"
+    assert git(store.root, "diff", "--name-only") == "memories/sa/same-tick.md\n"
+    store.add(memory("third-write", "And another"))  # a smudged entry stays smudged
+    assert git_status() == " M memories/sa/same-tick.md\n"

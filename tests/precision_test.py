@@ -166,3 +166,35 @@ def test_recall_explain_names_the_rule_that_kept_a_prompt_silent(real_store: Sto
     assert "Why nothing:" in incidental.stdout
     refused = [line for line in incidental.stdout.splitlines() if line.startswith("Left out")]
     assert refused and all("evidence" in line or "topic weight" in line or "floor" in line for line in refused)
+
+
+def _team_store(path: Path) -> Store:
+    from testing.fixtures import bulk_store, example_memories
+
+    notes = json.loads((FIXTURES / "ordinary_notes.json").read_text(encoding="utf-8"))["notes"]
+    memories = [Memory.create({"id": n["id"], "title": n["title"], "class": n["class"], "topics": n["topics"],
+                               "created": R.CREATED}, n["body"] + "\n") for n in notes]
+    store, _count = bulk_store(path, [*memories, *example_memories()], checkout=False)
+    index.ensure_fresh(store)
+    return store
+
+
+def test_a_small_team_store_stays_silent_on_follow_ups_and_other_projects_and_answers_its_own(tmp_path: Path) -> None:
+    """150 ordinary notes of one team: every word is rarer in a small store, and its notes use the
+    words of every follow-up (tasks, pending, moved, commit, fix, message...)."""
+    assert DATA is not None
+    store = _team_store(tmp_path / "team")
+    follow_ups = [p["text"] for name in ("conversational.json", "conversational_dev.json")
+                  for p in json.loads((FIXTURES / name).read_text(encoding="utf-8"))["prompts"]]
+    assert {p: ids for p in follow_ups if (ids := hits(store, p))} == {}
+    topical = R.real_prompts(DATA, "topical")
+    fired = [p.text[:80] for p in topical if hits(store, p.text, p.previous)]
+    assert len(fired) <= 0.05 * len(topical), fired
+    own = {
+        "psycopg2 keeps failing with SSL SYSCALL error: EOF detected on the long celery jobs": "psycopg2-ssl-syscall-eof",
+        "getting 502s from the ingress right after every deploy, gunicorn pods?": "502-after-deploy-fix",
+        "can I run terraform apply for prod from my laptop?": "terraform-apply-ci-only",
+        "which host is the staging database on now?": "staging-db-moved",
+    }
+    for prompt, expected in own.items():
+        assert expected in hits(store, prompt), prompt

@@ -129,10 +129,12 @@ def test_max_chars_is_never_passed(tmp_path: Path) -> None:
     assert report["pairs"]["deferred"] > 0
 
 
-def test_sweep_settings_in_quipu_toml_apply_and_flags_win(tmp_path: Path) -> None:
+def test_sweep_settings_in_the_users_config_apply_and_flags_win(tmp_path: Path) -> None:
     store = build(tmp_path / "store")
     env = model_env(tmp_path, store)
-    with (store.root / "quipu.toml").open("a") as fh:
+    home = Path(os.environ["QUIPU_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "config.toml").open("a") as fh:
         fh.write(f'\n[sweep]\nmodel = "{FAKE_MODEL.replace(chr(92), chr(92) * 2)}"\nmax_calls = 1\n')
     from_config = json.loads(quipu("sweep", "--json", env=env).stdout)
     assert from_config["model"] == "command:python" or from_config["model"].startswith("command:")
@@ -215,16 +217,17 @@ def _hook_log(home: Path) -> str:
 def test_hook_returns_at_once_and_a_detached_worker_does_the_session_work(
     tmp_path: Path, quipu_env: Path, command: str,
 ) -> None:
+    """The order, not the speed (that is bench/bench_sweep.py's): the model cannot answer until
+    the test opens its gate, so the hook returning at all shows it did not wait for the worker."""
     store = build(tmp_path / "store", ("vpn-old", "vpn-new"), **{"vpn-new": {"session": "sess-42"}})
-    env = model_env(tmp_path, store, FAKE_MODEL_SLEEP="1.0")
+    gate = tmp_path / "model-may-answer"
+    env = model_env(tmp_path, store, FAKE_MODEL_GATE=str(gate))
     event = {**EVENTS[command], "cwd": str(tmp_path)}
-    start = time.monotonic()
     done = quipu(command, "--hook", "--model", FAKE_MODEL, input=json.dumps(event), env=env)
-    elapsed = time.monotonic() - start
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
-    assert elapsed < 1.5, f"{command} --hook took {elapsed:.2f} s; the SessionEnd budget is 1.5 s"
-    assert decided_pairs(store) == []  # the slow model is still thinking in the detached worker
+    assert decided_pairs(store) == []  # the model is still held in the detached worker
     assert "started the per-session work" in _hook_log(quipu_env)
+    gate.touch()
     wait_for(lambda: "done: 1 applied" in _hook_log(quipu_env))
     assert decided_pairs(store) == [("vpn-new", "vpn-old")]
     seen = [json.loads(x) for x in (tmp_path / "model-seen.jsonl").read_text().splitlines()]

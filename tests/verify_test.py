@@ -449,3 +449,19 @@ def test_a_model_that_cannot_answer_stops_the_run_with_the_fix(tmp_path: Path) -
 
     assert proc.returncode == 1
     assert "verification stopped early" in proc.stderr and "enqueue()" in proc.stderr
+
+
+def test_absolute_paths_in_a_memory_are_claims_checked_under_the_allowed_roots(tmp_path: Path, shop: Path) -> None:
+    """Issue 12: without a model, an absolute path in backticks was never extracted, so a dead
+    one was never labelled. One under a root quipu may look at (the project, home) is checked;
+    one elsewhere is counted as not checked, never guessed."""
+    store = make_store(shop / ".quipu")
+    body = (f"Start at `{shop}/src/app.py` or `./src/app.py`; the deploy script `{shop}/deploy.sh` is gone,\n"
+            "and so is `/srv/app/deploy.sh`.\n")
+    add_all(store, [memory("abs-paths", "Absolute paths", body)])
+
+    proc = quipu("verify", "--all", "--json", cwd=shop)
+
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert (summary["passed"], summary["failed"], summary["refused"], summary["labelled"]) == (2, 1, 1, 1), summary

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 MUST_CARRY = (
     "quipu/_assets/hooks/prompt_submit.py",
+    "quipu/_assets/hooks/quipu_mcp.py",
     "quipu/_assets/template/quipu.toml",
     "quipu/_assets/template/gitignore",
     "quipu/probes/__init__.py",
@@ -78,7 +79,12 @@ def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, P
     assert json.loads(quipu(*s, "log", "--json").stdout)[0]["trailers"]["Quipu-Reverts"] == added["commit"]
     assert subprocess.run(["git", "-C", str(store), "status", "--porcelain"], capture_output=True, text=True).stdout == ""
 
-    # The git hooks init installed call back into this venv's quipu: a hand commit refreshes the index.
+    # The git hooks init installed call back into this venv's quipu: a hand commit refreshes the index,
+    # and a quipu/ package committed beside it (the hooks run in the store's folder) never runs.
+    sentinel = tmp_path / "package-ran"
+    (store / "quipu").mkdir()
+    for name in ("__init__.py", "__main__.py"):
+        (store / "quipu" / name).write_text(f"open({str(sentinel)!r}, 'a').write('ran')\n")
     memory = store / "memories" / "ha" / "hand-note.md"
     memory.parent.mkdir(parents=True)
     memory.write_text("---\nid: hand-note\ntitle: Written by hand\nclass: fact\ncreated: 2026-01-01\n---\nsprocket\n")
@@ -89,6 +95,7 @@ def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, P
     while indexed_head(store) != head:
         assert time.monotonic() < deadline, "the post-commit hook did not refresh the index through the venv"
         time.sleep(0.1)
+    assert not sentinel.exists()
 
     # The prompt hook runs from where the wheel put it, without site-packages (-I -S), and recalls.
     hook = Path(where[0]).parent / "_assets" / "hooks" / "prompt_submit.py"

@@ -1,4 +1,8 @@
-"""`quipu add`: commit a new memory from arguments, stdin or $EDITOR."""
+"""`quipu add`: commit a new memory from arguments, stdin, a file or $EDITOR.
+
+Text on stdin or in ``--file`` may be a memory document (YAML frontmatter and body, exactly what
+a memory file holds): its fields are used, the flags given beside it win, and it is validated like
+any write (a bad field gets the field's name and allowed values)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +16,8 @@ from typing import Any
 from quipu import index
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError, InvalidMemory
-from quipu.memory import CLASSES, ORIGINS, Memory, new_id, now_utc, parse_fields
+from quipu.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
+from quipu.notes import memory_document
 from quipu.output import print_json
 
 _EDITOR_TEMPLATE = """---
@@ -29,10 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "add",
         help="add a memory",
-        description="Add a memory. The body comes from BODY, from stdin when BODY is '-' or stdin is "
-        "not a terminal, or from $EDITOR when neither --title nor a body is given.",
+        description="Add a memory. The body comes from BODY, from --file, from stdin when BODY is '-' or "
+        "stdin is not a terminal, or from $EDITOR when neither --title nor a body is given. Text from a file "
+        "or stdin may be a whole memory document (YAML frontmatter, then the body); flags given beside it win.",
     )
     p.add_argument("body", nargs="?", help="the memory's text ('-' reads stdin)")
+    p.add_argument("-f", "--file", metavar="NOTE.md", help="read the memory (a document with frontmatter, or plain text) from this file")
     p.add_argument("-t", "--title", help="a short title (default: the body's first line)")
     p.add_argument("-d", "--description", default="", help="one line saying what the memory is for")
     p.add_argument("-c", "--class", dest="cls", default="project-note", choices=list(CLASSES), help="the kind of memory")
@@ -71,12 +78,42 @@ def _from_editor() -> tuple[dict[str, Any], str]:
     return fields, body
 
 
+def _read_stdin() -> str:
+    return _decoded(sys.stdin.buffer.read(), "the text on stdin")
+
+
+def _read_file(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise FatalError(f"cannot read {path}: {exc.strerror or exc}\n- check the path") from None
+    return _decoded(data, path)
+
+
+def _decoded(data: bytes, what: str) -> str:
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{what} is too long: a memory file may hold at most {MAX_FILE_BYTES:,} bytes; "
+                            "nothing was added\n- split it into several smaller memories")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(
+            f"{what} is not UTF-8 (byte {exc.start:,} is {data[exc.start]:#04x}); nothing was added\n"
+            "- convert it first, for example with `iconv -f LATIN1 -t UTF-8`"
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     body = args.body
     fields: dict[str, Any] = {}
-    if body == "-" or (body is None and not sys.stdin.isatty()):
-        body = sys.stdin.read()
+    if args.file:
+        if body is not None:
+            raise FatalError("give the text or --file, not both\n- drop one of them")
+        fields, body = memory_document(_read_file(args.file), args.file)
+    elif body == "-" or (body is None and not sys.stdin.isatty()):
+        fields, body = memory_document(_read_stdin(), "the memory on stdin")
     elif body is None and not args.title:
         fields, body = _from_editor()
     body = (body or "").strip("\n")
@@ -84,27 +121,30 @@ def run(args: argparse.Namespace) -> int:
     if not title:
         raise InvalidMemory("a memory needs a title or a body\n- pass --title or the memory's text")
     values: dict[str, object] = {
-        "id": args.memory_id or new_id(),
+        **fields,  # a memory document's own fields; Memory.create refuses any it does not know
+        "id": args.memory_id or fields.get("id") or new_id(),
         "title": title,
         "description": args.description or fields.get("description") or "",
         "class": fields.get("class") or args.cls,
         "topics": args.topic or fields.get("topics") or [],
-        "entities": args.entity,
-        "aliases": args.alias,
-        "origin": args.origin,
-        "created": now_utc(),
-        "supersedes": args.supersedes,
-        "always_on": args.always_on,
-        "session": args.session,
-        "project": args.project,
+        "entities": args.entity or fields.get("entities") or [],
+        "aliases": args.alias or fields.get("aliases") or [],
+        "origin": fields.get("origin") or args.origin,
+        "created": fields.get("created") or now_utc(),
+        "supersedes": args.supersedes or fields.get("supersedes") or [],
+        "always_on": args.always_on or fields.get("always_on", False),
+        "session": args.session or fields.get("session"),
+        "project": args.project or fields.get("project"),
     }
     if args.never_decays:
         values["half_life_days"] = None
     elif args.half_life is not None:
         values["half_life_days"] = args.half_life
+    if fields.get("status") not in (None, "", "active"):
+        raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
     sha = store.add(memory, session=args.session)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"id": memory.id, "commit": sha, "path": memory.path})
     else:

@@ -16,7 +16,7 @@ from quipu.store import Store
 def add_model_options(p: argparse.ArgumentParser, *, max_calls: int, max_chars: int) -> None:
     p.add_argument("--model", metavar="SPEC",
                    help="the offline model: claude, claude:<model> or command:<command line> "
-                        "(default: [sweep] model in quipu.toml, else claude)")
+                        "(default: $QUIPU_MODEL, else [sweep] model in $QUIPU_HOME/config.toml, else claude)")
     p.add_argument("--max-calls", type=int, default=max_calls, metavar="N",
                    help=f"never make more than N model calls (default {max_calls}; 0 for no limit)")
     p.add_argument("--max-chars", type=int, default=max_chars, metavar="N",
@@ -24,7 +24,7 @@ def add_model_options(p: argparse.ArgumentParser, *, max_calls: int, max_chars: 
 
 
 def model_and_budget(args: argparse.Namespace, store: Store) -> tuple[Model, Budget]:
-    """The model named by --model (else ``[sweep] model`` in quipu.toml, else claude) and the budget."""
+    """The model named by --model (else the user's ``[sweep] model``, else claude) and the budget."""
     return make_model(args.model, store), Budget(max_calls=args.max_calls or None, max_chars=args.max_chars or None)
 
 

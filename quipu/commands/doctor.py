@@ -1,9 +1,10 @@
-"""`quipu doctor`: schema errors, index freshness, hooks, size and gc state."""
+"""`quipu doctor`: the git repository's own health, schema errors, index freshness, hooks, size and
+gc state; `quipu doctor --repair` mends what a crash or another tool left in the repository."""
 from __future__ import annotations
 
 import argparse
 
-from quipu import doctor
+from quipu import doctor, repair
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
@@ -14,13 +15,24 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--memory-md", action="append", default=[], metavar="FILE",
         help="also measure this MEMORY.md against Claude Code's 200-line / 25,000-byte load limit (repeatable)",
     )
+    p.add_argument("--repair", action="store_true",
+                   help="mend what a crash or another tool left in the store's git repository (an empty branch "
+                   "ref, damaged objects, a corrupt git index); damaged files are moved aside, never deleted")
     add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    checks = doctor.run_checks(store) + [doctor.check_memory_md(store, path) for path in args.memory_md]
+    repaired = repair.repair(store.root) if args.repair else []
+    findings = repair.diagnose(store.root)
+    if findings:
+        checks = [doctor.Check("git repository", False, "damaged; run `quipu doctor --repair`",
+                               [f"{f.kind}: {f.detail}" for f in findings] + [f"repaired: {r}" for r in repaired])]
+    else:
+        summary = "intact" + (f" after repair ({len(repaired)} fix(es))" if repaired else "")
+        checks = [doctor.Check("git repository", True, summary, [f"repaired: {r}" for r in repaired])]
+        checks += doctor.run_checks(store) + [doctor.check_memory_md(store, path) for path in args.memory_md]
     if args.json:
         print_json({"store": str(store.root), "ok": all(c.ok for c in checks), "checks": [c.to_json() for c in checks]})
     else:
@@ -28,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
         for check in checks:
             print(f"[{'ok' if check.ok else '!!'}] {check.name}: {check.summary}")
             for line in check.details:
-                print(f"     {line}")
+                print("     " + line.replace("\n", "\n       "))
     return 0 if all(c.ok for c in checks) else 1

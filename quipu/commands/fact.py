@@ -38,7 +38,7 @@ def run_set(args: argparse.Namespace) -> int:
     store = open_store(args)
     change = facts.set_fact(store, args.subject, args.value, since=args.since, origin=args.origin,
                             session=args.session)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json(change.to_json())
     elif change.commit is None:

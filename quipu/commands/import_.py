@@ -1,4 +1,6 @@
 """`quipu import memory-md FILE`: every entry of a Claude Code MEMORY.md becomes a store memory.
+`quipu import markdown DIR`: every markdown note under a folder becomes one, all in one commit
+(see ``quipu.notes`` for how a note is read); what is skipped is reported with the reason.
 
 Contract:
 - Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
@@ -16,18 +18,17 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from quipu import index, memorymd
+from quipu import index, memorymd, notes
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError, InvalidMemory
-from quipu.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields
-from quipu.output import print_json
+from quipu.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
+from quipu.output import print_json, progress
 from quipu.store import Store
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
@@ -59,13 +60,15 @@ class Outcome:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "import",
-        help="import memories from another format (Claude Code's MEMORY.md)",
-        description="Turn each entry of a Claude Code MEMORY.md (and the topic file it links) into a store "
-        "memory, one commit each, so entries past Claude Code's 200-line / 25,000-byte load cut are recalled "
-        "too. Importing the same file again adds nothing.",
+        help="import memories from another format (Claude Code's MEMORY.md, a folder of markdown notes)",
+        description="memory-md FILE: turn each entry of a Claude Code MEMORY.md (and the topic file it links) "
+        "into a store memory, one commit each, so entries past Claude Code's 200-line / 25,000-byte load cut are "
+        "recalled too. markdown DIR: turn every markdown note under DIR (with or without frontmatter) into a "
+        "memory, all in one commit, and report what was skipped and why. Importing the same input again adds "
+        "nothing.",
     )
-    p.add_argument("kind", choices=("memory-md",), help="the format to import")
-    p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder)")
+    p.add_argument("kind", choices=("memory-md", "markdown"), help="the format to import")
+    p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), or the folder of notes")
     p.add_argument("--project", metavar="DIR", help="record this project root on every imported memory")
     p.add_argument("--dry-run", action="store_true", help="show what would be imported and commit nothing")
     add_json(p)
@@ -92,26 +95,8 @@ def _read_topic(base: Path, link: str | None) -> tuple[dict[str, Any], str, Path
     return fields, body, target
 
 
-def _stamp(path: Path) -> str:
-    when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _created(fields: dict[str, Any], fallback: Path) -> str:
-    for key in ("created", "modified", "date"):
-        value = fields.get(key)
-        if isinstance(value, _dt.datetime):
-            value = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
-            return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if isinstance(value, _dt.date):
-            return value.isoformat()
-        if isinstance(value, str):
-            try:
-                parse_created(value.strip())
-                return value.strip()
-            except ValueError:
-                continue
-    return _stamp(fallback)
+    return notes.created_of(fields, fallback)
 
 
 def _class(fields: dict[str, Any], section: str) -> str:
@@ -177,13 +162,76 @@ def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project
     return outcomes, others
 
 
+@dataclass(frozen=True)
+class FolderImport:
+    imported: list[Memory]
+    existing: list[Memory]
+    skipped: list[notes.Skipped]
+    commit: str | None
+
+
+def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> FolderImport:
+    """Every note under ``root`` not yet in the store, committed at once."""
+    if not root.is_dir():
+        raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
+    found = list(notes.scan_folder(root))
+    fresh: dict[str, Memory] = {}
+    existing: list[Memory] = []
+    skipped: list[notes.Skipped] = []
+    for n, item in enumerate(found, start=1):
+        if n % 100 == 0 or n == len(found):
+            progress(n, len(found), "Reading notes")
+        if isinstance(item, notes.Skipped):
+            skipped.append(item)
+        elif item.id in fresh or store.exists(item.id):
+            existing.append(item)
+        else:
+            try:
+                parse_memory(render_memory(item), item.path)  # the same validation a hand edit gets
+            except InvalidMemory as exc:
+                skipped.append(notes.Skipped(item.title, str(exc)))
+                continue
+            fresh[item.id] = item
+    commit = None
+    if fresh and not dry_run:
+        changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
+        commit = store.commit(
+            changes, f"quipu: import {len(changes)} notes from {root.name}",
+            {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+        )
+    return FolderImport(list(fresh.values()), existing, skipped, commit)
+
+
+def _run_markdown(store: Store, args: argparse.Namespace) -> int:
+    root = Path(args.file).expanduser().absolute()
+    done = import_markdown(store, root, dry_run=args.dry_run)
+    if done.commit:
+        index.refresh_after_write(store)
+    if args.json:
+        print_json({
+            "folder": str(root), "dry_run": args.dry_run, "commit": done.commit,
+            "imported": [m.id for m in done.imported], "already_in_the_store": [m.id for m in done.existing],
+            "skipped": [{"path": s.path, "reason": s.reason} for s in done.skipped],
+        })
+        return 0
+    verb = "Would import" if args.dry_run else "Imported"
+    where = f" in commit {done.commit[:12]}" if done.commit else ""
+    print(f"{verb} {len(done.imported)} note(s) from {root}{where}; {len(done.existing)} already in the store, "
+          f"{len(done.skipped)} skipped.")
+    for item in done.skipped:
+        print(f"  skipped {item.path}: {item.reason}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.kind == "markdown":
+        return _run_markdown(store, args)
     path = Path(args.file).expanduser().absolute()
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
     outcomes, others = import_memory_md(store, path, dry_run=args.dry_run, project=project)
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
-        index.ensure_fresh(store)
+        index.refresh_after_write(store)
     if args.json:
         print_json(
             {

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import claude_settings
+from quipu import claude_settings, mcp_config
 from quipu.commands._common import add_json
 from quipu.output import print_json
 
@@ -39,18 +39,27 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "through a fail-open launcher) into a Claude Code settings file. Running it again changes nothing; "
         "other settings and hooks are kept; the previous file is backed up under $QUIPU_HOME/backups. "
         "The commands use this interpreter's real path, and the prompt hook runs with -I -S. "
-        "Alternatively load this repository as a Claude Code plugin (claude --plugin-dir), not both.",
+        "It also registers quipu's MCP server (`quipu mcp`) where Claude Code reads MCP servers for the scope: "
+        "~/.claude.json for --user and --local (under the project for --local), <project>/.mcp.json for "
+        "--project. Alternatively load this repository as a Claude Code plugin (claude --plugin-dir), not both.",
     )
     add_scope(p)
+    p.add_argument("--no-mcp", action="store_true", help="only the hooks; do not register the MCP server")
     p.set_defaults(func=run)
 
 
-def report(result: claude_settings.Result, verb: str, as_json: bool) -> None:
+def report(result: claude_settings.Result, verb: str, as_json: bool, mcp: claude_settings.Result | None = None) -> None:
     if as_json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "mcp": mcp.to_json() if mcp else None})
         return
+    for one, what in ((result, "quipu hooks"), (mcp, "quipu MCP server")):
+        if one is not None:
+            _report_one(one, verb, what)
+
+
+def _report_one(result: claude_settings.Result, verb: str, what: str) -> None:
     if not result.changed:
-        print(f"{result.path}: nothing to do ({'already installed' if verb == 'install' else 'no quipu hooks'})")
+        print(f"{result.path}: nothing to do ({'already installed' if verb == 'install' else 'no ' + what})")
         return
     if result.dry_run:
         print(f"Would change {result.path}:")
@@ -65,6 +74,9 @@ def report(result: claude_settings.Result, verb: str, as_json: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = claude_settings.settings_path(args.scope, args.project_dir)
+    mcp = None if args.no_mcp else mcp_config.install(args.scope, args.project_dir, dry_run=True)  # refuses early
     result = claude_settings.install(path, scope=args.scope, dry_run=args.dry_run)
-    report(result, "install", args.json)
+    if mcp is not None and not args.dry_run:
+        mcp = mcp_config.install(args.scope, args.project_dir)
+    report(result, "install", args.json, mcp)
     return 0

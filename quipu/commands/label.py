@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     sha = store.label(args.id, args.label, not args.remove, detail=args.detail)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"commit": sha, "id": args.id, "label": args.label, "set": not args.remove})
     else:

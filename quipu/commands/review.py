@@ -122,7 +122,7 @@ def _list(store: Store, args: argparse.Namespace) -> int:
     for item in queue:
         status = "" if item.is_open else f" [{item.resolution}ed]"
         print(f"{item.review_id}  {item.kind}{status}: {_describe(item)}")
-        if item.kind == "tension":
+        if item.kind in ("tension", "proposal"):
             left = _column(_memory(store, item.memory), "loser", state, width)
             right = _column(_memory(store, item.other), "winner", state, width)
         else:
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     item = review.find(store, args.id)
     resolve = review.accept if args.action == "accept" else review.reject
     sha = resolve(store, item.review_id, reason=args.reason)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"review": item.review_id, "resolution": args.action, "commit": sha,
                     "memory": item.memory, "other": item.other})

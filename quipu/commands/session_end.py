@@ -2,6 +2,8 @@
 
 With ``--hook`` it reads the Claude Code event on stdin, starts ``quipu session-end --worker``
 in a new session (stdio on /dev/null) and returns at once, well inside the 1.5 s SessionEnd budget.
+It also starts ``quipu history append --worker`` for the session's transcript (the archive of past
+turns under ``$QUIPU_HOME/history``), whether or not the session has a store.
 It does nothing inside quipu's own model children (``QUIPU_CHILD``) and exits 0 whatever fails,
 logging to ``$QUIPU_HOME/logs/session-hook.log``. Without ``--hook`` it does the work in the
 foreground (``--worker`` is that, run by the hook: errors are logged, the exit code is always 0).
@@ -96,6 +98,7 @@ def _hook(args: argparse.Namespace, name: str, event_name: str) -> int:
     if event is None:
         log(name, "stdin is not a hook event (JSON object); nothing done")
         return 0
+    _start_history(name, event)
     root, _how = locate.find_store_root(getattr(args, "store", None), event.cwd or None)
     if not is_store(root):
         return 0  # no store for this session: nothing to do
@@ -105,6 +108,18 @@ def _hook(args: argparse.Namespace, name: str, event_name: str) -> int:
     pid = spawn_detached(argv, child_env())
     log(name, f"started the per-session work (pid {pid}) for session {event.session_id or '-'} in {root}")
     return 0
+
+
+def _start_history(name: str, event: SessionEvent) -> None:
+    """Archive the session's turns (``quipu history append``), detached, whether or not a store exists."""
+    from quipu.commands.history import is_enabled
+
+    if not event.transcript_path or not is_enabled():
+        return
+    argv = quipu_argv("history", "append", "--worker", "--transcript", event.transcript_path,
+                      *(("--session", event.session_id) if event.session_id else ()))
+    pid = spawn_detached(argv, child_env())
+    log(name, f"started the history append (pid {pid}) for session {event.session_id or '-'}")
 
 
 def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     sha = store.supersede(args.old, args.new, reason=args.reason)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"commit": sha, "old": args.old, "new": args.new})
     else:

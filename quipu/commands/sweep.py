@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from quipu import settings
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError
 from quipu.model import DEFAULT_TIMEOUT, TIMEOUT_SETTING, Budget, Model, get_model
@@ -18,8 +19,8 @@ from quipu.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, SweepOptions, Swee
 def add_model_options(p: argparse.ArgumentParser, *, calls: int, chars: int) -> None:
     p.add_argument("--model", metavar="SPEC",
                    help="claude (default), claude:<model>, command:<command line> or scripted; for `quipu "
-                        "sweep` also none (the deterministic pass only) (default: [sweep] model in quipu.toml, "
-                        "else claude)")
+                        "sweep` also none (the deterministic pass only) (default: $QUIPU_MODEL, else [sweep] model "
+                        "in $QUIPU_HOME/config.toml, else claude; never a store's setting)")
     p.add_argument("--max-calls", type=int, metavar="N",
                    help=f"at most N model calls in this run (default {calls}; 0 for no limit)")
     p.add_argument("--max-chars", type=int, metavar="N",
@@ -47,8 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _setting(store: Store, key: str) -> Any:
-    section = store.config().get("sweep", {})
-    return section.get(key) if isinstance(section, dict) else None
+    """A [sweep] setting: what runs and how much it is sent come from the user, never the store."""
+    if key == "model" and os.environ.get(settings.MODEL_ENV):
+        return os.environ[settings.MODEL_ENV]
+    return settings.user_setting("sweep", key)
 
 
 def _limit(flag: int | None, store: Store, key: str, default: int) -> int | None:

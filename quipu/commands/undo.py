@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     made = store.undo(commit=args.commit, memory=args.memory, sweep=args.sweep)
-    index.ensure_fresh(store)
+    index.refresh_after_write(store)
     if args.json:
         print_json({"reverts": made})
     else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import claude_settings
+from quipu import claude_settings, mcp_config
 from quipu.commands.install import add_scope, report
 
 
@@ -12,8 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "uninstall",
         help="remove quipu's hooks from Claude Code's settings",
         description="Remove the hook handlers `quipu install claude` added (recognised by the "
-        f"'{claude_settings.MARKER}' comment at the end of their command) and nothing else; "
-        "the previous file is backed up under $QUIPU_HOME/backups.",
+        f"'{claude_settings.MARKER}' comment at the end of their command) and quipu's MCP server entry "
+        "from the MCP configuration of the same scope, and nothing else; the previous files are backed up "
+        "under $QUIPU_HOME/backups.",
     )
     add_scope(p)
     p.set_defaults(func=run)
@@ -22,5 +23,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     path = claude_settings.settings_path(args.scope, args.project_dir)
     result = claude_settings.uninstall(path, scope=args.scope, dry_run=args.dry_run)
-    report(result, "uninstall", args.json)
+    mcp = mcp_config.uninstall(args.scope, args.project_dir, dry_run=args.dry_run)
+    report(result, "uninstall", args.json, mcp)
     return 0

@@ -1,6 +1,6 @@
 """`quipu verify [ID...|--all]`: check what memories claim; label the ones reality contradicts.
 
-Reads the options, the store's ``[verify.roots]`` settings and the environment (home, model
+Reads the options, the user's ``[verify.roots]`` settings and the environment (home, model
 timeout), then calls ``quipu.verify.verify`` and prints a summary table (or JSON).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quipu import index
+from quipu import index, locate, settings
 from quipu.claims import DEFAULT_ROOT, ROOT_NAME
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=[],
         metavar="NAME=PATH",
         help="the folder of project NAME (a memory's `project` field; 'project' for memories without one); "
-        "repeatable, and settable in quipu.toml under [verify.roots]",
+        "repeatable, and settable under [verify.roots] in $QUIPU_HOME/config.toml (never in a store)",
     )
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per probe (default 10)")
     p.add_argument("--jobs", type=int, default=4, metavar="N", help="probes run at once (default 4)")
@@ -73,15 +73,16 @@ def _root(name: str, path: str, where: str, base: Path) -> tuple[str, str]:
 
 
 def project_roots(store: Store, options: list[str]) -> dict[str, str]:
-    """Roots from the store location, then quipu.toml [verify.roots], then --root (last wins)."""
+    """Roots from the store location, then the user's [verify.roots], then --root (last wins)."""
     roots: dict[str, str] = {}
     if store.root.name == ".quipu" and store.root.parent.is_dir():  # a store inside a project
         roots[DEFAULT_ROOT] = str(store.root.parent)
-    configured = store.config().get("verify", {}).get("roots", {})
+    configured = settings.user_setting("verify", "roots")  # paths: never from a store
     if isinstance(configured, dict):
         for name, path in configured.items():
             if isinstance(path, str):
-                key, folder = _root(str(name), path, "quipu.toml [verify.roots]", store.root)
+                key, folder = _root(str(name), path, f"{settings.user_config_path()} [verify.roots]",
+                                    Path(locate.quipu_home()))
                 roots[key] = folder
     for option in options:
         name, sep, path = option.partition("=")
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     )
     summary = verifier.verify(store, _extractor(args.model, store), options, ids=args.ids or None, progress=_bar)
     if summary.commits:
-        index.ensure_fresh(store)
+        index.refresh_after_write(store)
     if args.json:
         print_json(summary.to_json())
     else:

@@ -1,0 +1,126 @@
+"""Benchmark of the prompt hook against the size of its input: prompts of 1 KB, 100 KB and 1 MB.
+
+Each size comes in three shapes: plain text whose topic is at its end (a pasted trace), the same
+text with every letter written as a ``\\u00XX`` JSON escape, and text with no topic of its own
+(random words). The hook runs exactly as Claude Code starts it (``<real python> -I -S
+hooks/prompt_submit.py``, the event on stdin) against a store of 1,000 memories, beside
+``<real python> -I -S -c pass``; every round runs every command once, in an order rotated each
+round, so all share the machine's noise. Outputs are checked: a prompt with a topic must inject
+the target memory.
+
+Goal: a 1 MB prompt costs at most 5x a 1 KB prompt of the same shape (p50 wall time).
+
+Usage: python bench/bench_hook_input.py [--rounds 15] [--write-results]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as C  # noqa: E402
+
+from quipu import index  # noqa: E402
+from quipu.store import Store  # noqa: E402
+
+HOOK = C.REPO / "hooks" / "prompt_submit.py"
+SIZES = {"1 KB": 1_000, "100 KB": 100_000, "1 MB": 990_000}  # the hook ignores events over 1,000,000 bytes
+GOAL_RATIO = 5.0
+
+
+def _escaped(text: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" if c.isalpha() else json.dumps(c)[1:-1] for c in text)
+
+
+def events(root: Path, question: str, rng: random.Random) -> dict[tuple[str, str], str]:
+    """{(shape, size): event JSON}: each event's length is about its size."""
+    out = {}
+    for name, size in SIZES.items():
+        base = {"session_id": "", "cwd": str(root), "hook_event_name": "UserPromptSubmit", "prompt": ""}
+        envelope = len(json.dumps(base))
+        filler_words = [rng.choice(["lorem", "ipsum", "dolor", "amet", "consectetur", "adipiscing"]) for _ in range(size)]
+        filler = " ".join(filler_words)
+        plain = filler[: max(0, size - envelope - len(question) - 1)] + " " + question
+        out[("plain", name)] = json.dumps({**base, "prompt": plain})
+        escaped_prompt = filler[: max(0, (size - envelope) // 6 - len(question))] + " " + question
+        out[("escaped", name)] = json.dumps({**base, "prompt": ""}).replace('"prompt": ""', '"prompt": "' + _escaped(escaped_prompt) + '"')
+        out[("no topic", name)] = json.dumps({**base, "prompt": filler[: size - envelope]})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=15, help="timed rounds (default 15)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed rounds first (default 2)")
+    p.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temporary folder, removed)")
+    p.add_argument("--write-results", action="store_true", help="update the bench_hook_input section of bench/RESULTS.md")
+    args = p.parse_args(argv)
+    machine_line = C.machine()
+    scratch = C.scratch_dir(args.keep, "hook-input")
+    env = C.isolate(scratch)
+    try:
+        corpus = C.Corpus(seed=11)
+        memories = corpus.memories(1000)
+        target = memories[500]
+        root = scratch / "store"
+        C.bulk_store(root, memories, checkout=False)
+        index.ensure_fresh(Store(root))
+        env = {**env, "QUIPU_STORE": str(root)}
+        words = target.title.lower().split()
+        question = f"what did we decide about {words[0]} {words[1]} {words[2]}?"
+        cases = events(root, question, random.Random(3))
+        files = {}
+        for key, text in cases.items():
+            path = scratch / f"event-{key[0].replace(' ', '-')}-{key[1].replace(' ', '')}.json"
+            path.write_text(text)
+            files[key] = str(path)
+        out_file = str(scratch / "out.json")
+        for key, path in files.items():  # every output checked once before timing
+            _wall, _rss, code = C.spawn_timed([C.REAL_PYTHON, "-I", "-S", str(HOOK)], stdin=path, stdout=out_file, env=env)
+            text = Path(out_file).read_text()
+            if code != 0 or (key[0] != "no topic" and target.id not in text):
+                raise SystemExit(f"bench: the hook did not inject {target.id} for {key} (exit {code}): {text[:200]!r}")
+        commands = {key: [C.REAL_PYTHON, "-I", "-S", str(HOOK)] for key in files}
+        baseline = ("python -I -S -c pass", "")
+        times: dict[tuple[str, str], list[float]] = {key: [] for key in [*files, baseline]}
+        order = [*files, baseline]
+        for n in range(args.warmup + args.rounds):
+            rotated = order[n % len(order):] + order[: n % len(order)]
+            for key in rotated:
+                if key == baseline:
+                    wall, _rss, _code = C.spawn_timed([C.REAL_PYTHON, "-I", "-S", "-c", "pass"], env=env)
+                else:
+                    wall, _rss, _code = C.spawn_timed(commands[key], stdin=files[key], env=env)
+                if n >= args.warmup:
+                    times[key].append(wall)
+        bare = C.median(times[baseline])
+        rows = []
+        verdicts = []
+        for shape in ("plain", "escaped", "no topic"):
+            small = C.median(times[(shape, "1 KB")])
+            for name in SIZES:
+                p50 = C.median(times[(shape, name)])
+                rows.append([shape, name, f"{p50 * 1000:.1f}", f"{p50 / bare:.2f}x", f"{p50 / small:.2f}x"])
+            ratio = C.median(times[(shape, "1 MB")]) / small
+            verdicts.append(f"- {shape}: 1 MB costs {ratio:.2f}x a 1 KB prompt (goal <= {GOAL_RATIO:g}x): "
+                            + ("met" if ratio <= GOAL_RATIO else "NOT met"))
+        body = (
+            f"Store of 1,000 memories; {args.rounds} rounds; bare `python -I -S -c pass` p50 {bare * 1000:.1f} ms.\n\n"
+            + C.table(["prompt", "size", "p50 ms", "vs bare -I -S", "vs 1 KB"], rows)
+            + "\n\n" + "\n".join(verdicts) + "\n"
+        )
+        print(body)
+        if args.write_results:
+            C.update_results("bench_hook_input", "Prompt hook: cost against the size of the prompt (issue 12)", body,
+                             command=C.command_line(), machine_line=machine_line)
+    finally:
+        C.cleanup(scratch, args.keep)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

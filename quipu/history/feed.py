@@ -1,0 +1,137 @@
+"""Feeding the archive: one session at a hook, or every transcript on the machine at once.
+
+Contract:
+- ``projects_dir()`` is Claude Code's transcript folder, ``<claude dir>/projects``, where the
+  claude dir is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (Claude Code's own rule).
+- ``append_transcript`` archives one session's new turns and indexes them, under the archive
+  lock: safe to run from twenty SessionEnd hooks at once, and again on the same transcript.
+- ``backfill`` does the same for every ``*.jsonl`` under a folder, in one locked run with
+  batched index writes, and returns what it did: sessions, turns added and updated, redactions,
+  and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files,
+  symbolic links, which are never followed).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quipu.claude_settings import claude_dir
+from quipu.history import archive, index
+from quipu.history.archive import Layout, Turn
+from quipu.history.reader import read_session
+
+SUBAGENT = "a sub-agent transcript: its prompts come from the main session, not from a person"
+NO_TURNS = "no human prompt and no assistant text"
+_FLUSH = 4096
+
+
+def projects_dir() -> Path:
+    return claude_dir() / "projects"
+
+
+@dataclass
+class Summary:
+    sessions: int = 0  # sessions read that had turns (archived now, or before)
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    redactions: int = 0
+    bad_lines: int = 0
+    forgotten: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": self.files, "sessions": self.sessions, "turns_added": self.added,
+                "turns_updated": self.updated, "redactions": self.redactions, "bad_lines": self.bad_lines,
+                "forgotten_left_out": self.forgotten,
+                "skipped": [{"path": p, "why": why} for p, why in self.skipped]}
+
+
+def _is_subagent(path: Path) -> bool:
+    return "subagents" in path.parts or path.name.startswith("agent-")
+
+
+def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[str],
+                 session_id: str | None = None) -> list[Turn]:
+    summary.files += 1
+    if path.is_symlink():
+        summary.skipped.append((str(path), "a symbolic link: not followed"))
+        return []
+    if _is_subagent(path):
+        summary.skipped.append((str(path), SUBAGENT))
+        return []
+    try:
+        session = read_session(path)
+    except OSError as exc:
+        summary.skipped.append((str(path), f"cannot be read: {exc.strerror or exc}"))
+        return []
+    if session_id:
+        session.session_id = session_id
+    summary.bad_lines += session.bad_lines
+    if session.sidechain:
+        summary.skipped.append((str(path), SUBAGENT))
+        return []
+    if not session.turns:
+        summary.skipped.append((str(path), NO_TURNS))
+        return []
+    result = archive.append_session(layout, session, forgotten)
+    summary.sessions += 1
+    summary.added += len(result.added)
+    summary.updated += len(result.updated)
+    summary.redactions += result.redactions
+    summary.forgotten += result.forgotten
+    return [*result.updated, *result.added]
+
+
+def append_transcript(path: str | Path, *, session_id: str | None = None, layout: Layout | None = None) -> Summary:
+    """Archive and index one transcript's new turns (the SessionEnd / PreCompact work)."""
+    layout = layout or Layout.default()
+    summary = Summary()
+    with layout.lock():
+        turns = _archive_one(layout, Path(path), summary, archive.forgotten_keys(layout), session_id)
+        if turns or not index.is_current(layout):
+            writer = index.open_writer(layout)
+            try:
+                writer.upsert(turns)
+            finally:
+                writer.close()
+    return summary
+
+
+def transcripts(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.jsonl") if p.is_symlink() or p.is_file())
+
+
+def backfill(root: Path | None = None, *, layout: Layout | None = None,
+             progress: Callable[[int, int], None] | None = None) -> Summary:
+    """Archive and index every transcript under ``root`` (default: ``projects_dir()``)."""
+    layout = layout or Layout.default()
+    root = root or projects_dir()
+    summary = Summary()
+    files = transcripts(root) if root.is_dir() else []
+    with layout.lock():
+        forgotten = archive.forgotten_keys(layout)
+        fresh = not index.is_current(layout)
+        pending: list[Turn] = []
+        writer = None if fresh else index.Writer(layout, bulk=True)
+        try:
+            for n, path in enumerate(files, 1):
+                turns = _archive_one(layout, path, summary, forgotten)
+                if writer is not None:
+                    pending += turns
+                    if len(pending) >= _FLUSH:
+                        writer.upsert(pending)
+                        pending = []
+                if progress:
+                    progress(n, len(files))
+            if writer is not None:
+                writer.upsert(pending)
+                writer.optimize()
+        finally:
+            if writer is not None:
+                writer.close()
+        if fresh:
+            index.rebuild(layout)  # no index yet: build it from the whole archive in one pass
+    return summary

@@ -1,0 +1,240 @@
+"""The history index: SQLite FTS5 over the archived turns plus one vector per turn; a cache.
+
+Files, beside the archive: ``index.sqlite`` and ``vectors.f32`` (float32 rows of
+``embed.DIM`` numbers; row ``id - 1`` belongs to the turn with that rowid, so a search reads the
+whole matrix with one memory map and one matrix-vector product: 100,000 turns in about 10 ms).
+
+Contract:
+- Built only from the archive: ``rebuild`` recreates both files from ``archive.all_turns``;
+  ``upsert`` and ``delete`` keep them in step with each archive write, under the archive lock.
+- The FTS5 table uses the memory index's tokenizer (``quipu.query.TOKENIZE``), so words match
+  the same way in both. Rowids are never reused (``AUTOINCREMENT``): a replaced or deleted turn's
+  vector row is zeroed, and a zero vector matches nothing.
+- Deleting is for good: ``secure_delete`` zeroes freed pages, the FTS5 segments are merged
+  ("optimize") so no old segment keeps a forgotten word, and vector rows are overwritten.
+- The embedding is optional: without wordllama the index is lexical only and says so
+  (``meta.vectors = 'none'``); ``quipu history index --rebuild`` adds vectors later.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from quipu.history import embed
+from quipu.history.archive import Layout, Turn, all_turns
+from quipu.query import TOKENIZE
+
+SCHEMA_VERSION = "1"
+_BATCH = 4096
+
+_DDL = f"""
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE turns(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    session TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    project TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX turns_session ON turns(session, turn);
+CREATE INDEX turns_project ON turns(project);
+-- External content: the text is stored once (in turns); the FTS table keeps only the index.
+CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='turns', content_rowid='id', tokenize='{TOKENIZE}');
+"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA secure_delete = ON")
+    return db
+
+
+def is_current(layout: Layout) -> bool:
+    if not layout.index.is_file():
+        return False
+    try:
+        db = connect(layout.index)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return False
+    return row is not None and row[0] == SCHEMA_VERSION
+
+
+class Writer:
+    """Writes turns into the index and the vector file (the caller holds the archive lock)."""
+
+    def __init__(self, layout: Layout, *, bulk: bool = False, path: Path | None = None, fresh: bool = False) -> None:
+        self.layout = layout
+        self._fresh = fresh  # a new, empty index (a rebuild): no key can be there already
+        self.db = connect(path or layout.index)
+        self._bulk = bulk
+        self._embedder: embed.Embedder | None = None
+        self._vectors_on = self._meta("vectors") not in (None, "none")
+
+    @classmethod
+    def create(cls, path: Path, layout: Layout) -> Writer:
+        """A new, empty index at ``path``, recording whether it will hold vectors."""
+        db = connect(path)
+        db.executescript(_DDL)
+        files = embed.locate()
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO meta VALUES (?, ?)",
+                       [("schema", SCHEMA_VERSION), ("vectors", embed.NAME if files else "none"),
+                        ("dim", str(embed.DIM))])
+        db.execute("COMMIT")
+        db.close()
+        return cls(layout, bulk=True, path=path, fresh=True)
+
+    def _meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def embedder(self) -> embed.Embedder | None:
+        if not self._vectors_on:
+            return None
+        if self._embedder is None:
+            files = embed.locate()
+            if files is None:
+                self._vectors_on = False
+                return None
+            self._embedder = embed.Embedder.load(files, bulk=self._bulk)
+        return self._embedder
+
+    def upsert(self, turns: Sequence[Turn], vectors_path: Path | None = None) -> None:
+        """Insert or replace ``turns`` (by key), in batches, each batch one transaction."""
+        path = vectors_path or self.layout.vectors
+        for start in range(0, len(turns), _BATCH):
+            batch = list({t.key: t for t in turns[start:start + _BATCH]}.values())  # a key once: its last version
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                stale = [] if self._fresh else self._delete_keys([t.key for t in batch])
+                last = int(self.db.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
+                self.db.executemany(
+                    "INSERT INTO turns(key, session, turn, role, project, branch, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.ts, t.text) for t in batch))
+                new_ids = dict(self.db.execute("SELECT key, id FROM turns WHERE id > ?", (last,)).fetchall())
+                ids = [int(new_ids[t.key]) for t in batch]
+                self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
+                                    zip(ids, (t.text for t in batch), strict=True))
+                embedder = self.embedder()
+                if embedder is not None:
+                    _write_rows(path, ids, embedder.many([t.text for t in batch]))
+                _zero_rows(path, stale)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _delete_keys(self, keys: Iterable[str]) -> list[int]:
+        gone = []
+        for key in keys:
+            row = self.db.execute("SELECT id, text FROM turns WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                continue
+            self.db.execute("INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', ?, ?)",
+                            (row["id"], row["text"]))
+            self.db.execute("DELETE FROM turns WHERE id = ?", (row["id"],))
+            gone.append(int(row["id"]))
+        return gone
+
+    def delete(self, keys: Iterable[str]) -> int:
+        """Remove turns for good (see the module contract); returns how many rows went."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            gone = self._delete_keys(keys)
+            _zero_rows(self.layout.vectors, gone)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        if gone:
+            self.optimize()
+        return len(gone)
+
+    def optimize(self) -> None:
+        self.db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('optimize')")
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _write_rows(path: Path, ids: Sequence[int], rows: object) -> None:
+    import numpy as np
+
+    matrix = np.ascontiguousarray(rows, dtype="<f4")
+    width = embed.DIM * 4
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        # Rowids of one batch are consecutive: one write for the run, else one per row.
+        if ids and ids[-1] - ids[0] == len(ids) - 1:
+            os.pwrite(fd, matrix.tobytes(), (ids[0] - 1) * width)
+        else:
+            for i, row in zip(ids, matrix, strict=True):
+                os.pwrite(fd, row.tobytes(), (i - 1) * width)
+    finally:
+        os.close(fd)
+
+
+def _zero_rows(path: Path, ids: Iterable[int]) -> None:
+    ids = list(ids)
+    if not ids or not path.exists():
+        return
+    width = embed.DIM * 4
+    size = path.stat().st_size
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for i in ids:
+            if (i - 1) * width < size:
+                os.pwrite(fd, bytes(width), (i - 1) * width)
+    finally:
+        os.close(fd)
+
+
+def rebuild(layout: Layout, turns: Iterable[Turn] | None = None) -> int:
+    """Recreate the index and the vector file from the archive (into temporary files, then
+    renamed into place). The caller holds the archive lock. Returns the number of turns."""
+    layout.root.mkdir(parents=True, exist_ok=True)
+    tmp_index = layout.index.with_name(layout.index.name + ".new")
+    tmp_vectors = layout.vectors.with_name(layout.vectors.name + ".new")
+    for p in (tmp_index, tmp_vectors):
+        p.unlink(missing_ok=True)
+    writer = Writer.create(tmp_index, layout)
+    count = 0
+    try:
+        batch: list[Turn] = []
+        for turn in all_turns(layout) if turns is None else turns:
+            batch.append(turn)
+            if len(batch) >= _BATCH:
+                writer.upsert(batch, tmp_vectors)
+                count += len(batch)
+                batch = []
+        if batch:
+            writer.upsert(batch, tmp_vectors)
+            count += len(batch)
+        writer.optimize()
+    finally:
+        writer.close()
+    if tmp_vectors.exists():
+        os.replace(tmp_vectors, layout.vectors)
+    else:
+        layout.vectors.unlink(missing_ok=True)
+    os.replace(tmp_index, layout.index)
+    return count
+
+
+def open_writer(layout: Layout, *, bulk: bool = False) -> Writer:
+    """A writer on the current index, rebuilding it first when it is missing or of another
+    schema. The caller holds the archive lock."""
+    if not is_current(layout):
+        rebuild(layout)
+    return Writer(layout, bulk=bulk)

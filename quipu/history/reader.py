@@ -1,0 +1,169 @@
+"""One Claude Code transcript as the turns a person would want to find again.
+
+Contract:
+- ``read_session(path)`` returns the session's turns in order: each human prompt is a turn
+  (``quipu.transcript.human_text``, the prompt hook's own rules, so task notifications, hook
+  output, slash commands, compaction summaries and tool results are left out), and everything
+  the assistant wrote until the next prompt is one turn: its text blocks, and each tool call as
+  ``[Tool: command or path]``. Tool output, thinking blocks, sub-agent (sidechain) records,
+  synthetic and API-error messages are left out.
+- A turn's ``key`` is stable across reads of a growing transcript: the session id and the uuid of
+  the turn's first record (a hash of its timestamp and text when it has none), so appending the
+  same transcript twice, or after it grew, never duplicates a turn.
+- Bad lines never stop a read: a cut last line is skipped, a line that is not UTF-8 is decoded
+  with replacement characters, lines of tool output are skipped before they are parsed.
+- Nothing here redacts: ``quipu.history.archive`` does, before anything is written.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quipu import transcript
+
+MAX_TOOL_ARG = 200
+# Lines of tool output start their content with this (quotes inside JSON strings are escaped, so
+# these bytes only occur as structure): skipped unparsed, however large.
+_TOOL_RESULT = b'"type":"tool_result"'
+# The input field a tool call is summarised by, in order of preference.
+_TOOL_FIELDS = ("command", "file_path", "notebook_path", "path", "url", "pattern", "query", "description", "prompt")
+
+
+@dataclass(frozen=True)
+class RawTurn:
+    key: str
+    role: str  # user | assistant
+    text: str
+    ts: str  # ISO 8601 as Claude Code wrote it ("" when absent)
+    branch: str
+
+
+@dataclass
+class Session:
+    session_id: str
+    project: str  # the working folder of the session ("" when no record names one)
+    turns: list[RawTurn] = field(default_factory=list)
+    bad_lines: int = 0
+    sidechain: bool = False  # a sub-agent transcript: no record of it is a human turn
+
+
+def _records(path: Path, counter: list[int]) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as fh:
+        for raw in fh:
+            if not raw.strip() or _TOOL_RESULT in raw:
+                continue
+            try:
+                record = json.loads(raw)
+            except UnicodeDecodeError:
+                try:
+                    record = json.loads(raw.decode("utf-8", "replace"))
+                except ValueError:
+                    counter[0] += 1
+                    continue
+            except ValueError:
+                counter[0] += 1
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def tool_summary(block: dict[str, Any]) -> str:
+    name = block["name"] if isinstance(block.get("name"), str) else "tool"
+    args: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
+    for key in _TOOL_FIELDS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            value = " ".join(value.split())
+            if len(value) > MAX_TOOL_ARG:
+                value = value[: MAX_TOOL_ARG - 1] + "…"
+            return f"[{name}: {value}]"
+    return f"[{name}]"
+
+
+def _assistant_parts(record: dict[str, Any]) -> list[str] | None:
+    if record.get("type") != "assistant" or record.get("isSidechain") or record.get("isApiErrorMessage"):
+        return None
+    message = record.get("message")
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return None
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            text = block["text"].strip()
+            if text and not transcript.is_machine_text(text):
+                parts.append(text)
+        elif block.get("type") == "tool_use":
+            parts.append(tool_summary(block))
+    return parts
+
+
+def _key(session_id: str, record: dict[str, Any], text: str) -> str:
+    uuid = record.get("uuid")
+    if isinstance(uuid, str) and uuid:
+        return f"{session_id}/{uuid}"
+    digest = hashlib.sha256(f"{record.get('timestamp')}\0{text}".encode("utf-8", "replace")).hexdigest()[:24]
+    return f"{session_id}/h-{digest}"
+
+
+def _text_field(record: dict[str, Any], name: str) -> str:
+    value = record.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def read_session(path: str | Path) -> Session:
+    """The turns of one transcript (see the module contract); ``OSError`` if it cannot be read."""
+    path = Path(path)
+    counter = [0]
+    session = Session(session_id=path.stem, project="")
+    pending: tuple[str, str, str, list[str]] | None = None  # key, ts, branch, parts
+    named = False
+    seen_any = False
+    sidechain_only = True
+
+    def flush() -> None:
+        nonlocal pending
+        if pending and pending[3]:
+            key, ts, branch, parts = pending
+            session.turns.append(RawTurn(key, "assistant", "\n".join(parts), ts, branch))
+        pending = None
+
+    for record in _records(path, counter):
+        if not named and isinstance(record.get("sessionId"), str) and record["sessionId"]:
+            session.session_id = record["sessionId"]
+            named = True
+        if not session.project and _text_field(record, "cwd"):
+            session.project = record["cwd"]
+        if record.get("type") in ("user", "assistant"):
+            seen_any = True
+            if not (record.get("isSidechain") or record.get("agentId")):
+                sidechain_only = False
+        prompt = transcript.human_text(record)
+        if prompt is not None:
+            flush()
+            text = prompt.strip()
+            session.turns.append(RawTurn(_key(session.session_id, record, text), "user", text,
+                                         _text_field(record, "timestamp"), _text_field(record, "gitBranch")))
+            continue
+        parts = _assistant_parts(record)
+        if parts is None:
+            continue
+        if pending is None:
+            # keyed without its text: a reply without uuids keeps its key while it grows
+            pending = (_key(session.session_id, record, "assistant"), _text_field(record, "timestamp"),
+                       _text_field(record, "gitBranch"), [])
+        pending[3].extend(parts)
+    flush()
+    session.bad_lines = counter[0]
+    session.sidechain = seen_any and sidechain_only
+    return session
