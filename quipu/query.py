@@ -278,10 +278,10 @@ def extract_terms(text: str) -> "list[Term]":
         for word in _words(block):
             if _is_content(word) and len(word) > 2:
                 add(word, False)
-    return [Term(w, s, is_generic(w, s) and w not in names) for w, s in ordered.items()][:_MAX_TERMS]
+    return [Term(w, s, is_generic(w) and w not in names) for w, s in ordered.items()][:_MAX_TERMS]
 
 
-def is_generic(word: str, strong: bool = False) -> bool:
+def is_generic(word: str) -> bool:
     """Whether ``word`` (lower-cased) names no subject on its own: the generic request words
     above, the everyday vocabulary of working on code, stop words and conversational words of
     other languages, general English words (``quipu.vocabulary``), any number (a line number, a

@@ -495,7 +495,8 @@ def recall(
     # decision below never counts them as a topic.
     topic = [t for t in prompt_terms if not t.generic and df.get(t.text, 0) > 0]
     topic.sort(key=lambda t: (df[t.text], not t.strong))
-    if (topic or by_title) and options.require_topic and is_question(prompt):
+    question = options.require_topic and is_question(prompt)
+    if (topic or by_title) and question:
         support = [t for t in prompt_terms if t.generic and df.get(t.text, 0) > 0 and len(t.text) > 2
                    and not t.text.isdigit()]
         topic += sorted(support, key=lambda t: df[t.text])
@@ -564,7 +565,8 @@ def recall(
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
-    evidence = _Evidence(db, prompt, prompt_terms, stems, df, chosen, rest, rare, by_title) if options.require_topic else None
+    evidence = (_Evidence(db, prompt_terms, stems, df, chosen, rest, rare, total, question, by_title)
+                if options.require_topic else None)
     eligible = [h for h in scored if h.score >= options.min_score][:EVIDENCE_CHECKS]
     checked = {h.rowid for h in eligible}
     facts = 0
@@ -690,9 +692,9 @@ def _root(word: str) -> str:
 class _Evidence:
     """Which prompt terms each candidate contains, and whether that is enough to speak."""
 
-    def __init__(self, db: "Connection", prompt: str, prompt_terms: "Sequence[Term]", stems: dict[str, str],
-                 df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int,
-                 by_title: bool = False) -> None:
+    def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
+                 df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
+                 question: bool, by_title: bool = False) -> None:
         self.db = db
         self.by_title = by_title
         self.terms = {t.text: t for t in prompt_terms}
@@ -704,7 +706,6 @@ class _Evidence:
         self.texts: dict[int, str] = {}
         self.rowids: list[int] = []
         self.refused: list[str] = []
-        total = _store_size(db)
         topic: dict[str, float] = {}
         for term in prompt_terms:
             stem = stems.get(term.text, term.text)
@@ -716,8 +717,8 @@ class _Evidence:
         # ordinary word may be the prompt's phrasing: in a short question it weighs nothing, in a
         # request ABSENT_ORDINARY_WEIGHT of a specific one.
         present = {stems.get(t.text, t.text) for t in prompt_terms if df.get(t.text, 0) > 0}
-        self.question = is_question(prompt)
-        absent = 0.0 if self.question else ABSENT_ORDINARY_WEIGHT
+        self.question = question
+        absent = 0.0 if question else ABSENT_ORDINARY_WEIGHT
         self.topic_weight = {s: w if s in present or s not in self.ordinary else w * absent
                              for s, w in topic.items()}
         self.total_weight = sum(self.topic_weight.values())
