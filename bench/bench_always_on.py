@@ -30,9 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu import always_on, index, profile  # noqa: E402
-from quipu.memory import Memory, now_utc  # noqa: E402
-from quipu.store import Store  # noqa: E402
+from quipu.claude import always_on  # noqa: E402
+from quipu.index import index
+from quipu.capture import profile
+from quipu.store.memory import Memory, now_utc  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 from testing.fixtures import example_memories  # noqa: E402
 
 PROFILE_LINES = [
@@ -145,7 +147,7 @@ def main() -> int:
         "Enrichment aliases (recall bench with and without model-proposed aliases): **not measured**. No real "
         "model run producing aliases was recorded, and aliases written by a script would measure the script. "
         "Capture keeps the aliases the model proposes after dropping copies of the memory's own words "
-        "(`quipu.enrich.filter_aliases`), as the design's own measurement found copies made recall worse."
+        "(`quipu.capture.enrich.filter_aliases`), as the design's own measurement found copies made recall worse."
     )
     print(body)
     if args.write_results:

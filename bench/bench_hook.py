@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu import index  # noqa: E402
-from quipu.memory import Memory  # noqa: E402
-from quipu.store import Store  # noqa: E402
+from quipu.index import index  # noqa: E402
+from quipu.store.memory import Memory  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 
 HOOK = C.REPO / "hooks" / "prompt_submit.py"
 SILENT_PROMPT = "ok, looks good — go ahead and continue"
@@ -163,9 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                  None, None, ""),
                 ("ref: `... json, re, sqlite3, dataclasses, typing`",
                  [py, "-I", "-S", "-c", "import json, re, sqlite3, dataclasses, typing"], None, None, ""),
-                ("ref: load the hook's modules only (as the hook does, `quipu.load_prompt_path`), no work",
+                ("ref: load the hook's modules only (as the hook does, `quipu.prompt.load_prompt_path`), no work",
                  [py, "-I", "-S", "-c",
-                  f"import sys; sys.path.append({str(C.REPO)!r}); import quipu; quipu.load_prompt_path()"],
+                  f"import sys; sys.path.append({str(C.REPO)!r}); import quipu.prompt; quipu.prompt.load_prompt_path()"],
                  None, None, ""),
                 (f"ref floor: `import sqlite3` + one FTS5 top-5 query on the {big[0]:,} index",
                  [py, "-I", "-S", "-c", floor_sql], None, None, ""),

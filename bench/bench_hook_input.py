@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu import index  # noqa: E402
-from quipu.store import Store  # noqa: E402
+from quipu.index import index  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 
 HOOK = C.REPO / "hooks" / "prompt_submit.py"
 SIZES = {"1 KB": 1_000, "100 KB": 100_000, "1 MB": 990_000}  # the hook ignores events over 1,000,000 bytes

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu.store import Store  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 
 DATA = C.REPO.parent / "shared" / "data" / "memories-real" / "notes.jsonl"
 GOAL_SECONDS = 10.0

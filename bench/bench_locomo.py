@@ -11,7 +11,7 @@ Memories are ``event`` notes dated at their session's date that never decay (``-
 the class default and asks "the day after the last session"). Stores are written in bulk (one
 fast-import commit), then indexed by ``index.ensure_fresh``.
 
-Each question goes through ``quipu.recall.recall`` on the store's index with the options the hook
+Each question goes through ``quipu.prompt.recall.recall`` on the store's index with the options the hook
 reads from the store (``Options.from_config``) but ``limit=5``, so recall@5 can be measured; the
 hook's default limit (2) is reported as hit@2 (the first two hits; the ranking does not depend
 on the limit here: no fact notes, no session exclusions).
@@ -45,10 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu import index, recall  # noqa: E402
-from quipu.memory import Memory  # noqa: E402
-from quipu.query import extract_terms  # noqa: E402
-from quipu.store import Store  # noqa: E402
+from quipu.index import index  # noqa: E402
+from quipu.prompt import recall
+from quipu.store.memory import Memory  # noqa: E402
+from quipu.prompt.query import extract_terms  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 
 DEFAULT_DATA = C.REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}

@@ -30,9 +30,9 @@ import _common as C  # noqa: E402
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
-from quipu import index  # noqa: E402
-from quipu.memory import Memory  # noqa: E402
-from quipu.store import Store  # noqa: E402
+from quipu.index import index  # noqa: E402
+from quipu.store.memory import Memory  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 
 LAUNCHER = C.REPO / "hooks" / "quipu_mcp.py"
 PYTHON = os.path.abspath(sys.executable)

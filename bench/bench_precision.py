@@ -24,7 +24,7 @@ Prompt sets:
 - topical: prompts-dev's topical.jsonl on the ``foreign`` store (its assistant text as context).
 
 Systems, in the same run on the same stores:
-- ``quipu``: ``quipu.recall.recall`` with the options the hook reads from the store, the
+- ``quipu``: ``quipu.prompt.recall.recall`` with the options the hook reads from the store, the
   prompt's preceding assistant text as context, exactly as the hook calls it; the conversational
   sets also go through the real hook process (``python -I -S hooks/prompt_submit.py``).
 - ``today's rules``: the same call into quipu as of BASELINE_COMMIT (the rules before the
@@ -58,8 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 from bench_locomo import baseline_terms  # noqa: E402
 
-from quipu import recall  # noqa: E402
-from quipu.memory import Memory  # noqa: E402
+from quipu.prompt import recall  # noqa: E402
+from quipu.store.memory import Memory  # noqa: E402
 from testing import realistic as R  # noqa: E402
 from testing.fixtures import PROMPT_HOOK, example_memories  # noqa: E402
 
@@ -137,7 +137,7 @@ def run_quipu(db_path: Path, cases: Sequence[Case]) -> list[list[str]]:
 _BASELINE_CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from quipu import recall
+from quipu.prompt import recall
 db = recall.open_index(sys.argv[2])
 options = recall.Options.from_config(recall.index_config(db))
 for line in sys.stdin:

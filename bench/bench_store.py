@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu import index  # noqa: E402
-from quipu.memory import Memory, parse_memory, render_memory  # noqa: E402
-from quipu.store import Store  # noqa: E402
+from quipu.index import index  # noqa: E402
+from quipu.store.memory import Memory, parse_memory, render_memory  # noqa: E402
+from quipu.store.store import Store  # noqa: E402
 
 GOAL_COMMITS = 200.0
 GOAL_CONCURRENT = 100.0
@@ -152,10 +152,10 @@ def git_cli_commit(root: Path, item: Memory, data: bytes) -> None:
 
 def git_index_costs(root: Path, repeat: int = 20) -> tuple[int, int, int, float, float, float]:
     """(entries, bytes, version, ms to read(True) and ms to write() through libgit2, ms to serialize
-    the same index kept as bytes by quipu.gitindex) of the store's git index, each measured alone."""
+    the same index kept as bytes by quipu.store.gitindex) of the store's git index, each measured alone."""
     import pygit2
 
-    from quipu.gitindex import IndexFile
+    from quipu.store.gitindex import IndexFile
 
     repo = pygit2.Repository(str(root))
     index_file = Path(repo.path) / "index"
@@ -203,7 +203,7 @@ def single_writer(base: Path, scratch: Path, commits: int, chunks: int, cli_adds
          "written by libgit2, as a write after another process's write does, measured alone", "",
          f"{git_index[3] + git_index[4]:.2f}", "", "", ""],
         ["part: the same index kept as bytes, spliced and written with OpenSSL's SHA-1, as each write of a "
-         "run from one process does (quipu.gitindex), measured alone", "", f"{git_index[5]:.2f}", "", "",
+         "run from one process does (quipu.store.gitindex), measured alone", "", f"{git_index[5]:.2f}", "", "",
          f"{git_index[5] / (t_quipu * 1000 / commits):.0%} of a `Store.add`"],
     ]
     problem = cli_problem() if cli_adds else None

@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402 - bench/_common.py: isolation, bulk stores, RESULTS.md sections
 
-from quipu import index  # noqa: E402
+from quipu.index import index  # noqa: E402
 from quipu.curate import candidates, deterministic  # noqa: E402
 from quipu.curate.corpus import load  # noqa: E402
 from quipu.curate.ledger import load_ledger  # noqa: E402
-from quipu.memory import Memory  # noqa: E402
+from quipu.store.memory import Memory  # noqa: E402
 from quipu.model import Budget, ScriptedModel  # noqa: E402
-from quipu.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, run_sweep  # noqa: E402
+from quipu.curate.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, run_sweep  # noqa: E402
 
 WORDS = """
 deploy release staging production database postgres redis cache queue worker billing invoice ledger

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from quipu import sync  # noqa: E402
+from quipu.sync import sync  # noqa: E402
 from testing.fixtures import git, make_store, memory  # noqa: E402
 
 

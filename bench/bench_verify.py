@@ -5,7 +5,7 @@ N/2 memories naming a branch of a real local git repository (claims written dire
 fixed extractor: the deterministic one does not look for branches). One in ten paths and one in
 ten branches do not exist, so a cold run also writes N/10 label commits.
 
-Measured, each with ``quipu.verify.verify`` in this process:
+Measured, each with ``quipu.verify.verify.verify`` in this process:
 - cold: empty claim cache, extraction + validation + checks + label commits + cache writes;
 - warm: the same again (cached extractions, labels unchanged so no commit), with --jobs 4 and 1;
 - baseline in the same run: the least the checks cost, a plain loop of ``os.path.lexists`` over
@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu import index  # noqa: E402
-from quipu.claims import DeterministicExtractor, RawClaims  # noqa: E402
-from quipu.memory import Memory  # noqa: E402
-from quipu.verify import Options, Summary, verify  # noqa: E402
+from quipu.index import index  # noqa: E402
+from quipu.verify.claims import DeterministicExtractor, RawClaims  # noqa: E402
+from quipu.store.memory import Memory  # noqa: E402
+from quipu.verify.verify import Options, Summary, verify  # noqa: E402
 
 GOAL_S = 5.0
 _BRANCH = re.compile(r"on branch (\S+)\.")

@@ -1,4 +1,4 @@
-"""Claude Code UserPromptSubmit hook: quipu recall (quipu/hook_prompt.py). Run as `python -I -S <this file>`.
+"""Claude Code UserPromptSubmit hook: quipu recall (quipu/prompt/hook.py). Run as `python -I -S <this file>`.
 
 Only a few statements: Python compiles a script anew at every start (modules come from their
 cached bytecode). No site-packages: the quipu package is found beside this file, in a source
@@ -14,10 +14,10 @@ gc.disable()
 try:
     _top = (__file__ if __file__.startswith("/") else __import__("posix").getcwd() + "/" + __file__).rsplit("/", 2)[0]
     sys.path.append(_top.rsplit("/", 2)[0] if _top.endswith("/quipu/_assets") else _top)
-    import quipu
+    import quipu.prompt
 
-    quipu.load_prompt_path()  # the hook's modules from their cached bytecode, without importlib
-    from quipu.hook_prompt import run_as_hook
+    quipu.prompt.load_prompt_path()  # the hook's modules from their cached bytecode, without importlib
+    from quipu.prompt.hook import run_as_hook
 except BaseException:  # noqa: BLE001 - a prompt hook fails open
     sys.exit(0)
 run_as_hook()

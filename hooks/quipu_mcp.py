@@ -28,7 +28,8 @@ def main() -> int:
     if parent is not None and parent not in sys.path:
         sys.path.insert(0, parent)
     try:
-        from quipu import cli, mcp_server  # noqa: F401 - the SDK and quipu's dependencies, or none
+        from quipu import cli  # noqa: F401 - the SDK and quipu's dependencies, or none
+        from quipu.mcp import server as mcp_server
     except ImportError as exc:
         exe = shutil.which("quipu")
         if exe is None:

@@ -12,9 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu import githooks, index, memorymd, safepath, settings
+from quipu.store import githooks
+from quipu.index import index
+from quipu.claude import memorymd
+from quipu.store import safepath
+from quipu.store import settings
 from quipu.errors import UnsafeStore
-from quipu.store import Store
+from quipu.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,8 @@ def check_memory_md(store: Store, path: str | None = None) -> Check:
 
 def check_always_on(store: Store) -> Check:
     """The always-on layer (profile + always-on rules): its size, and what did not fit."""
-    from quipu import always_on, profile
+    from quipu.claude import always_on
+    from quipu.capture import profile
 
     layer = always_on.build(store)
     card = profile.read_card(store)

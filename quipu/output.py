@@ -9,7 +9,9 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from quipu import __version__, fence, locate
+from quipu import __version__
+from quipu.prompt import fence
+from quipu.prompt import locate
 
 
 def print_json(value: Any) -> None:

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from quipu import index
-from quipu.memory import Memory, now_utc, render_memory
-from quipu.store import Store
+from quipu.index import index
+from quipu.store.memory import Memory, now_utc, render_memory
+from quipu.store.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROMPT_HOOK = REPO_ROOT / "hooks" / "prompt_submit.py"

@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from quipu import index
-from quipu.memory import Memory
-from quipu.store import Store
+from quipu.index import index
+from quipu.store.memory import Memory
+from quipu.store.store import Store
 from testing.fixtures import REPO_ROOT, bulk_store, example_memories
 
 MISSING_DATA = (

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "quipu"
-PROMPT_PATH = {"quipu", "quipu.hook_prompt", "quipu.recall", "quipu.query", "quipu.transcript", "quipu.locate",
-               "quipu._fastjson", "quipu._fs", "quipu.vocabulary", "quipu.fence", "quipu.launch"}
+PROMPT_PATH = {"quipu", "quipu.prompt.hook", "quipu.prompt.recall", "quipu.prompt.query", "quipu.prompt.transcript", "quipu.prompt.locate",
+               "quipu.prompt._fastjson", "quipu.prompt._fs", "quipu.prompt.vocabulary", "quipu.prompt.fence", "quipu.prompt.launch"}
 
 
 def imports_of(path: Path) -> set[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import REPO_ROOT, example_store, real_python
 
 PROMPT = "how do we deploy shop-api to production?"
@@ -55,8 +55,8 @@ def test_a_source_changed_after_its_bytecode_is_imported_the_usual_way(checkout:
     recall.write_text(recall.read_text() + "\n# edited after compiling\n")  # new size and mtime
     out, imported = run_hook(checkout, shop)
     assert "deploy-procedure" in out and out.split("additionalContext")[0] == expected.split("additionalContext")[0]
-    assert {"quipu.recall", "quipu.hook_prompt"} <= imported  # recall and everything after it
-    assert "quipu._fs" not in imported  # the modules before it still came from bytecode
+    assert {"quipu.prompt.recall", "quipu.prompt.hook"} <= imported  # recall and everything after it
+    assert "quipu.prompt._fs" not in imported  # the modules before it still came from bytecode
     _, imported_again = run_hook(checkout, shop)  # that import cached new bytecode
     assert imported_again == {"quipu"}
 
@@ -67,7 +67,7 @@ def test_bytecode_of_another_interpreter_or_none_at_all_is_never_run(checkout: P
         data[0] ^= 0xFF  # another magic number
         pyc.write_bytes(bytes(data))
     out, imported = run_hook(checkout, shop)
-    assert "deploy-procedure" in out and "quipu.hook_prompt" in imported
+    assert "deploy-procedure" in out and "quipu.prompt.hook" in imported
     shutil.rmtree(checkout / "quipu" / "__pycache__")
     out, imported = run_hook(checkout, shop)
-    assert "deploy-procedure" in out and "quipu.hook_prompt" in imported
+    assert "deploy-procedure" in out and "quipu.prompt.hook" in imported

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from quipu import capture, facts, index, transcript
-from quipu.memory import Memory
+from quipu.capture import capture
+from quipu.capture import facts
+from quipu.index import index
+from quipu.prompt import transcript
+from quipu.store.memory import Memory
 from quipu.model import Budget, ScriptedModel
-from quipu.store import Store
-from quipu.sweep import SessionEvent, per_session_work
+from quipu.store.store import Store
+from quipu.curate.sweep import SessionEvent, per_session_work
 from testing.fixtures import git, make_store, quipu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
@@ -26,7 +29,7 @@ def candidates() -> dict:
 
 
 def memories(store: Store) -> list[Memory]:
-    from quipu.memory import parse_memory
+    from quipu.store.memory import parse_memory
 
     return [parse_memory(data, rel) for rel, data in store.iter_memory_files()]
 
@@ -140,7 +143,7 @@ def test_aliases_that_copy_the_memorys_own_words_are_dropped(store_path: Path) -
     assert "which package manager do we use" in pnpm.aliases
     db = index.open_fresh(store)
     try:
-        from quipu import recall
+        from quipu.prompt import recall
 
         hits = recall.recall(db, "which package manager should I install dependencies with?").hits
     finally:
@@ -177,7 +180,7 @@ def test_a_captured_fact_updates_its_subjects_fact_note(store_path: Path) -> Non
 
 
 def test_a_durable_fact_about_the_user_also_goes_on_the_profile_card(store_path: Path) -> None:
-    from quipu import profile
+    from quipu.capture import profile
 
     store = make_store(store_path)
     answer = candidates()
@@ -248,7 +251,7 @@ def test_a_transcript_without_a_human_prompt_asks_no_model(store_path: Path, tmp
 
 
 def test_enrichment_keeps_paraphrases_and_drops_copies_of_the_notes_own_words() -> None:
-    from quipu import enrich
+    from quipu.capture import enrich
     from testing.fixtures import memory
 
     note = memory("deploy-accident", "Production deploy accident",

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from quipu import always_on, profile
+from quipu.claude import always_on
+from quipu.capture import profile
 from quipu.model import ClaudeModel, InvalidAnswer, ModelUnavailable, ScriptedModel
-from quipu.store import Store
+from quipu.store.store import Store
 from testing import claude_code
 from testing.claude_code import OAUTH_TOKEN, Sandbox
 from testing.fake_messages_api import FakeMessagesAPI, NotLoopback, Recorded

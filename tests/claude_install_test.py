@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from quipu import claude_settings
+from quipu.claude import settings as claude_settings
 from testing.fixtures import git, quipu
 
 USER_SETTINGS: dict[str, Any] = {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from quipu import cli
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
 
 

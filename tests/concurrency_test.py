@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from quipu import githooks
+from quipu.store import githooks
 from quipu.commands.search import search
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import REPO_ROOT, git, make_store, quipu
 
 WRITERS = 20
@@ -21,8 +21,8 @@ PER_WRITER = 50
 # Each writer waits for "go" on stdin so all twenty start writing at the same moment.
 _WRITER = """
 import sys
-from quipu.memory import Memory, now_utc
-from quipu.store import Store
+from quipu.store.memory import Memory, now_utc
+from quipu.store.store import Store
 store, writer = Store(sys.argv[1]), int(sys.argv[2])
 sys.stdin.readline()
 for n in range(int(sys.argv[3])):

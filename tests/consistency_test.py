@@ -4,8 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from quipu import consistency, facts, profile, review
-from quipu.store import Store
+from quipu.curate import consistency
+from quipu.capture import facts
+from quipu.capture import profile
+from quipu.curate import review
+from quipu.store.store import Store
 from testing.fixtures import add_all, make_store, memory, quipu
 
 

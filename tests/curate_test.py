@@ -14,14 +14,15 @@ from typing import Any
 
 import pytest
 
-from quipu import index, recall
+from quipu.index import index
+from quipu.prompt import recall
 from quipu.curate import candidates
 from quipu.curate.corpus import load
 from quipu.curate.deterministic import find_dead_paths, find_duplicates, path_tokens
 from quipu.curate.verdict import MIN_CONFIDENCE, SCHEMA, BadVerdict, Verdict, check_guards
 from quipu.model import Budget, ScriptedModel, schema_errors
-from quipu.store import Store
-from quipu.sweep import SweepOptions, run_sweep
+from quipu.store.store import Store
+from quipu.curate.sweep import SweepOptions, run_sweep
 from testing.fixtures import add_all, git, make_store, memory
 
 FIXTURES = Path(__file__).parent / "fixtures" / "curate"

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from quipu import facts, index, recall
+from quipu.capture import facts
+from quipu.index import index
+from quipu.prompt import recall
 from quipu.errors import FatalError, InvalidMemory
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import add_all, make_store, memory, quipu
 
 SUBJECT = "Maria's employer"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quipu import _fastjson
+from quipu.prompt import _fastjson
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ALPHABET = ['a', 'Z', '0', ' ', '"', '\\', '/', '\n', '\t', '\x00', '\x1f', 'é', '—', '\u2028', '\U0001F600',

@@ -17,10 +17,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quipu import index, recall
+from quipu.index import index
+from quipu.prompt import recall
 from quipu.errors import InvalidMemory
-from quipu.memory import FIELDS, Memory, parse_memory
-from quipu.store import Store
+from quipu.store.memory import FIELDS, Memory, parse_memory
+from quipu.store.store import Store
 from testing.fixtures import git, make_store, memory, quipu
 
 REL = "memories/ab/abc-one.md"

@@ -1,4 +1,4 @@
-"""quipu._fs answers as os and os.path do, for the paths the prompt hook meets."""
+"""quipu.prompt._fs answers as os and os.path do, for the paths the prompt hook meets."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quipu import _fs
+from quipu.prompt import _fs
 
 PATHS = ["", ".", "..", "/", "//", "///", "a", "a/", "/a/b/", "a//b", "a/./b", "a/../b", "../a", "/../a", "//a/b",
          "///a/b", "/a/b/../../..", "a/b/c/../../../..", "~", "~/x", "~other/x", "x/~", "/tmp/./q/../r//s/"]

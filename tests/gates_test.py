@@ -5,8 +5,9 @@ from typing import Any
 
 import pytest
 
-from quipu import gates, secrets_scan
-from quipu.gates import Candidate
+from quipu.capture import gates
+from quipu.store import secrets_scan
+from quipu.capture.gates import Candidate
 
 
 def candidate(statement: str, **fields: Any) -> Candidate:

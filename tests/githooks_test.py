@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from quipu import githooks, index
+from quipu.store import githooks
+from quipu.index import index
 from quipu.errors import FatalError
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import git, indexed_head, make_store, memory, quipu
 
 USER_HOOK = b"#!/bin/sh\n# the user's own post-commit hook\necho \"ran $(git rev-parse HEAD)\" >> \"$(git rev-parse --git-dir)/user-hook.log\"\n"

@@ -1,4 +1,4 @@
-"""quipu.gitindex rewrites git's index byte for byte as git reads it: git itself is the judge."""
+"""quipu.store.gitindex rewrites git's index byte for byte as git reads it: git itself is the judge."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from quipu.gitindex import IndexFile, Unsupported
+from quipu.store.gitindex import IndexFile, Unsupported
 from testing.fixtures import git
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from quipu import gitindex, gitstore
+from quipu.store import gitindex
+from quipu.store import gitstore
 from quipu.errors import InvalidMemory
-from quipu.memory import parse_memory
-from quipu.store import Store
+from quipu.store.memory import parse_memory
+from quipu.store.store import Store
 from testing.fixtures import REPO_ROOT, git, make_store, memory
 
 
@@ -73,7 +74,7 @@ def test_sigkill_mid_commit_leaves_a_consistent_store_and_the_next_write_succeed
     store = make_store(store_path)
     rng = random.Random(20261129)
     loop = (
-        "import sys\nfrom quipu.store import Store\nfrom testing.fixtures import memory\n"
+        "import sys\nfrom quipu.store.store import Store\nfrom testing.fixtures import memory\n"
         "store = Store(sys.argv[1])\n"
         "for n in range(100000):\n"
         "    store.add(memory(f'{sys.argv[2]}-{n:05d}', f'written by round {sys.argv[2]}', 'body'))\n"
@@ -113,7 +114,7 @@ def test_a_long_run_of_writes_keeps_the_index_exact_and_never_undoes_a_persons_g
     kept = gitstore._INDEX_CACHE[index_file][1]
     assert isinstance(kept, gitindex.IndexFile)  # the run went through the splicing path
 
-    other = ("import sys\nfrom quipu.store import Store\nfrom testing.fixtures import memory\n"
+    other = ("import sys\nfrom quipu.store.store import Store\nfrom testing.fixtures import memory\n"
              "s = Store(sys.argv[1])\nfor n in range(3):\n    s.add(memory(f'other-{n}', 'From another process'))\n")
     subprocess.run([sys.executable, "-c", other, str(store.root)], cwd=REPO_ROOT, check=True)
     store.add(memory("after-other", "After another process wrote"))

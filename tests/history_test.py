@@ -383,7 +383,7 @@ def test_the_quick_secret_check_never_skips_what_the_detector_finds() -> None:
     import random
     import string
 
-    from quipu import secrets_scan
+    from quipu.store import secrets_scan
 
     samples = [KEY, "xoxb-1234567890", "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a1" * 12, "postgres://app:hunter2x@db",
                "password = s3cretvalue", "token: abcd1234efgh", "Bearer abcdefghijklmnopqrstuvwxyz123",

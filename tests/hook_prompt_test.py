@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index
-from quipu.store import Store
+from quipu.index import index
+from quipu.store.store import Store
 from testing.fixtures import example_store, indexed_head, memory, run_prompt_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"

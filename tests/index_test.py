@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index
+from quipu.index import index
 from quipu.commands.search import search
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
 
 NOTES = [
@@ -176,7 +176,7 @@ def test_the_document_frequency_table_stays_exact_through_adds_edits_deletes_and
 
 
 def test_the_full_text_index_is_merged_after_a_rebuild_and_after_enough_changed_rows(store: Store) -> None:
-    from quipu.memory import render_memory
+    from quipu.store.memory import render_memory
 
     def fts_changes() -> int:
         index.ensure_fresh(store)

@@ -2,7 +2,7 @@
 
 The loopback fake of the Messages API (testing/fake_messages_api.py) answers the first request
 that offers quipu's ``search_memory`` tool with a ``tool_use`` of it; Claude Code runs the server
-registered by ``quipu.mcp_config`` in its ``.claude.json`` and sends the tool result in its next
+registered by ``quipu.claude.mcp_config`` in its ``.claude.json`` and sends the tool result in its next
 request.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from quipu import mcp_config
+from quipu.claude import mcp_config
 from quipu.model import ScriptedModel
-from quipu.recall import FENCE_CLOSE, FENCE_OPEN
+from quipu.prompt.recall import FENCE_CLOSE, FENCE_OPEN
 from testing import claude_code
 from testing.fake_messages_api import FakeMessagesAPI, Recorded
 from testing.fixtures import example_store

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from quipu import mcp_config
+from quipu.claude import mcp_config
 from testing.fixtures import REPO_ROOT, example_store, git, quipu, real_python
 
 CLAUDE_JSON: dict[str, Any] = {

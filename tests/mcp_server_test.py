@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from quipu import index, review
-from quipu.mcp_tools import MAX_ANSWER_CHARS, MAX_SEARCH_CHARS
-from quipu.recall import FENCE_CLOSE, FENCE_OPEN
-from quipu.store import Store, parse_trailers
+from quipu.index import index
+from quipu.curate import review
+from quipu.mcp.tools import MAX_ANSWER_CHARS, MAX_SEARCH_CHARS
+from quipu.prompt.recall import FENCE_CLOSE, FENCE_OPEN
+from quipu.store.store import Store, parse_trailers
 from testing.transcripts import Transcript
 from testing.fixtures import REPO_ROOT, add_all, example_store, git, memory, quipu
 
@@ -80,8 +81,8 @@ def test_the_server_loads_no_store_layer_before_the_first_tool_call(tmp_path: Pa
 
     assert proc.returncode == 0, proc.stderr[-2000:]  # the client went away at once: a clean exit
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert {"quipu.mcp_server", "mcp.server.lowlevel"} <= imported
-    assert not {"pygit2", "yaml", "sqlite3", "quipu.store", "quipu.index", "quipu.recall", "jsonschema"} & imported
+    assert {"quipu.mcp.server", "mcp.server.lowlevel"} <= imported
+    assert not {"pygit2", "yaml", "sqlite3", "quipu.store.store", "quipu.index.index", "quipu.prompt.recall", "jsonschema"} & imported
 
 
 def test_lists_the_memory_and_history_tools_with_schemas(params: StdioServerParameters) -> None:

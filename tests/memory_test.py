@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from quipu.errors import InvalidMemory
-from quipu.memory import CLASSES, MAX_FILE_BYTES, Memory, check_id, memory_path, parse_memory, render_memory
+from quipu.store.memory import CLASSES, MAX_FILE_BYTES, Memory, check_id, memory_path, parse_memory, render_memory
 
 HEAD = b"---\nid: abc123\ntitle: Deploys go through the pipeline\nclass: rule\ncreated: 2026-01-05\n"
 

@@ -5,7 +5,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from quipu import memorymd
+from quipu.claude import memorymd
 from testing.fixtures import git, make_store, quipu
 
 SECTIONS = {1: "# Memory index", 2: "## Project notes", 60: "## Feedback", 120: "## References", 180: "## Security rules"}

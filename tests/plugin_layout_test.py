@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import quipu
-from quipu import claude_settings, cli
+from quipu import cli
+from quipu.claude import settings as claude_settings
 from testing.fixtures import REPO_ROOT, make_store, real_python
 
 LAUNCHER = REPO_ROOT / "hooks" / "quipu_hook.py"
@@ -84,7 +85,7 @@ def test_every_script_the_plugin_names_exists_in_the_repository() -> None:
     assert named == {"hooks/prompt_submit.sh", "hooks/quipu_hook.py"}
     for rel in named:
         assert (REPO_ROOT / rel).is_file()
-        assert (quipu.assets.hooks_dir() / Path(rel).name).is_file()
+        assert (quipu.store.assets.hooks_dir() / Path(rel).name).is_file()
 
 
 @pytest.mark.slow
@@ -100,7 +101,7 @@ def test_every_script_the_plugin_names_is_in_the_built_wheel(tmp_path: Path) -> 
     for rel in scripts_named():
         assert f"quipu/_assets/{rel}" in names
     assert "quipu/_assets/hooks/hooks.json" in names
-    assert {"quipu/claude_settings.py", "quipu/memorymd.py", "quipu/precommit.py"} <= names
+    assert {"quipu/claude/settings.py", "quipu/claude/memorymd.py", "quipu/store/precommit.py"} <= names
 
 
 def test_launcher_does_nothing_inside_quipus_own_children(quipu_env: Path) -> None:

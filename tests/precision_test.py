@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index, recall
-from quipu.memory import Memory
-from quipu.store import Store
+from quipu.index import index
+from quipu.prompt import recall
+from quipu.store.memory import Memory
+from quipu.store.store import Store
 from testing import realistic as R
 from testing.fixtures import PROMPT_HOOK, real_python
 

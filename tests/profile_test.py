@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index, profile, recall
+from quipu.index import index
+from quipu.capture import profile
+from quipu.prompt import recall
 from quipu.errors import ConflictError, FatalError
 from quipu.model import ScriptedModel
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
 
 SAID = [  # lines the user said

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index, query, recall
-from quipu.store import Store
+from quipu.index import index
+from quipu.prompt import query
+from quipu.prompt import recall
+from quipu.store.store import Store
 from testing.fixtures import add_all, example_store, make_store, memory
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recall"

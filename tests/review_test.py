@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from quipu import index, review
+from quipu.index import index
+from quipu.curate import review
 from quipu.model import Budget, ScriptedModel
-from quipu.store import Store
-from quipu.sweep import run_sweep
+from quipu.store.store import Store
+from quipu.curate.sweep import run_sweep
 from testing.fixtures import add_all, git, make_store, memory, quipu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "curate"

@@ -14,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from quipu import capture, gates, index, review, secrets_scan
+from quipu.capture import capture
+from quipu.capture import gates
+from quipu.index import index
+from quipu.curate import review
+from quipu.store import secrets_scan
 from quipu.errors import SecretRefused
 from quipu.model import ScriptedModel
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import make_store, memory
 
 CORPUS = Path(__file__).parent / "fixtures" / "secrets"

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from quipu import always_on, doctor, profile
-from quipu.store import Store
+from quipu import doctor
+from quipu.claude import always_on
+from quipu.capture import profile
+from quipu.store.store import Store
 from testing.fixtures import REPO_ROOT, add_all, make_store, memory, quipu, real_python
 
 

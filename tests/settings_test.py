@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from quipu import settings
-from quipu.store import Store
+from quipu.store import settings
+from quipu.store.store import Store
 from testing.fixtures import make_store
 
 

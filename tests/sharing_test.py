@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quipu import index
-from quipu.store import Store
+from quipu.index import index
+from quipu.store.store import Store
 from testing.fixtures import git, make_store, memory
 
 

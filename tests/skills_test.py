@@ -17,7 +17,7 @@ from quipu.skills import gate, queue
 from quipu.skills.detect import Candidate, find_candidates, normalise_command
 from quipu.skills.draft import draft_all
 from quipu.skills.promote import demote, promote
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.transcripts import Transcript
 
 FAILURE = "error: cannot pull with rebase: You have unstaged changes."

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index
+from quipu.index import index
 from quipu.commands.search import search
 from quipu.errors import ConflictError, FatalError, NoStore, NotFound
-from quipu.store import Store
+from quipu.store.store import Store
 from testing.fixtures import git, make_store, memory
 
 
@@ -122,7 +122,7 @@ def test_adding_an_existing_id_is_refused_and_loses_nothing(store: Store) -> Non
 
 def test_processes_racing_for_one_id_leave_exactly_one_winner(store: Store) -> None:
     code = (
-        "import sys\nfrom quipu.store import Store\nfrom testing.fixtures import memory\n"
+        "import sys\nfrom quipu.store.store import Store\nfrom testing.fixtures import memory\n"
         "sys.stdin.readline()\n"
         "try:\n    Store(sys.argv[1]).add(memory('race-id', 'writer ' + sys.argv[2]))\n"
         "except Exception as exc:\n    print(type(exc).__name__); sys.exit(1)\n"
@@ -243,7 +243,7 @@ def _person_committing(store: Store, tmp_path: Path, *flags: str) -> tuple[subpr
 
 def _quipu_add_in_background(store: Store, memory_id: str) -> subprocess.Popen[str]:
     code = (
-        "import sys\nfrom quipu.store import Store\nfrom testing.fixtures import memory\n"
+        "import sys\nfrom quipu.store.store import Store\nfrom testing.fixtures import memory\n"
         "print(Store(sys.argv[1]).add(memory(sys.argv[2], 'Written while a person commits')))"
     )
     return subprocess.Popen([sys.executable, "-c", code, str(store.root), memory_id], stdout=subprocess.PIPE,
@@ -267,7 +267,7 @@ def test_a_ref_lock_held_briefly_by_git_is_waited_for(store: Store) -> None:
     lock = store.root / ".git/refs/heads/main.lock"
     lock.write_text("")
     writer = subprocess.Popen(
-        [sys.executable, "-c", "import sys\nfrom quipu.store import Store\nfrom testing.fixtures import memory\n"
+        [sys.executable, "-c", "import sys\nfrom quipu.store.store import Store\nfrom testing.fixtures import memory\n"
          "Store(sys.argv[1]).add(memory('ref-wait', 'Written after the ref lock goes'))", str(store.root)],
         cwd=Path(__file__).parent.parent,
     )

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from quipu import index
-from quipu.store import Store
+from quipu.index import index
+from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu, run_prompt_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "curate"

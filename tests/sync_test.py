@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from quipu import index, sync
+from quipu.index import index
+from quipu.sync import sync
 from quipu.errors import ConflictError, FatalError, NotFound
-from quipu.memory import memory_path
-from quipu.store import Store
+from quipu.store.memory import memory_path
+from quipu.store.store import Store
 from testing.fixtures import git, make_store, memory, quipu
 
 
@@ -108,7 +109,7 @@ def test_ten_writers_on_each_of_two_clones_while_both_sync_in_a_loop(tmp_path: P
     writers = []
     for side, store in (("l", left), ("r", right)):
         code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent.parent)!r})\n"
-                "from quipu.store import Store\nfrom testing.fixtures import memory\n"
+                "from quipu.store.store import Store\nfrom testing.fixtures import memory\n"
                 f"s = Store({str(store.root)!r})\n"
                 "for k in range(5):\n"
                 f"    s.add(memory(f'{side}-w{{sys.argv[1]}}-{{k}}', 'note', 'body'))\n")
@@ -203,7 +204,7 @@ def test_a_hostile_remote_is_refused_file_by_file_and_the_rest_merges(tmp_path: 
     (attacker / "quipu.toml").write_text('[sweep]\nmodel = "command:/bin/sh -c evil"\n')
     git(attacker, "rm", "-q", memory_path("good-note"))
     good = memory("remote-good", "Remote good", "arrived fine")
-    from quipu.memory import render_memory
+    from quipu.store.memory import render_memory
     (attacker / memory_path("remote-good")).parent.mkdir(parents=True, exist_ok=True)
     (attacker / memory_path("remote-good")).write_bytes(render_memory(good))
     git(attacker, "add", "-A")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from quipu import transcript
+from quipu.prompt import transcript
 
 
 def user(content: object, **extra: object) -> dict[str, object]:

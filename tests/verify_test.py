@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from quipu import index
-from quipu.claims import ANSWER_SCHEMA, ClaimCache, DeterministicExtractor, ModelExtractor, cache_path
+from quipu.index import index
+from quipu.verify.claims import ANSWER_SCHEMA, ClaimCache, DeterministicExtractor, ModelExtractor, cache_path
 from quipu.model import ScriptedModel
 from quipu.probes import describe
-from quipu.recall import Options as RecallOptions
-from quipu.recall import format_context, recall
-from quipu.store import Store
-from quipu.verify import LABEL, Options, verify
+from quipu.prompt.recall import Options as RecallOptions
+from quipu.prompt.recall import format_context, recall
+from quipu.store.store import Store
+from quipu.verify.verify import LABEL, Options, verify
 from testing.fixtures import add_all, git, make_store, memory, quipu
 
 PROBE_FIXTURES = Path(__file__).parent / "probes" / "fixtures"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from quipu import query
+from quipu.prompt import query
 from testing import realistic as R
 from testing.fixtures import REPO_ROOT
 

@@ -61,7 +61,7 @@ def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, P
         assert done.returncode == 0, done.stderr
         return done
 
-    where = subprocess.run([str(bin_dir / "python"), "-c", "import quipu, quipu.assets as a; print(quipu.__file__); print(a.template_dir())"],
+    where = subprocess.run([str(bin_dir / "python"), "-c", "import quipu, quipu.store.assets as a; print(quipu.__file__); print(a.template_dir())"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True).stdout.split()
     assert all("site-packages" in path for path in where)  # not the source checkout
 

@@ -5,11 +5,11 @@ import argparse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from quipu.store import Store
+    from quipu.store.store import Store
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    from quipu.store import Store  # imported when used: pygit2 costs a command that needs no store ~0.1 s
+    from quipu.store.store import Store  # imported when used: pygit2 costs a command that needs no store ~0.1 s
 
     return Store.find(getattr(args, "store", None))
 

@@ -13,11 +13,11 @@ import sys
 import tempfile
 from typing import Any
 
-from quipu import index
+from quipu.index import index
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError, InvalidMemory
-from quipu.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
-from quipu.notes import memory_document
+from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
+from quipu.store.notes import memory_document
 from quipu.output import print_json
 
 _EDITOR_TEMPLATE = """---

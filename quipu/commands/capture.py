@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from quipu import capture
+from quipu.capture import capture
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError
 from quipu.commands.sweep import make_model
 from quipu.model import Budget, Model
 from quipu.output import print_json
-from quipu.store import Store
+from quipu.store.store import Store
 
 
 def add_model_options(p: argparse.ArgumentParser, *, max_calls: int, max_chars: int) -> None:

@@ -5,7 +5,8 @@ import argparse
 import os
 from pathlib import Path
 
-from quipu import locate, sync
+from quipu.prompt import locate
+from quipu.sync import sync
 from quipu.commands._common import add_json
 from quipu.output import print_json
 

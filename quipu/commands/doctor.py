@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import doctor, repair
+from quipu import doctor
+from quipu.store import repair
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 

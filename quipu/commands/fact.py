@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import facts, index
+from quipu.capture import facts
+from quipu.index import index
 from quipu.commands._common import add_json, open_store
-from quipu.memory import ORIGINS
+from quipu.store.memory import ORIGINS
 from quipu.output import print_json
 
 

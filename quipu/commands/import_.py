@@ -1,6 +1,6 @@
 """`quipu import memory-md FILE`: every entry of a Claude Code MEMORY.md becomes a store memory.
 `quipu import markdown DIR`: every markdown note under a folder becomes one, all in one commit
-(see ``quipu.notes`` for how a note is read); what is skipped is reported with the reason.
+(see ``quipu.store.notes`` for how a note is read); what is skipped is reported with the reason.
 
 Contract:
 - Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from quipu import index, memorymd, notes
+from quipu.index import index
+from quipu.claude import memorymd
+from quipu.store import notes
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError, InvalidMemory
-from quipu.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
+from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
 from quipu.output import print_json, progress
-from quipu.store import Store
+from quipu.store.store import Store
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}

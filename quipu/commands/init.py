@@ -6,10 +6,12 @@ import os
 import subprocess
 from pathlib import Path
 
-from quipu import githooks, index, locate
+from quipu.store import githooks
+from quipu.index import index
+from quipu.prompt import locate
 from quipu.commands._common import add_json
 from quipu.output import print_json
-from quipu.store import Store
+from quipu.store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import claude_settings, mcp_config
+from quipu.claude import settings as claude_settings
+from quipu.claude import mcp_config
 from quipu.commands._common import add_json
 from quipu.output import print_json
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import index
+from quipu.index import index
 from quipu.commands._common import add_json, open_store
-from quipu.memory import CLASSES, STATUSES
+from quipu.store.memory import CLASSES, STATUSES
 from quipu.output import print_json, table
 
 

@@ -20,6 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from quipu import mcp_server
+    from quipu.mcp import server as mcp_server
 
     return mcp_server.serve(args.store, os.environ.get("CLAUDE_PROJECT_DIR") or None)

@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from quipu import consistency, profile
+from quipu.curate import consistency
+from quipu.capture import profile
 from quipu.commands._common import add_json, open_store
 from quipu.commands.capture import add_model_options, model_and_budget
 from quipu.errors import FatalError

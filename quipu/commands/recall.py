@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import sqlite3
 
-from quipu import index, recall, transcript
+from quipu.index import index
+from quipu.prompt import recall
+from quipu.prompt import transcript
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 

@@ -7,12 +7,13 @@ import shutil
 import textwrap
 from typing import Any
 
-from quipu import index, review
+from quipu.index import index
+from quipu.curate import review
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError, NotFound
-from quipu.memory import Memory
+from quipu.store.memory import Memory
 from quipu.output import print_json
-from quipu.store import Store
+from quipu.store.store import Store
 
 BODY_LINES = 12
 

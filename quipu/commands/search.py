@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import index, recall
+from quipu.index import index
+from quipu.prompt import recall
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
-from quipu.store import Store
+from quipu.store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -17,13 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-from quipu import locate
+from quipu.prompt import locate
 from quipu.commands._common import add_json, open_store
 from quipu.commands.sweep import add_model_options, make_budget, make_model, print_report
 from quipu.model import CHILD_ENV
 from quipu.output import print_json
-from quipu.store import Store, is_store
-from quipu.sweep import (
+from quipu.store.store import Store, is_store
+from quipu.curate.sweep import (
     SESSION_LOCK_WAIT,
     SESSION_MAX_CALLS,
     SESSION_MAX_CHARS,
@@ -143,7 +143,7 @@ def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
 
 
 def _sync(store: Store, event_name: str, *, quiet: bool) -> None:
-    from quipu import sync  # only when asked: a hook must not pay for it otherwise
+    from quipu.sync import sync  # only when asked: a hook must not pay for it otherwise
 
     result = sync.sync(store)
     log(event_name, f"sync with {result.remote}: {len(result.incoming)} commit(s) came in, "

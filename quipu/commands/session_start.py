@@ -15,11 +15,12 @@ import os
 import sys
 import time
 
-from quipu import always_on, locate
+from quipu.claude import always_on
+from quipu.prompt import locate
 from quipu.commands._common import add_json, open_store
 from quipu.model import CHILD_ENV
 from quipu.output import print_json
-from quipu.store import Store
+from quipu.store.store import Store
 
 SOURCES = ("startup", "resume", "clear", "compact", "fork")
 MAX_EVENT_BYTES = 1_000_000

@@ -5,11 +5,11 @@ import argparse
 import json
 from typing import Any
 
-from quipu import index
-from quipu.claims import last_results
+from quipu.index import index
+from quipu.verify.claims import last_results
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
-from quipu.store import Store
+from quipu.store.store import Store
 
 HISTORY_LIMIT = 20
 

@@ -167,7 +167,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_promote(args: argparse.Namespace) -> int:
-    from quipu.claude_settings import claude_dir, project_root
+    from quipu.claude.settings import claude_dir, project_root
     from quipu.skills.promote import promote
 
     where = claude_dir() / "skills" if args.user else project_root() / ".claude" / "skills"

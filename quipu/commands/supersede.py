@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import index
+from quipu.index import index
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 

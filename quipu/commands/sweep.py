@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from quipu import settings
+from quipu.store import settings
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError
 from quipu.model import DEFAULT_TIMEOUT, TIMEOUT_SETTING, Budget, Model, get_model
 from quipu.output import print_json, progress
-from quipu.store import Store
-from quipu.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, SweepOptions, SweepReport, run_sweep
+from quipu.store.store import Store
+from quipu.curate.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, SweepOptions, SweepReport, run_sweep
 
 
 def add_model_options(p: argparse.ArgumentParser, *, calls: int, chars: int) -> None:

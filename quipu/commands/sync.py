@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from quipu import sync
+from quipu.sync import sync
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 

@@ -1,7 +1,7 @@
 """`quipu verify [ID...|--all]`: check what memories claim; label the ones reality contradicts.
 
 Reads the options, the user's ``[verify.roots]`` settings and the environment (home, model
-timeout), then calls ``quipu.verify.verify`` and prints a summary table (or JSON).
+timeout), then calls ``quipu.verify.verify.verify`` and prints a summary table (or JSON).
 """
 from __future__ import annotations
 
@@ -10,16 +10,18 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quipu import index, locate, settings
-from quipu.claims import DEFAULT_ROOT, ROOT_NAME
+from quipu.index import index
+from quipu.prompt import locate
+from quipu.store import settings
+from quipu.verify.claims import DEFAULT_ROOT, ROOT_NAME
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError
 from quipu.output import print_json, progress, table
-from quipu.store import Store
+from quipu.store.store import Store
 
 if TYPE_CHECKING:
-    from quipu.claims import Extractor
-    from quipu.verify import Summary
+    from quipu.verify.claims import Extractor
+    from quipu.verify.verify import Summary
 
 LONG_RUN = 20  # claims or memories; fewer than this shows no progress bar
 
@@ -94,7 +96,8 @@ def project_roots(store: Store, options: list[str]) -> dict[str, str]:
 
 
 def _extractor(spec: str, store: Store) -> Extractor:
-    from quipu import claims, model
+    from quipu import model
+    from quipu.verify import claims
 
     if spec.strip() in ("", "none"):
         return claims.DeterministicExtractor()
@@ -110,7 +113,7 @@ def _bar(done: int, total: int, label: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quipu import verify as verifier
+    from quipu.verify import verify as verifier
 
     if not args.ids and not args.all:
         raise FatalError("name the memories to verify\n- give their ids, or pass --all")

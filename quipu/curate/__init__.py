@@ -8,6 +8,6 @@
 - ``corpus``: the one load of the store a pass works on.
 
 Nothing here deletes anything; ``quipu undo --sweep ID`` reverts a whole sweep.
-The sweep that runs the passes, with its lock and budget, is ``quipu.sweep``.
+The sweep that runs the passes, with its lock and budget, is ``quipu.curate.sweep``.
 """
 from __future__ import annotations

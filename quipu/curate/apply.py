@@ -21,7 +21,7 @@ from typing import Any
 
 from quipu.curate.deterministic import Finding
 from quipu.curate.verdict import Guard, Verdict
-from quipu.store import Store
+from quipu.store.store import Store
 
 
 def new_review_id() -> str:

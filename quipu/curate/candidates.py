@@ -22,11 +22,12 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from quipu import index, recall
+from quipu.index import index
+from quipu.prompt import recall
 from quipu.curate.corpus import Corpus, Entry
 from quipu.curate.ledger import pair_key
-from quipu.query import extract_terms, fts_quote
-from quipu.store import Store
+from quipu.prompt.query import extract_terms, fts_quote
+from quipu.store.store import Store
 
 PER_MEMORY = 3       # partners each memory may propose (pairs <= 3 x memories, linear in the store)
 MAX_POSTING = 50     # a subject shared by more memories than this is too generic to pair on alone

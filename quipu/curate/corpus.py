@@ -15,10 +15,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from quipu import index
+from quipu.index import index
 from quipu.errors import FatalError
-from quipu.memory import Memory, parse_memory
-from quipu.store import Store
+from quipu.store.memory import Memory, parse_memory
+from quipu.store.store import Store
 
 
 def norm(values: Iterable[str]) -> frozenset[str]:

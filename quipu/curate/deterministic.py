@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from quipu.curate.corpus import Corpus, Entry
-from quipu.memory import render_memory
+from quipu.store.memory import render_memory
 
 # A short body ("TBD", "see title") is the same text in many unrelated notes; only a body with
 # this much text is a duplicate on its own (identical files are duplicates at any length).

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quipu import index
-from quipu.store import Store
+from quipu.index import index
+from quipu.store.store import Store
 
 VERDICT_CACHE = "curate-verdicts.jsonl"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from quipu.curate.corpus import Entry
-from quipu.memory import Memory
+from quipu.store.memory import Memory
 
 # The guarded curator's four guards and their thresholds come from the article's sweep
 # (docs: mission.md, "Self-healing memory is two systems"): unguarded, the model pass was ~55%

@@ -12,7 +12,7 @@ Layout, under ``$QUIPU_HOME/history/`` (never inside a memory store: it is priva
   ending at once queue up and lose nothing.
 
 Contract:
-- Every turn's text is redacted by ``quipu.secrets_scan.redact`` (the detector capture uses)
+- Every turn's text is redacted by ``quipu.store.secrets_scan.redact`` (the detector capture uses)
   before it is written; the number of redactions is reported, the secret never is.
 - ``append_session`` is idempotent: a turn whose key is archived with the same text is skipped;
   turn numbers are given once, in transcript order, and never change.
@@ -30,9 +30,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from quipu import locate, secrets_scan
+from quipu.prompt import locate
+from quipu.store import secrets_scan
 from quipu.history.reader import Session
-from quipu.locks import file_lock
+from quipu.store.locks import file_lock
 
 _SAFE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 # A necessary condition for ``secrets_scan.find_secrets`` to find anything, checked with two C

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quipu.claude_settings import claude_dir
+from quipu.claude.settings import claude_dir
 from quipu.history import archive, index
 from quipu.history.archive import Layout, Turn
 from quipu.history.reader import read_session

@@ -2,7 +2,7 @@
 
 Contract:
 - ``promote(store, ref)`` reads turn ``SESSION:TURN`` from the archive and offers it as a
-  capture candidate (``quipu.gates.check``: no secret, no injection, a claim and not a command,
+  capture candidate (``quipu.capture.gates.check``: no secret, no injection, a claim and not a command,
   no transient error, no one-off story...). A refusal raises ``FatalError`` naming the gate.
 - An admitted turn is one commit (action ``promote``), origin ``session``, tagged with the
   session id (``Memory.session`` and the ``Quipu-Session`` trailer), so ``quipu undo`` reverts it.
@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from quipu import gates
+from quipu.capture import gates
 from quipu.errors import FatalError, NotFound
-from quipu.gates import Candidate
+from quipu.capture.gates import Candidate
 from quipu.history import archive
 from quipu.history.archive import Layout, Turn
 from quipu.history.forget import resolve_session
-from quipu.memory import Memory, new_id, now_utc
-from quipu.store import Store
+from quipu.store.memory import Memory, new_id, now_utc
+from quipu.store.store import Store
 
 DEFAULT_CLASS = "project-note"
 _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s")

@@ -2,7 +2,7 @@
 
 Contract:
 - ``read_session(path)`` returns the session's turns in order: each human prompt is a turn
-  (``quipu.transcript.human_text``, the prompt hook's own rules, so task notifications, hook
+  (``quipu.prompt.transcript.human_text``, the prompt hook's own rules, so task notifications, hook
   output, slash commands, compaction summaries and tool results are left out), and everything
   the assistant wrote until the next prompt is one turn: its text blocks, and each tool call as
   ``[Tool: command or path]``. Tool output, thinking blocks, sub-agent (sidechain) records,
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quipu import transcript
+from quipu.prompt import transcript
 
 MAX_TOOL_ARG = 200
 # Lines of tool output start their content with this (quotes inside JSON strings are escaped, so

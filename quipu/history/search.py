@@ -4,7 +4,7 @@ Contract:
 - ``search(query, project=, since=, role=, limit=)`` is the library entry point (the CLI and an
   MCP server call it). It never builds or changes anything but a missing index, and it never
   runs on the prompt path.
-- Lexical: every content term of the query (``quipu.query.extract_terms``: stop words and filler
+- Lexical: every content term of the query (``quipu.prompt.query.extract_terms``: stop words and filler
   out), OR-ed in one FTS5 query ranked by ``bm25()``, the top ``GATHER`` kept. With a filter, each
   term's weight is its rarity among the filtered turns, not the whole archive's (``_lexical_local``).
 - Meaning: the query's static-embedding vector against every turn's (one matrix-vector product
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from quipu.errors import FatalError
 from quipu.history.archive import Layout, parse_ts
-from quipu.query import extract_terms, fts_quote
+from quipu.prompt.query import extract_terms, fts_quote
 
 GATHER = 50
 # Reciprocal rank fusion (Cormack et al. 2009), BM25 first. Chosen on LoCoMo with

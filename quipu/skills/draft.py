@@ -20,7 +20,7 @@ from typing import Any
 from quipu.model import BudgetExceeded, InvalidAnswer, Model, ModelError, ModelUnavailable
 from quipu.skills import gate, queue
 from quipu.skills.detect import Candidate
-from quipu.store import Store
+from quipu.store.store import Store
 
 PURPOSE = "skill-draft"
 SCHEMA: dict[str, Any] = {

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quipu import gates, secrets_scan
+from quipu.capture import gates
+from quipu.store import secrets_scan
 from quipu.skills.detect import MIN_SESSIONS, Candidate
 
 # Length is a hump: compact (+19 points) and standard (+21.5) skills helped most, detailed ones
@@ -89,7 +90,7 @@ def _norm(text: str) -> str:
 
 def skill_dirs(roots: Iterable[Path]) -> list[Path]:
     """Folders Claude Code loads skills or commands from, for the user and for each root."""
-    from quipu.claude_settings import claude_dir
+    from quipu.claude.settings import claude_dir
 
     home = claude_dir()
     out = [home / "skills", home / "commands"]

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from quipu.errors import ConflictError, FatalError, NotFound
 from quipu.skills import gate, queue
-from quipu.store import Store
+from quipu.store.store import Store
 
 AGENT_ENV = ("CLAUDECODE", "QUIPU_CHILD")
 
@@ -64,7 +64,7 @@ def _check_name(name: str) -> None:
 def _loadable(target: Path, name: str) -> bool:
     """A path ``promote`` can have written: ``<.claude or the Claude folder>/skills/<name>/SKILL.md``.
     The store is untrusted input, so ``demote`` removes nothing else whatever an event says."""
-    from quipu.claude_settings import claude_dir
+    from quipu.claude.settings import claude_dir
 
     skills = target.parent.parent
     return (target.is_absolute() and target.name == "SKILL.md" and target.parent.name == name

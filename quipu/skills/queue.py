@@ -18,7 +18,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from quipu.store import Store
+from quipu.store.store import Store
 
 DRAFTS = "skills/drafts"
 REFUSED = "skills/refused"

@@ -1,0 +1,185 @@
+"""Facts that update themselves: one note per subject, the current value on top, history below.
+
+Contract:
+- A fact note is a memory of class ``fact`` whose id is derived from its subject alone
+  (``fact_id``), so every update of "Maria's employer" lands in the same file.
+- The title and description carry the current value, so recall shows it first; the body holds
+  the current value with the day it began and every earlier value with its dates (from–to),
+  newest first, so the wording of an old value still finds the note and answers "what was it
+  before". The note does not decay (its updates keep it current; ``created`` is the day the
+  current value began); recall caps how many slots fact notes take (``quipu.prompt.recall.FACT_SLOTS``).
+- ``set_fact`` writes one commit per change (``store.add(..., overwrite=True)``, action
+  ``fact-set``); setting the value it already has is a no-op. A value dated before the current
+  one is filed into the history where its date puts it. Values and subjects pass the secret
+  and prompt-injection gates first.
+- The body format is ``FORMAT`` below; ``parse_history`` reads it back. A note edited by hand
+  into something else is refused with a message naming the file.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from quipu.capture import gates
+from quipu.errors import FatalError, InvalidMemory, NotFound
+from quipu.store.memory import Memory
+from quipu.store.store import Store
+
+FORMAT = """Current: <value> (since <YYYY-MM-DD>)
+
+Earlier values:
+- <value> (<YYYY-MM-DD> to <YYYY-MM-DD>)"""
+_CURRENT = re.compile(r"^Current: (?P<value>.+) \(since (?P<since>\d{4}-\d{2}-\d{2})\)$")
+_EARLIER = re.compile(r"^- (?P<value>.+) \((?P<since>\d{4}-\d{2}-\d{2}) to (?P<until>\d{4}-\d{2}-\d{2})\)$")
+MAX_SLUG = 50
+
+
+@dataclass(frozen=True)
+class Value:
+    value: str
+    since: str  # YYYY-MM-DD
+
+
+@dataclass(frozen=True)
+class FactChange:
+    id: str
+    subject: str
+    current: Value
+    earlier: tuple[Value, ...]
+    commit: str | None  # None: nothing changed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "subject": self.subject, "commit": self.commit,
+            "current": {"value": self.current.value, "since": self.current.since},
+            "earlier": [{"value": v.value, "since": v.since} for v in self.earlier],
+        }
+
+
+def fact_id(subject: str) -> str:
+    """``fact-`` plus a slug of the subject; a hash keeps long or non-Latin subjects unique."""
+    norm = " ".join(subject.casefold().split())
+    slug = re.sub(r"[^a-z0-9]+", "-", norm).strip("-")
+    digest = hashlib.sha1(norm.encode("utf-8")).hexdigest()[:8]
+    if not slug:
+        return f"fact-{digest}"
+    if len(slug) > MAX_SLUG:
+        return f"fact-{slug[:MAX_SLUG].rstrip('-')}-{digest}"
+    return f"fact-{slug}"
+
+
+def today() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+
+
+def check_date(text: str) -> str:
+    try:
+        return _dt.date.fromisoformat(text.strip()).isoformat()
+    except ValueError:
+        raise InvalidMemory(f"{text!r} is not a date\n- use YYYY-MM-DD, for example 2026-05-01") from None
+
+
+def parse_history(memory: Memory) -> list[Value]:
+    """The note's values, oldest first."""
+    return parse_body(memory.body, memory.path)
+
+
+def parse_body(body: str, source: str) -> list[Value]:
+    """The values a fact note's body records, oldest first; ``InvalidMemory`` if it has none."""
+    current: Value | None = None
+    earlier: list[Value] = []
+    for line in body.splitlines():
+        line = line.strip()
+        if m := _CURRENT.match(line):
+            current = Value(m["value"], m["since"])
+        elif m := _EARLIER.match(line):
+            earlier.append(Value(m["value"], m["since"]))
+    if current is None:
+        raise InvalidMemory(
+            f"{source}: a fact note must start with 'Current: <value> (since YYYY-MM-DD)'\n"
+            f"- fix the body to the format:\n{FORMAT}"
+        )
+    return sorted(earlier, key=lambda v: v.since) + [current]
+
+
+def render_body(history: list[Value]) -> str:
+    """Body text for ``history`` (oldest first): current on top, earlier values newest first."""
+    current = history[-1]
+    lines = [f"Current: {current.value} (since {current.since})"]
+    if len(history) > 1:
+        lines += ["", "Earlier values:"]
+        for older, newer in reversed(list(zip(history, history[1:], strict=False))):
+            lines.append(f"- {older.value} ({older.since} to {newer.since})")
+    return "\n".join(lines) + "\n"
+
+
+def _clean(text: str, what: str) -> str:
+    text = " ".join(text.split())
+    if not text:
+        raise InvalidMemory(f"the fact's {what} is empty\n- give a {what}")
+    if len(text) > 200:
+        raise InvalidMemory(f"the fact's {what} is {len(text)} characters; keep it under 200")
+    refusal = gates.check_text(text, gates=("secret", "prompt-injection"))
+    if refusal is not None:
+        raise FatalError(f"refusing to store this {what}: {refusal.detail}\n"
+                         "- never store secrets or instructions in a fact")
+    return text
+
+
+def get_fact(store: Store, subject: str) -> tuple[Memory, list[Value]]:
+    memory = store.get(fact_id(subject))
+    return memory, parse_history(memory)
+
+
+def set_fact(
+    store: Store,
+    subject: str,
+    value: str,
+    *,
+    since: str | None = None,
+    origin: str = "user",
+    session: str | None = None,
+    sweep: str | None = None,
+) -> FactChange:
+    """Record ``value`` as the subject's value from ``since`` (default today): one commit, or none."""
+    subject, value = _clean(subject, "subject"), _clean(value, "value")
+    since = check_date(since) if since else today()
+    mid = fact_id(subject)
+    try:
+        old = store.get(mid)
+    except NotFound:
+        old = None
+    history = parse_history(old) if old is not None else []
+    if history and any(v.value.casefold() == value.casefold() and v.since == since for v in history):
+        return _change(mid, subject, history, None)
+    if history and history[-1].value.casefold() == value.casefold() and since >= history[-1].since:
+        return _change(mid, subject, history, None)  # already the current value
+    history = sorted([*history, Value(value, since)], key=lambda v: v.since)  # stable: ties keep order
+    current = history[-1]
+    earlier = len(history) - 1
+    fields: dict[str, Any] = {
+        "id": mid,
+        "title": f"{subject}: {current.value}"[:300],
+        "description": (f"current value since {current.since}"
+                        + (f"; {earlier} earlier value{'s' if earlier != 1 else ''} below" if earlier else "")),
+        "class": "fact",
+        "topics": list(old.topics) if old else ["fact"],
+        "entities": list(dict.fromkeys([*(old.entities if old else ()), subject[:80]])),
+        "aliases": list(old.aliases) if old else [],
+        "origin": old.origin if old and old.origin == "user" else origin,
+        "created": current.since,
+        # Updates keep the note current, so it does not fade with age; FACT_SLOTS keeps it from crowding.
+        "half_life_days": None,
+        "session": session or (old.session if old else None),
+        "project": old.project if old else None,
+    }
+    memory = Memory.create(fields, render_body(history), source=f"fact {subject!r}")
+    sha = store.add(memory, action="fact-set", session=session, sweep=sweep, overwrite=True)
+    return _change(mid, subject, history, sha)
+
+
+def _change(mid: str, subject: str, history: list[Value], sha: str | None) -> FactChange:
+    return FactChange(mid, subject, history[-1], tuple(reversed(history[:-1])), sha)

@@ -1,0 +1,285 @@
+"""The capture gates: what a candidate memory must be before capture may commit it.
+
+The gates are code. The capture prompt asks the model for the same things, but nothing the
+model says is trusted on its own: a candidate is committed only when every gate below passes.
+
+Contract:
+- ``Candidate.create(item)`` is the parse boundary for one candidate of the model's answer
+  (the JSON shape ``CANDIDATE_SCHEMA`` in ``quipu.capture.capture``); it never raises for odd values, it
+  normalises them.
+- ``check(candidate)`` returns ``None`` (admit) or the first ``Refusal(gate, detail)`` in the
+  order of ``GATES``: secret, prompt-injection, malformed, outcome, kind, class, imperative,
+  transient-error, environment-dependent, negative-tool-claim, one-off-story.
+- ``check_text(text)`` runs the gates that apply to any text quipu writes on someone's behalf
+  (secret, prompt-injection, imperative); ``profile add`` and ``fact set`` use it.
+
+Limits of the text heuristics (they are a safety net behind the model's own ``kind`` and
+``outcome`` fields, not a classifier): they read English only; they refuse some durable notes
+that mention a status code or a timeout without a condition ("the API returns 503") and must
+then be written by hand with ``quipu add``; an imperative hidden in a subordinate clause
+("the rule is: run X") passes the imperative gate (the prompt-injection gate still refuses
+"you must" and role markers).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from quipu.prompt import fence
+from quipu.store import secrets_scan
+
+CAPTURE_CLASSES = ("rule", "preference", "fact", "reference", "project-note")
+OUTCOMES = ("held", "refuted", "unknown")
+KINDS = ("durable", "transient-error", "environment-failure", "tool-complaint", "one-off-story", "hypothesis")
+PROFILE_PREFIXES = ("Identity", "Preference", "Environment", "Working style")
+MAX_TITLE = 120
+MAX_STATEMENT = 1500
+
+
+class Refusal(NamedTuple):
+    gate: str
+    detail: str
+
+
+def _text(value: object, limit: int = 4000) -> str:
+    return value.strip()[:limit] if isinstance(value, str) else ""
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(dict.fromkeys(v.strip()[:80] for v in value if isinstance(v, str) and v.strip() and "\n" not in v))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    cls: str
+    title: str
+    statement: str
+    description: str = ""
+    outcome: str = "unknown"
+    kind: str = "durable"
+    subject: str = ""
+    value: str = ""
+    topics: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    said_by: str = "assistant"
+    quote: str = ""
+    scope: str = "user"
+    profile_prefix: str = ""
+    stable_for_months: int = 0
+
+    @classmethod
+    def create(cls, item: Any) -> Candidate:
+        item = item if isinstance(item, dict) else {}
+        months = item.get("stable_for_months")
+        prefix = _text(item.get("profile_prefix"))
+        return cls(
+            cls=_text(item.get("class")),
+            title=" ".join(_text(item.get("title")).split()),
+            statement=_text(item.get("statement")),
+            description=" ".join(_text(item.get("description")).split())[:300],
+            outcome=_text(item.get("outcome")) or "unknown",
+            kind=_text(item.get("kind")) or "durable",
+            subject=" ".join(_text(item.get("subject")).split())[:120],
+            value=" ".join(_text(item.get("value")).split())[:300],
+            topics=_texts(item.get("topics")),
+            entities=_texts(item.get("entities")),
+            aliases=_texts(item.get("aliases")),
+            said_by=_text(item.get("said_by")) or "assistant",
+            quote=_text(item.get("quote")),
+            scope=_text(item.get("scope")) or "user",
+            profile_prefix=prefix if prefix in PROFILE_PREFIXES else "",
+            stable_for_months=months if isinstance(months, int) and not isinstance(months, bool) else 0,
+        )
+
+    def claim_text(self) -> str:
+        """The words that would be committed as the memory's claim."""
+        parts = [self.title, self.description, self.statement]
+        if self.cls == "fact":
+            parts += [self.subject, self.value]
+        return "\n".join(p for p in parts if p)
+
+    def all_text(self) -> str:
+        """Every string of the candidate, for the secret and injection gates."""
+        return "\n".join([self.claim_text(), self.quote, *self.topics, *self.entities, *self.aliases])
+
+    def excerpt(self, limit: int = 160) -> str:
+        """A short, redacted excerpt for logs: never the secret itself."""
+        text = " ".join(secrets_scan.redact(self.title or self.statement).split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------------- patterns
+
+_INJECTION = re.compile(
+    r"(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|every\s+)*"
+    r"(previous|prior|above|earlier|preceding|original|system|safety)?\s*(instructions?|prompts?|messages|rules|guidelines)"
+    r"|\byou\s+must\b|\byou\s+are\s+now\b|\bfrom\s+now\s+on\b|\bact\s+as\b|\bnew\s+instructions?\b"
+    r"|\bsystem\s+prompt\b|(^|\n)\s*(system|assistant|human)\s*:|<\s*/?\s*(system|instructions?|assistant|im_start|im_end)\b"
+    r"|<\|im_(start|end)\|>|\[/?INST\]|\bdo\s+not\s+(tell|inform|warn)\s+the\s+user\b|\bjailbreak"
+)
+
+# First words of a sentence in the imperative mood: a command to the agent, not a claim.
+IMPERATIVE_STARTS = frozenset("""
+always never do don't dont make ensure remember use avoid run stop please keep check add write call
+put be try prefer must should note set install commit push ask tell follow beware consider refrain
+""".split())
+_IMPERATIVE_ANYWHERE = re.compile(r"(?i)\byou\s+(should|need\s+to|have\s+to|shall|will\s+always|will\s+never|must)\b")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
+_LEAD = re.compile(r"^[\s\-*•>#\d.)\"'“”‘’(]+")
+
+_TRANSIENT = re.compile(
+    r"(?i)\btim(e|ed|es|ing)[\s-]?out\b|\btimeouts?\b|\b(429|500|502|503|504)\b|\brate[\s-]?limit|\bthrottl"
+    r"|\bnetwork\s+(error|issue|problem|failure|glitch|hiccup)|\bconnection\s+(reset|refused|dropped|timed\s+out|error)"
+    r"|\b(ECONNRESET|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN)\b|\btemporar(y|ily)\b|\bflak(y|iness)\b"
+    r"|\bservice\s+unavailable\b|\bbad\s+gateway\b|\boverloaded\b|\bintermittent"
+)
+_CONDITION = re.compile(
+    r"(?i)\b(above|below|over|under|per|after|when|whenever|if|unless|until|beyond|limit|max(imum)?)\b")
+_EPISODIC = re.compile(
+    r"(?i)\b(just|today|yesterday|earlier|right\s+now|currently|again|a\s+moment\s+ago|last\s+(night|time|run)"
+    r"|this\s+(morning|afternoon|evening|session|time|run)|returned|failed|went\s+down|was\s+down|got|hit|threw|crashed)\b"
+)
+_ENVIRONMENT = re.compile(
+    r"(?i)\bon\s+(my|this|your|the\s+user's)\s+(machine|laptop|box|computer|setup|workstation)\b"
+    r"|\bin\s+(this|my|the\s+current)\s+(environment|container|sandbox|shell|venv|terminal)\b"
+    r"|\bcommand\s+not\s+found\b|\bpermission\s+denied\b|\bno\s+such\s+file\s+or\s+directory\b"
+    r"|\b(ModuleNotFoundError|ImportError|ENOENT|EACCES)\b|\bnot\s+installed\b|\bnot\s+on\s+(the\s+)?PATH\b"
+)
+_NEGATIVE_TOOL = re.compile(
+    r"(?i)\b(doesn't|does\s+not|didn't|did\s+not|don't|do\s+not|won't|will\s+not|can't|cannot|can\s+not|isn't|is\s+not)\s+(really\s+)?work(ing)?\b"
+    r"|\b(is|are|was|were|seems?|looks?|being)\s+(totally\s+|completely\s+|just\s+|so\s+)?(broken|buggy|unusable|useless|unreliable)\b"
+    r"|\bnot\s+working\b|\bfails?\s+to\s+(work|run|start|install|load|build|compile)\b|\bkeeps\s+(crashing|failing|hanging)\b"
+)
+_ONE_OFF = re.compile(
+    r"(?i)\b(yesterday|today|tonight|this\s+(morning|afternoon|evening|session)|last\s+night|earlier\s+today"
+    r"|just\s+now|a\s+moment\s+ago|in\s+this\s+session|during\s+this\s+session)\b"
+)
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in (_LEAD.sub("", part).strip() for part in _SENTENCE_SPLIT.split(text)) if s]
+
+
+def imperative_sentence(text: str) -> str | None:
+    """The first sentence of ``text`` phrased as a command, or None."""
+    for sentence in _sentences(text):
+        first = sentence.split(None, 1)[0].lower().replace("’", "'").strip(",:;!")
+        if first in IMPERATIVE_STARTS:
+            return sentence
+    m = _IMPERATIVE_ANYWHERE.search(text)
+    return m.group(0) if m else None
+
+
+def _found(pattern: re.Pattern[str], text: str) -> str | None:
+    m = pattern.search(text)
+    return " ".join(m.group(0).split()) if m else None
+
+
+# --------------------------------------------------------------------------------- the gates
+
+def gate_secret(c: Candidate) -> str | None:
+    spans = secrets_scan.find_secrets(c.all_text())
+    return f"looks like a secret ({', '.join(sorted({s.kind for s in spans}))})" if spans else None
+
+
+def gate_injection(c: Candidate) -> str | None:
+    text = c.all_text()
+    if fence.neutralise(text) != text:
+        return "text that opens or closes quipu's fence tag (<quipu-...>)"
+    if fence.clean(text) != text:
+        return "control characters, terminal escape sequences or bidi overrides"
+    hit = _found(_INJECTION, text)
+    return f"text that instructs the agent: {hit!r}" if hit else None
+
+
+def gate_malformed(c: Candidate) -> str | None:
+    if not c.title or not c.statement:
+        return "no title or no statement"
+    if len(c.title) > MAX_TITLE or len(c.statement) > MAX_STATEMENT:
+        return f"too long (title {len(c.title)}/{MAX_TITLE}, statement {len(c.statement)}/{MAX_STATEMENT})"
+    if c.cls == "fact" and (not c.subject or not c.value):
+        return "a fact needs a subject and a value"
+    return None
+
+
+def gate_outcome(c: Candidate) -> str | None:
+    if c.outcome == "held":
+        return None
+    return f"outcome {c.outcome!r}: only what still held at the end of the session is captured"
+
+
+def gate_kind(c: Candidate) -> str | None:
+    return None if c.kind == "durable" else f"kind {c.kind!r}"
+
+
+def gate_class(c: Candidate) -> str | None:
+    if c.cls in CAPTURE_CLASSES:
+        return None
+    return f"class {c.cls!r} is not captured (one-off events are stories); allowed: {', '.join(CAPTURE_CLASSES)}"
+
+
+def gate_imperative(c: Candidate) -> str | None:
+    hit = imperative_sentence(c.claim_text())
+    return f"phrased as a command, not a claim: {hit[:80]!r}" if hit else None
+
+
+def gate_transient(c: Candidate) -> str | None:
+    text = c.claim_text()
+    hit = _found(_TRANSIENT, text)
+    if hit and (_EPISODIC.search(text) or not _CONDITION.search(text)):
+        return f"a transient error ({hit!r})"
+    return None
+
+
+def gate_environment(c: Candidate) -> str | None:
+    hit = _found(_ENVIRONMENT, c.claim_text())
+    return f"depends on one environment ({hit!r})" if hit else None
+
+
+def gate_negative_tool(c: Candidate) -> str | None:
+    hit = _found(_NEGATIVE_TOOL, c.claim_text())
+    return f"a negative claim about a tool ({hit!r})" if hit else None
+
+
+def gate_one_off(c: Candidate) -> str | None:
+    hit = _found(_ONE_OFF, c.claim_text())
+    return f"a one-off story ({hit!r})" if hit else None
+
+
+GATES: tuple[tuple[str, Callable[[Candidate], str | None]], ...] = (
+    ("secret", gate_secret),
+    ("prompt-injection", gate_injection),
+    ("malformed", gate_malformed),
+    ("outcome", gate_outcome),
+    ("kind", gate_kind),
+    ("class", gate_class),
+    ("imperative", gate_imperative),
+    ("transient-error", gate_transient),
+    ("environment-dependent", gate_environment),
+    ("negative-tool-claim", gate_negative_tool),
+    ("one-off-story", gate_one_off),
+)
+
+
+def check(candidate: Candidate) -> Refusal | None:
+    for name, gate in GATES:
+        detail = gate(candidate)
+        if detail is not None:
+            return Refusal(name, detail)
+    return None
+
+
+def check_text(text: str, *, gates: Sequence[str] = ("secret", "prompt-injection", "imperative")) -> Refusal | None:
+    """The gates that apply to any text quipu writes for someone (a profile line, a fact value)."""
+    probe = Candidate(cls="preference", title=text, statement=text, outcome="held")
+    for name, gate in GATES:
+        if name in gates:
+            detail = gate(probe)
+            if detail is not None:
+                return Refusal(name, detail)
+    return None

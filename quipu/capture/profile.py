@@ -1,0 +1,543 @@
+"""The profile: a small always-on card of durable facts about the user, kept in ``profile.md``.
+
+Grammar (after Honcho): every line starts with one of four fixed prefixes,
+
+- ``Identity:``      who the user is (role, team, languages they speak),
+- ``Preference:``    what they like and dislike in how work is done,
+- ``Environment:``   the durable shape of their setup (OS, editor, main stack),
+- ``Working style:`` how they like to collaborate (review habits, level of detail),
+
+each entry is capped (``Limits.entry_chars``), and the card as a whole is capped in lines and
+characters (default 14 lines and 1,375 characters, Hermes' profile size). A store's ``quipu.toml``
+may lower the caps under ``[profile]`` (``max_lines``, ``max_chars``, ``entry_chars``); only
+``$QUIPU_HOME/config.toml`` may raise them, within hard bounds (``quipu.store.settings``).
+
+Contract:
+- Admission test (``admission``): a value that could plausibly change within six months does
+  not go on the card. The adder states ``stable_for_months`` (>= 6 required) and code refuses
+  volatile wording ("currently", "this week", "for now", version numbers, dates...). A value
+  that fails admission is not lost: it is saved to the searchable store as a memory instead.
+  Text that looks like a secret, instructs the agent, or is phrased as a command is refused
+  outright (``FatalError``) and written nowhere.
+- Writing to a full card never fails: the weakest line is demoted to the searchable store as a
+  memory (one commit that removes the line and adds the memory, so ``quipu undo`` of it puts
+  the line back). Lines the user said (origin ``user``) outrank inferred ones; then the value
+  with more stable months; then the newer line.
+- Every change is one commit (``Quipu-Memory: profile`` for card edits, the new memory's id
+  for demotions). Read-modify-write runs under a lock so two writers never lose a line.
+- The capacity header ("12/14 lines, 1,020/1,375 chars") is computed when the card is shown or
+  injected, not stored, and lines are kept in the order they were added: every change is then a
+  one-line diff that ``quipu undo`` (a revert) applies cleanly, except when a later change
+  touched the neighbouring line; undo refuses that case and says to undo the later change first.
+- ``propose_rebuild`` asks the model for a fresh card from the store's memories without showing
+  it the old card; ``apply_rebuild`` writes it. Old lines the user said that the new card drops
+  are demoted to the store, never lost.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from quipu.store.locks import file_lock
+from quipu.capture import gates
+from quipu.index import index
+from quipu.errors import FatalError
+from quipu.store.memory import Memory, new_id, now_utc, parse_memory, render_memory
+from quipu.model import Model
+from quipu.store.store import Store
+
+PROFILE_PATH = "profile.md"
+PROFILE_ID = "profile"  # the Quipu-Memory trailer of card edits
+PREFIXES = gates.PROFILE_PREFIXES
+MIN_STABLE_MONTHS = 6
+DEFAULT_STABLE_MONTHS = 12  # what `quipu profile add` assumes a person means when they add a line
+DEMOTED_CLASS = {"Identity": "fact", "Preference": "preference", "Environment": "reference",
+                 "Working style": "preference"}
+
+_FILE_HEAD = (
+    "<!-- quipu profile: durable facts about the user, injected at every session start.\n"
+    "     Prefixes: Identity, Preference, Environment, Working style. Change it with `quipu profile add`;\n"
+    "     every change is a commit. The comment after each line records who said it and since when. -->\n"
+    "# Profile\n"
+)
+_LINE = re.compile(
+    r"^- (?P<prefix>Identity|Preference|Environment|Working style): (?P<text>.+?)"
+    r"(?:\s+<!-- origin=(?P<origin>user|session|import) since=(?P<since>\d{4}-\d{2}-\d{2})"
+    r" stable=(?P<stable>\d+) -->)?$"
+)
+_VOLATILE = re.compile(
+    r"(?i)\b(currently|right\s+now|at\s+the\s+moment|for\s+now|these\s+days|nowadays|lately|recently|temporar(y|ily)"
+    r"|this\s+(week|month|sprint|quarter|year|season)|next\s+(week|month|sprint|quarter|year)|today|tomorrow|yesterday"
+    r"|until|in\s+progress|working\s+on|trying\s+(out|to)|learning|evaluating|migrating|about\s+to|soon|latest|newest)\b"
+    r"|\bv?\d+\.\d+(\.\d+)*\b"        # version numbers change
+    r"|\b\d{4}-\d{2}(-\d{2})?\b"      # a dated value is an event, not a trait
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_lines: int = 14
+    max_chars: int = 1375
+    entry_chars: int = 140
+
+    @classmethod
+    def for_store(cls, store: Store) -> Limits:
+        from quipu.store import settings
+
+        section = settings.section(store, "profile")  # a store may only lower the caps
+        values: dict[str, int] = {}
+        if isinstance(section, dict):
+            for key in ("max_lines", "max_chars", "entry_chars"):
+                value = section.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    values[key] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Line:
+    prefix: str
+    text: str
+    origin: str = "user"
+    since: str = ""
+    stable_months: int = DEFAULT_STABLE_MONTHS
+
+    @property
+    def entry(self) -> str:
+        return f"{self.prefix}: {self.text}"
+
+    def render(self) -> str:
+        return f"- {self.entry} <!-- origin={self.origin} since={self.since} stable={self.stable_months} -->"
+
+    def key(self) -> str:
+        return " ".join(self.entry.casefold().split())
+
+    def strength(self) -> tuple[bool, int, str]:
+        """Bigger is stronger: said by the user, then more stable, then newer."""
+        return (self.origin == "user", self.stable_months, self.since)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prefix": self.prefix, "text": self.text, "origin": self.origin, "since": self.since,
+                "stable_for_months": self.stable_months}
+
+
+@dataclass(frozen=True)
+class Card:
+    lines: tuple[Line, ...] = ()
+    limits: Limits = Limits()
+    unparsed: tuple[str, ...] = ()  # lines of profile.md that are not card lines (shown by doctor)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(line.entry) for line in self.lines)
+
+    def header(self) -> str:
+        return (f"{len(self.lines)}/{self.limits.max_lines} lines, "
+                f"{self.chars:,}/{self.limits.max_chars:,} chars")
+
+    def over_capacity(self) -> bool:
+        return len(self.lines) > self.limits.max_lines or self.chars > self.limits.max_chars
+
+    def ordered(self) -> list[Line]:
+        """Lines grouped by prefix in the fixed order, insertion order within a prefix."""
+        return sorted(self.lines, key=lambda line: PREFIXES.index(line.prefix))
+
+    def render_file(self) -> bytes:
+        # Insertion order (new lines at the end): each change is a one-line diff, and the
+        # position is the tie-break between equally strong lines.
+        body = "\n".join(line.render() for line in self.lines)
+        extra = "\n".join(self.unparsed)
+        return (_FILE_HEAD + "\n" + body + ("\n" if body else "") + (f"\n{extra}\n" if extra else "")).encode("utf-8")
+
+    def render_card(self) -> str:
+        """The card as people and the session see it: the capacity header, then the entries."""
+        return "\n".join([f"Profile ({self.header()})", *(line.entry for line in self.ordered())])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"header": self.header(), "lines": [line.to_json() for line in self.ordered()],
+                "limits": vars(self.limits), "unparsed": list(self.unparsed)}
+
+
+@dataclass
+class Change:
+    added: Line | None = None
+    demoted: list[tuple[Line, str]] = field(default_factory=list)  # (line, memory id)
+    diverted: tuple[str, str] | None = None  # (memory id, why the card refused the line)
+    commits: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "added": self.added.to_json() if self.added else None,
+            "demoted": [{"line": line.entry, "memory": mid} for line, mid in self.demoted],
+            "diverted": {"memory": self.diverted[0], "reason": self.diverted[1]} if self.diverted else None,
+            "commits": self.commits, "note": self.note,
+        }
+
+
+def _today() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+
+
+# ------------------------------------------------------------------------------ reading
+
+def parse_card(text: str, limits: Limits | None = None) -> Card:
+    lines: list[Line] = []
+    unparsed: list[str] = []
+    in_comment = False
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if in_comment:
+            in_comment = "-->" not in stripped
+            continue
+        if stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped
+            continue
+        if not stripped or stripped.startswith("# "):
+            continue
+        m = _LINE.match(stripped)
+        if m is None:
+            unparsed.append(stripped)
+            continue
+        # A line without the trailing comment was written by hand: the user said it.
+        lines.append(Line(m["prefix"], m["text"].strip(), m["origin"] or "user", m["since"] or _today(),
+                          int(m["stable"]) if m["stable"] else DEFAULT_STABLE_MONTHS))
+    return Card(tuple(lines), limits or Limits(), tuple(unparsed))
+
+
+def read_card(store: Store, limits: Limits | None = None) -> Card:
+    data = store.read_bytes(PROFILE_PATH)
+    limits = limits or Limits.for_store(store)
+    if data is None:
+        return Card((), limits)
+    return parse_card(data.decode("utf-8", "replace"), limits)
+
+
+# ------------------------------------------------------------------------------ admission
+
+def admission(line: Line, limits: Limits) -> str | None:
+    """Why the card refuses ``line`` (the value is still kept in the store), or None to admit."""
+    if line.prefix not in PREFIXES:
+        return f"unknown prefix {line.prefix!r}; use one of {', '.join(PREFIXES)}"
+    if len(line.entry) > limits.entry_chars:
+        return f"{len(line.entry)} characters; a card entry may hold {limits.entry_chars}"
+    if line.stable_months < MIN_STABLE_MONTHS:
+        return f"stable for {line.stable_months} month(s); the card takes only values stable for {MIN_STABLE_MONTHS}+"
+    m = _VOLATILE.search(line.text)
+    if m:
+        return f"could change within six months ({m.group(0)!r})"
+    return None
+
+
+def _check_text(text: str) -> str:
+    text = " ".join(text.split())
+    if not text:
+        raise FatalError("the profile line is empty\n- give the text after the prefix")
+    refusal = gates.check_text(text)
+    if refusal is not None:
+        hint = ("- phrase it as a claim about the user: 'the user prefers X', not 'always do X'"
+                if refusal.gate == "imperative" else "- never put secrets or instructions on the card")
+        raise FatalError(f"refusing this profile line: {refusal.detail}\n{hint}")
+    return text
+
+
+# ------------------------------------------------------------------------------ writing
+
+def _locked(store: Store) -> contextlib.AbstractContextManager[None]:
+    return file_lock(store.cache_dir / "profile.lock")
+
+
+def _memory_for(line: Line, why: str) -> Memory:
+    fields = {
+        "id": new_id(),
+        "title": line.text[:300],
+        "description": f"{line.prefix} line {why}"[:300],
+        "class": DEMOTED_CLASS[line.prefix],
+        "topics": ["profile", line.prefix.lower()],
+        "origin": line.origin,
+        "created": now_utc(),
+    }
+    return Memory.create(fields, line.entry + "\n", source="profile line")
+
+
+def _commit_memory(store: Store, memory: Memory, card: Card | None, action: str, summary: str,
+                   sweep: str | None) -> str:
+    data = render_memory(memory)
+    parse_memory(data, memory.path)
+    changes: dict[str, bytes | None] = {memory.path: data}
+    if card is not None:
+        changes[PROFILE_PATH] = card.render_file()
+    return store.commit(changes, summary, {"Quipu-Action": action, "Quipu-Memory": memory.id, "Quipu-Sweep": sweep})
+
+
+def weakest(lines: Sequence[Line]) -> Line:
+    """The line to demote first: inferred before said-by-the-user, less stable, older."""
+    return min(enumerate(lines), key=lambda pair: (pair[1].strength(), pair[0]))[1]
+
+
+def _without(card: Card, line: Line) -> Card:
+    return replace(card, lines=tuple(ln for ln in card.lines if ln is not line))
+
+
+def _demote(store: Store, card: Card, line: Line, why: str, change: Change, sweep: str | None) -> Card:
+    """Move ``line`` from the card (as committed in ``card``) to the store: one commit."""
+    memory = _memory_for(line, why)
+    card = _without(card, line)
+    sha = _commit_memory(store, memory, card, "profile-demote",
+                         f"quipu: profile-demote {memory.id} {line.entry[:60]}", sweep)
+    change.demoted.append((line, memory.id))
+    change.commits.append(sha)
+    return card
+
+
+def leaving(card: Card) -> list[Line]:
+    """The lines that must leave ``card`` for it to fit its caps: entries over the per-entry cap
+    (only a hand edit makes those), then the weakest lines until it fits."""
+    out = [ln for ln in card.lines if len(ln.entry) > card.limits.entry_chars]
+    for line in out:
+        card = _without(card, line)
+    while card.over_capacity() and card.lines:
+        weak = weakest(card.lines)
+        out.append(weak)
+        card = _without(card, weak)
+    return out
+
+
+def add_line(
+    store: Store,
+    prefix: str,
+    text: str,
+    *,
+    origin: str = "user",
+    stable_months: int = DEFAULT_STABLE_MONTHS,
+    limits: Limits | None = None,
+    sweep: str | None = None,
+    divert: bool = True,
+) -> Change:
+    """Put a line on the card; never fails for lack of room (the weakest line is demoted).
+
+    With ``divert=False`` (the caller already keeps the value in the store, as capture does) a
+    line the card refuses, or that is weaker than every line it would displace, is not written
+    anywhere; ``Change.note`` says why."""
+    if prefix not in PREFIXES:
+        raise FatalError(f"unknown profile prefix {prefix!r}\n- use one of: {', '.join(PREFIXES)}")
+    line = Line(prefix, _check_text(text), origin, _today(), stable_months)
+    change = Change()
+    with _locked(store):
+        card = read_card(store, limits)
+        why = admission(line, card.limits)
+        if why is not None and not divert:
+            change.note = f"not admitted: {why}"
+            return change
+        if why is not None:
+            memory = _memory_for(line, f"not admitted to the profile: {why}")
+            sha = _commit_memory(store, memory, None, "profile-divert",
+                                 f"quipu: profile-divert {memory.id} {line.entry[:60]}", sweep)
+            change.diverted = (memory.id, why)
+            change.commits.append(sha)
+            index.ensure_fresh(store)
+            return change
+        same = [ln for ln in card.lines if ln.key() == line.key()]
+        if same:
+            if origin == "user" and same[0].origin != "user":  # the user now says it: it outranks
+                lines = tuple(replace(ln, origin="user") if ln is same[0] else ln for ln in card.lines)
+                sha = store.commit({PROFILE_PATH: replace(card, lines=lines).render_file()},
+                                   f"quipu: profile-confirm {line.entry[:60]}",
+                                   {"Quipu-Action": "profile-confirm", "Quipu-Memory": PROFILE_ID,
+                                    "Quipu-Sweep": sweep})
+                change.commits.append(sha)
+                change.note = "already on the card; now marked as said by the user"
+            else:
+                change.note = "already on the card"
+            return change
+        leaving_lines = leaving(replace(card, lines=card.lines + (line,)))
+        if not divert and any(ln is line for ln in leaving_lines):
+            change.note = "weaker than every line on the full card"
+            return change
+        for gone in leaving_lines:
+            if gone is line:  # weaker than every line it would displace: straight to the store
+                memory = _memory_for(line, f"kept off the full profile on {_today()} (weaker than the lines on it)")
+                sha = _commit_memory(store, memory, None, "profile-demote",
+                                     f"quipu: profile-demote {memory.id} {line.entry[:60]}", sweep)
+                change.demoted.append((line, memory.id))
+                change.commits.append(sha)
+            else:
+                card = _demote(store, card, gone, f"moved from the profile on {_today()} (the card was full)",
+                               change, sweep)
+        if not any(ln is line for ln, _mid in change.demoted):
+            sha = store.commit({PROFILE_PATH: replace(card, lines=card.lines + (line,)).render_file()},
+                               f"quipu: profile-add {line.entry[:60]}",
+                               {"Quipu-Action": "profile-add", "Quipu-Memory": PROFILE_ID, "Quipu-Sweep": sweep})
+            change.added = line
+            change.commits.append(sha)
+    index.ensure_fresh(store)
+    return change
+
+
+def fit(store: Store, *, limits: Limits | None = None, sweep: str | None = None) -> Change:
+    """Demote the weakest lines of an over-full card (after a hand edit) until it fits."""
+    change = Change()
+    with _locked(store):
+        card = read_card(store, limits)
+        for gone in leaving(card):
+            card = _demote(store, card, gone, f"moved from the over-full profile on {_today()}", change, sweep)
+    if change.commits:
+        index.ensure_fresh(store)
+    return change
+
+
+# ------------------------------------------------------------------------------ rebuild
+
+REBUILD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["lines"],
+    "properties": {
+        "lines": {
+            "type": "array",
+            "maxItems": 30,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["prefix", "text", "stable_for_months", "source_ids"],
+                "properties": {
+                    "prefix": {"enum": list(PREFIXES)},
+                    "text": {"type": "string"},
+                    "stable_for_months": {"type": "integer"},
+                    "source_ids": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        }
+    },
+}
+REBUILD_SOURCE_CHARS = 40_000
+
+
+@dataclass
+class Proposal:
+    old: Card
+    new: Card
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (entry, reason)
+    to_demote: list[Line] = field(default_factory=list)           # old user lines the new card drops
+
+    def diff(self) -> str:
+        old = self.old.render_card().splitlines()
+        new = self.new.render_card().splitlines()
+        return "\n".join(difflib.unified_diff(old, new, "profile (now)", "profile (rebuilt)", lineterm=""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"old": self.old.to_json(), "new": self.new.to_json(), "diff": self.diff(),
+                "refused": [{"line": e, "reason": r} for e, r in self.refused],
+                "demote": [ln.entry for ln in self.to_demote]}
+
+
+def _sources(store: Store) -> tuple[str, dict[str, str]]:
+    rows = index.rows(
+        store,
+        "SELECT id, title, description, class, origin FROM memories WHERE status = 'active' "
+        "AND class IN ('preference', 'fact', 'rule', 'reference') "
+        "ORDER BY origin = 'user' DESC, class = 'preference' DESC, created_ts DESC, id",
+    )
+    lines: list[str] = []
+    origins: dict[str, str] = {}
+    used = 0
+    for row in rows:
+        text = f"[{row['id']}] ({row['class']}, said by {row['origin']}) {row['title']}"
+        if row["description"]:
+            text += f" — {row['description']}"
+        if used + len(text) > REBUILD_SOURCE_CHARS:
+            break
+        lines.append(text)
+        origins[row["id"]] = row["origin"]
+        used += len(text) + 1
+    return "\n".join(lines), origins
+
+
+def rebuild_prompt(limits: Limits, memories: str) -> str:
+    return (
+        "Build a short profile card of durable facts about the user of this memory store, using only the "
+        "memories below. Each line starts with one prefix: Identity (who they are), Preference (how they "
+        "like work done), Environment (their durable setup), Working style (how they collaborate). "
+        f"At most {limits.max_lines} lines of at most {limits.entry_chars} characters each, written as claims "
+        "about the user ('The user prefers X'), never as commands. Leave out anything that could change "
+        "within six months; give stable_for_months honestly. Cite the ids of the memories each line "
+        f"rests on in source_ids.\n\n<memories>\n{memories}\n</memories>"
+    )
+
+
+def propose_rebuild(store: Store, model: Model, *, limits: Limits | None = None) -> Proposal:
+    """A fresh card from the store's memories; the model never sees the old card."""
+    with _locked(store):
+        old = read_card(store, limits)
+    memories, origins = _sources(store)
+    answer = model.complete(rebuild_prompt(old.limits, memories), REBUILD_SCHEMA, purpose="profile-rebuild")
+    refused: list[tuple[str, str]] = []
+    admitted: list[Line] = []
+    for item in answer["lines"]:
+        text = " ".join(str(item["text"]).split())
+        entry = f"{item['prefix']}: {text}"
+        sources = [s for s in item["source_ids"] if s in origins]
+        if not sources:
+            refused.append((entry, "cites no memory of the store"))
+            continue
+        refusal = gates.check_text(text)
+        if refusal is not None:
+            refused.append((entry, refusal.detail))
+            continue
+        origin = "user" if any(origins[s] == "user" for s in sources) else "session"
+        line = Line(item["prefix"], text, origin, _today(), int(item["stable_for_months"]))
+        why = admission(line, old.limits)
+        if why is not None:
+            refused.append((entry, why))
+        elif line.key() not in {ln.key() for ln in admitted}:
+            admitted.append(line)
+    # Fit by strength: the strongest lines that fit the caps, in the model's order.
+    kept: list[Line] = []
+    for line in sorted(admitted, key=lambda ln: ln.strength(), reverse=True):
+        trial = Card(tuple(kept) + (line,), old.limits)
+        if trial.over_capacity():
+            refused.append((line.entry, "no room left on the card (its sources stay searchable)"))
+        else:
+            kept.append(line)
+    kept.sort(key=admitted.index)
+    # Keep each surviving line's history (origin, since) when the same entry was already there.
+    before = {ln.key(): ln for ln in old.lines}
+    kept = [before.get(ln.key(), ln) for ln in kept]
+    new = Card(tuple(kept), old.limits, old.unparsed)
+    keys = {ln.key() for ln in kept}
+    to_demote = [ln for ln in old.lines if ln.origin == "user" and ln.key() not in keys and not _in_store(store, ln)]
+    return Proposal(old, new, refused, to_demote)
+
+
+def _in_store(store: Store, line: Line) -> bool:
+    """Whether an active memory already says exactly this line (so demoting it would duplicate)."""
+    rows = index.rows(store, "SELECT title, body FROM memories WHERE status = 'active' AND title = ?", (line.text,))
+    return bool(rows)
+
+
+def apply_rebuild(store: Store, proposal: Proposal, *, sweep: str | None = None) -> Change:
+    change = Change()
+    with _locked(store):
+        current = read_card(store, proposal.old.limits)
+        if current.render_file() != proposal.old.render_file():
+            raise FatalError("the profile changed while the rebuild was proposed\n- run `quipu profile rebuild` again")
+        card = current
+        for line in proposal.to_demote:
+            same = [ln for ln in card.lines if ln.key() == line.key()]
+            if same:
+                card = _demote(store, card, same[0],
+                               f"dropped by a profile rebuild on {_today()} (the user said it; kept searchable)",
+                               change, sweep)
+        data = proposal.new.render_file()
+        if store.read_bytes(PROFILE_PATH) != data:
+            sha = store.commit({PROFILE_PATH: data}, f"quipu: profile-rebuild ({proposal.new.header()})",
+                               {"Quipu-Action": "profile-rebuild", "Quipu-Memory": PROFILE_ID, "Quipu-Sweep": sweep})
+            change.commits.append(sha)
+    index.ensure_fresh(store)
+    return change
+

@@ -1,0 +1,1 @@
+"""The MCP server through which an agent searches and writes memory."""

@@ -1,0 +1,297 @@
+"""The UserPromptSubmit hook: recall on every human prompt, standard library only, fail open.
+
+Contract:
+- Reads the event JSON from stdin through one adapter (``PromptEvent.create``); nothing past it
+  sees the raw dict. Prints nothing, or one JSON object
+  ``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ...}}``.
+- Never fires for machine turns (see ``quipu.prompt.transcript``), inside quipu's own model children
+  (``QUIPU_CHILD``), or when the prompt has no topic.
+- A memory injected earlier in the same session is not injected again.
+- Any failure (bad JSON, missing store or index, locked or corrupt index, unreadable transcript)
+  exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``.
+- When the index is behind HEAD, the hook answers from it anyway and starts a detached
+  ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits;
+  when a store has no index yet (a fresh clone), it stays silent and starts the same refresh.
+- A store whose ``.cache``, ``.cache/sessions`` or index is a symlink (or not a real folder or
+  file) is refused: silent, one line in the log. No file is opened through a symlink.
+"""
+import sys
+import time
+
+from quipu.prompt import _fastjson
+from quipu.prompt import _fs
+from quipu.prompt import locate
+from quipu.prompt import query
+from quipu.prompt import recall
+from quipu.prompt import transcript
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import IO
+
+MAX_STDIN = 1_000_000
+# Of a longer prompt only the first and last half of this many characters are read: its topic is
+# in its opening words or in what was pasted last (a trace), and the work stays that of a normal
+# prompt whatever the size.
+PROMPT_WINDOW = 32_000
+LOG_MAX_BYTES = 1_000_000
+CHILD_ENV = "QUIPU_CHILD"
+_SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+REFRESH_MARK_SECONDS = 30.0
+SESSION_KEEP_DAYS = 14
+PRUNE_EVERY_SECONDS = 86400.0
+
+
+class PromptEvent:
+    """The fields of a UserPromptSubmit event the hook uses, type-checked."""
+
+    __slots__ = ("session_id", "transcript_path", "cwd", "prompt")
+
+    def __init__(self, session_id: str, transcript_path: str, cwd: str, prompt: str) -> None:
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.cwd = cwd
+        self.prompt = prompt
+
+    @classmethod
+    def create(cls, raw: bytes) -> "PromptEvent | None":
+        data = _fastjson.loads(raw.decode("utf-8"), long_strings=PROMPT_WINDOW)
+        if not isinstance(data, dict):
+            return None
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str):
+            return None
+        event_name = data.get("hook_event_name")
+        if event_name not in (None, "UserPromptSubmit"):
+            return None
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            return value if isinstance(value, str) else ""
+
+        return cls(text("session_id"), text("transcript_path"), text("cwd"), prompt)
+
+
+def log(message: str) -> None:
+    try:
+        directory = _fs.join(locate.quipu_home(), "logs")
+        _fs.makedirs(directory)
+        path = _fs.join(directory, "hook.log")
+        mode = "w" if _size(path) > LOG_MAX_BYTES else "a"
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        with open(path, mode, encoding="utf-8") as fh:
+            fh.write(f"{stamp} prompt-hook {message}"[:2000].replace("\n", " ") + "\n")
+    except Exception:  # noqa: BLE001 - logging must never break the hook
+        pass
+
+
+def _size(path: str) -> int:
+    try:
+        return _fs.stat(path).st_size
+    except OSError:
+        return 0
+
+
+class _Session:
+    """The ids already injected in this session (``<store>/.cache/sessions/<id>.ids``, one per
+    line; ``run`` has checked that neither folder is a symlink, and the file is opened without
+    following one), opened once for reading and appending: a new session's first prompt then costs one
+    lookup in the folder, not a failed open and a create."""
+
+    def __init__(self, root: str, session_id: str) -> None:
+        self.fd = -1
+        self.seen: frozenset = frozenset()
+        clean = "".join(c for c in session_id if c in _SESSION_CHARS)[:128]
+        if not clean:
+            return
+        self.directory = _fs.join(root, locate.CACHE_DIR_NAME, "sessions")
+        path = _fs.join(self.directory, f"{clean}.ids")
+        flags = _fs.O_RDWR | _fs.O_APPEND | _fs.O_CREAT | _fs.O_NOFOLLOW  # a committed symlink is refused
+        try:
+            try:
+                self.fd = _fs.open_fd(path, flags)
+            except FileNotFoundError:
+                _fs.makedirs(self.directory)
+                self.fd = _fs.open_fd(path, flags)
+            data = _fs.read_fd(self.fd)
+        except OSError:
+            return
+        self.seen = frozenset(line for line in data.decode("utf-8", "replace").split("\n") if line)
+
+    def remember(self, ids: list) -> None:
+        """Append ``ids``: one small O_APPEND write."""
+        if self.fd < 0:
+            return
+        data = "".join(f"{i}\n" for i in ids if i not in self.seen).encode("utf-8")
+        _fs.write_fd(self.fd, data)
+        if not self.seen:
+            _prune_sessions(self.directory)  # a session's first injection, at most daily
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            _fs.close_fd(self.fd)
+            self.fd = -1
+
+
+def _prune_sessions(directory: str) -> None:
+    """Forget the injected-ids sets of sessions untouched for SESSION_KEEP_DAYS; the folder is
+    scanned at most once a day (the mtime of its ``.pruned`` mark says when it last was)."""
+    mark = _fs.join(directory, ".pruned")
+    now = time.time()
+    try:
+        if now - _fs.stat(mark).st_mtime < PRUNE_EVERY_SECONDS:
+            return
+    except OSError:
+        pass
+    cutoff = now - SESSION_KEEP_DAYS * 86400
+    try:
+        _touch(mark)
+        with _fs.scandir(directory) as entries:
+            for entry in entries:
+                if (entry.name.endswith((".ids", ".json")) and entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_mtime < cutoff):
+                    _fs.unlink(entry.path)
+    except OSError:
+        pass
+
+
+def _touch(path: str) -> None:
+    """Create or truncate ``path``, never through a symlink."""
+    _fs.close_fd(_fs.open_fd(path, _fs.O_WRONLY | _fs.O_CREAT | _fs.O_NOFOLLOW))
+
+
+def _unsafe_cache(root: str) -> str:
+    """The first of ``.cache``, ``.cache/sessions`` (real folders) and the index (a regular file)
+    that exists but is something else, or ''."""
+    cache = _fs.join(root, locate.CACHE_DIR_NAME)
+    for path in (cache, _fs.join(cache, "sessions"), locate.index_path(root)):
+        if _fs.lexists(path) and not (_fs.real_file(path) if path.endswith(".sqlite") else _fs.real_dir(path)):
+            return path
+    return ""
+
+
+def _spawn_refresh(root: str) -> None:
+    """Start ``quipu index --refresh`` detached, at most once per REFRESH_MARK_SECONDS."""
+    mark = _fs.join(root, locate.CACHE_DIR_NAME, "refresh.started")
+    try:
+        if time.time() - _fs.stat(mark).st_mtime < REFRESH_MARK_SECONDS:
+            return
+    except OSError:
+        pass
+    try:
+        import os  # only here, off the common path: a refresh starts at most every 30 s
+
+        os.makedirs(os.path.dirname(mark), exist_ok=True)
+        _touch(mark)
+        from quipu.prompt import launch  # the absolute interpreter, -I: no quipu/ in the session's folder runs
+
+        devnull = os.devnull
+        argv = launch.quipu_argv("--store", root, "index", "--refresh", "--quiet")
+        os.posix_spawn(
+            argv[0],
+            argv,
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+            ],
+            setsid=True,
+        )
+    except OSError as exc:
+        log(f"could not start an index refresh: {exc}")
+
+
+def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
+    """The additionalContext for ``event``, or '' to stay silent."""
+    env = _fs.environ() if env is None else env
+    if env.get(CHILD_ENV):
+        return ""
+    if transcript.is_machine_text(event.prompt):
+        return ""
+    terms = query.extract_terms(event.prompt)
+    if not recall.names_a_subject(event.prompt, terms):
+        return ""  # no topic of its own: never open the index
+    root, _how = locate.find_store_root(None, event.cwd or None, env)
+    unsafe = _unsafe_cache(root)
+    if unsafe:  # a store may not point quipu's own files anywhere else
+        log(f"refusing {unsafe}: it is a symlink or not a real folder/file; recall is off until it is "
+            "removed (`quipu doctor` says how)")
+        return ""
+    index = locate.index_path(root)
+    if not _fs.isfile(index) and locate.git_dir(root) and _fs.isfile(_fs.join(root, "quipu.toml")):
+        _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
+        return ""
+    db = recall.open_index(index)
+    session = _Session(root, event.session_id)
+    try:
+        try:
+            # One read transaction for every query: one shared lock and one hot-journal check
+            # instead of one per statement, and all answers from the same state of the index.
+            db.execute("BEGIN")
+            meta = recall.index_meta(db)
+            gitdir = locate.git_dir(root)
+            head = locate.read_head(gitdir) if gitdir else None
+            if head and meta.get("head") != head:
+                _spawn_refresh(root)
+            config = recall.index_config(db, meta)
+            context = ""
+            if event.transcript_path:
+                previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
+                context = f"{previous}\n{assistant}"
+            count = str(meta.get("count") or "")
+            options = recall.Options.from_config(
+                config, exclude=session.seen, store_size=int(count) if count.isdigit() else None
+            )
+            result = recall.recall(db, event.prompt, context, options, terms)
+        finally:
+            db.close()
+        text = recall.format_context(result.hits, options.max_chars)
+        if text:
+            session.remember([h.id for h in result.hits])
+        return text
+    finally:
+        session.close()
+
+
+def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> int:
+    try:
+        if _fs.environ().get(CHILD_ENV):
+            return 0
+        # The real stdin is read from its descriptor in chunks: a buffered read(n) first sets
+        # aside n bytes (a megabyte here) for an event of a few hundred.
+        raw = stdin.read(MAX_STDIN + 1) if stdin is not None else _fs.read_upto(0, MAX_STDIN + 1)
+        if len(raw) > MAX_STDIN:
+            log("event larger than 1 MB ignored")
+            return 0
+        event = PromptEvent.create(raw)
+        if event is None:
+            return 0
+        text = run(event)
+        if text:
+            out = stdout or sys.stdout
+            out.write(
+                _fastjson.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}})
+            )
+            out.flush()
+    except BaseException as exc:  # noqa: BLE001 - fail open, always
+        log(f"{type(exc).__name__}: {exc}")
+    return 0
+
+
+def run_as_hook() -> None:
+    """``main`` on the real stdin and stdout, then exit 0 at once.
+
+    The output is flushed and every file closed by then; the interpreter's own teardown (freeing
+    each module and object one by one) would cost about a sixth of an interpreter start and
+    achieve nothing for a process that ends here."""
+    try:
+        main()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - a closed pipe: nothing left to say anyway
+        pass
+    import posix
+
+    posix._exit(0)

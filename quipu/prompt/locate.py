@@ -1,0 +1,113 @@
+"""Finding a store and reading its HEAD with the standard library alone.
+
+This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os``). Contract:
+- ``find_store_root`` applies the documented order: an explicit path, ``QUIPU_STORE``, the
+  nearest ``.quipu`` folder upwards from the working directory, then the per-user default
+  ``$QUIPU_HOME/store`` (``QUIPU_HOME`` defaults to ``$XDG_DATA_HOME/quipu`` or
+  ``~/.local/share/quipu``). It returns a path whether or not a store exists there.
+- ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory.
+- ``read_head`` returns the commit id HEAD points at by reading ``HEAD``, the loose ref file and
+  ``packed-refs`` directly (no git, no subprocess), or None when it cannot tell.
+"""
+from quipu.prompt import _fs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+STORE_DIR_NAME = ".quipu"
+CACHE_DIR_NAME = ".cache"
+INDEX_NAME = "index.sqlite"
+
+
+def quipu_home(env: "Mapping[str, str] | None" = None) -> str:
+    env = _fs.environ() if env is None else env
+    if env.get("QUIPU_HOME"):
+        return _fs.abspath(_fs.expanduser(env["QUIPU_HOME"]))
+    base = env.get("XDG_DATA_HOME") or _fs.join(_fs.expanduser("~"), ".local", "share")
+    return _fs.join(base, "quipu")
+
+
+def default_store(env: "Mapping[str, str] | None" = None) -> str:
+    return _fs.join(quipu_home(env), "store")
+
+
+def find_store_root(
+    explicit: str | None = None, cwd: str | None = None, env: "Mapping[str, str] | None" = None
+) -> tuple[str, str]:
+    """Return (store root, how it was chosen)."""
+    env = _fs.environ() if env is None else env
+    if explicit:
+        return _fs.abspath(_fs.expanduser(explicit)), "--store"
+    if env.get("QUIPU_STORE"):
+        return _fs.abspath(_fs.expanduser(env["QUIPU_STORE"])), "QUIPU_STORE"
+    here = _fs.abspath(cwd or _fs.getcwd())
+    while True:
+        candidate = _fs.join(here, STORE_DIR_NAME)
+        if _fs.isdir(candidate):
+            return candidate, f"nearest {STORE_DIR_NAME} folder"
+        parent = _fs.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    return default_store(env), "per-user default"
+
+
+def git_dir(root: str) -> str | None:
+    dotgit = _fs.join(root, ".git")
+    if _fs.isdir(dotgit):
+        return dotgit
+    try:
+        with open(dotgit, encoding="utf-8") as fh:
+            line = fh.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    target = line[len("gitdir:") :].strip()
+    return _fs.normpath(_fs.join(root, target))
+
+
+def _common_dir(gitdir: str) -> str:
+    try:
+        with open(_fs.join(gitdir, "commondir"), encoding="utf-8") as fh:
+            return _fs.normpath(_fs.join(gitdir, fh.read().strip()))
+    except OSError:
+        return gitdir
+
+
+def read_head(gitdir: str) -> str | None:
+    """The commit id HEAD resolves to, read from git's files; None if it cannot be read."""
+    try:
+        with open(_fs.join(gitdir, "HEAD"), "rb") as fh:
+            head = fh.read(1024).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return head if _is_sha(head) else None
+    ref = head[4:].strip()
+    common = _common_dir(gitdir)
+    for base in (gitdir, common):
+        try:
+            with open(_fs.join(base, ref), "rb") as fh:
+                sha = fh.read(128).decode("ascii", "replace").strip()
+            return sha if _is_sha(sha) else None
+        except OSError:
+            continue
+    try:
+        with open(_fs.join(common, "packed-refs"), encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) == 2 and parts[1] == ref and _is_sha(parts[0]):
+                    return parts[0]
+    except OSError:
+        return None
+    return None
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def index_path(root: str) -> str:
+    return _fs.join(root, CACHE_DIR_NAME, INDEX_NAME)

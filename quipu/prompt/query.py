@@ -1,0 +1,489 @@
+"""From a prompt to query terms: what the person is asking about, if anything.
+
+On the prompt path: standard library only. Contract:
+- ``extract_terms`` returns the content terms of a text in order of appearance, each once,
+  lower-cased, with a flag for strong signals (file paths, error and exception names,
+  identifiers from stack traces, URL hosts and path words). Stop words, conversational filler
+  ("ok", "go ahead", "thanks, continue") and generic request verbs are not content terms, so a
+  prompt made only of them has no topic and recall stays silent.
+- Screenshot and paste placeholders (``[Image #1]``, ``[Pasted text #2 +40 lines]``) carry no
+  topic and are dropped; code blocks contribute their identifiers.
+- ``fts_quote`` makes any term safe inside an FTS5 ``MATCH`` expression.
+- ``fts_term(word)`` is the term the FTS5 index stores for the first token of ``word`` (unicode61
+  splits on anything but letters and digits and folds case; porter stems tokens of 3 to 64
+  bytes), ``""`` when the word has no token, and ``None`` when that token is not plain ASCII (the
+  caller then asks SQLite).
+"""
+
+from quipu.prompt.vocabulary import is_listed
+
+
+class Term(tuple):  # type: ignore[type-arg]
+    """(text, strong, generic): a lower-cased term, whether it is a strong signal (a path, an
+    error name, a URL part), and whether it is a generic word that cannot make a topic alone.
+
+    A plain tuple subclass: ``typing.NamedTuple`` would import ``typing`` on the prompt path."""
+
+    __slots__ = ()
+
+    def __new__(cls, text: str, strong: bool, generic: bool = False) -> "Term":
+        return tuple.__new__(cls, (text, strong, generic))
+
+    @property
+    def generic(self) -> bool:
+        return self[2]  # type: ignore[no-any-return]
+
+    @property
+    def text(self) -> str:
+        return self[0]  # type: ignore[no-any-return]
+
+    @property
+    def strong(self) -> bool:
+        return self[1]  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"Term({self[0]!r}, strong={self[1]}, generic={self[2]})"
+
+
+
+# Words that never carry a topic: English function words, conversational filler, and the
+# generic verbs of requests to a coding agent ("fix", "check", "run" say what to do, not about what).
+STOPWORDS = frozenset(
+    """
+a about above actually after again against ah ahead all alright also am an and any anything anyway are aren't
+around as ask at aw awesome   be because been before being below between both but by can can't cannot
+cheers cool could couldn't did didn't do does doesn't doing don't  down during each either else enough etc
+even ever every everything exactly fantastic few fine for from further       
+good  gotcha great had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself hey
+hi him himself his hmm how how's however i i'd i'll i'm i've if in into is isn't it it's its itself just k kinda
+ let let's lets    lol     may maybe me meanwhile might mine more most much
+must mustn't my myself   nevermind nice no nope nor not nothing now of off ok okay on once  only or
+other ought our ours ourselves out over own perfect please pls plz pretty proceed quite rather really right same
+    shall shan't she she'd she'll she's should shouldn't simply so some something sometimes soon
+sorry still such sure   than thank thanks thanx thx that that's the their theirs them themselves then there
+there's these they they'd they'll they're they've    this those though through thus to too 
+ u um uh under until up upon us    very via wait   was wasn't way we we'd we'll we're
+we've well were weren't what what's whatever when when's where where's whether which while who who's whom whose
+why why's will with within without won't would wouldn't wow yay yeah yep yes yet you you'd you'll you're you've
+your yours yourself yourselves
+continue continuing   go-ahead next now again also then ok okay alright 
+""".split()
+)
+
+# Words that  what to do or point  at the conversation ("fix", "run", "the second option",
+# "same error") but name no subject. A prompt made only of these and stop words has no topic of
+# its own; in a prompt that has  they are ordinary terms (the rarest-terms rule keeps the
+# common ones from carrying the score).
+GENERIC = frozenset(
+    """
+one away back keep later done
+type types mention mentions mentioned recently activity activities favorite favourite based suggest suggested
+year years ago long reason reasons way ways example examples regarding according related specific particular
+describe described main
+get gets getting go goes going gone got look looks make makes need needs say says see seems take tell think
+try trying use used using want wanted like lot lots
+fix fixed check checked run running ran do doing help make made add added change changed update updated create
+created show find found give gave put start started stop stopped work works working worked know knew mean meant
+happen happened happening seem seemed try tried looking look looked sounds sound go went write wrote read
+remove removed delete deleted implement implemented agree agreed approve approved ship lgtm sgtm ty np
+left right carry step steps error errors issue issues problem problems bug bugs weird strange odd explain
+elaborate bit undo revert reverted first second third last option options approach approaches hold never mind
+leave sense double idea ideas catch stuff part parts point case version suggestion suggestions question questions
+answer instead else whole rest kind sort everything anything something nothing thing things one ones two three
+again currently previous above below earlier later today yesterday tomorrow minute minutes moment sec second
+good bad better worse best worst new old same different other others another
+traceback recent call calls line lines file files screenshot screenshots image images attached attachment
+pasted paste picture photo pic see above below
+""".split()
+)
+
+_PLACEHOLDER_HEADS = ("image", "pasted", "screenshot", "file", "picture", "attachment")
+_IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic")
+_ERROR_SUFFIXES = ("error", "exception", "warning", "fault", "failure", "timeout", "exit")
+_URL_NOISE = frozenset("www com org net io dev app html htm php aspx index https http".split())
+# Folder and extension words that every path has; the distinctive part is the rest.
+_PATH_NOISE = frozenset(
+    """src lib lib64 usr home bin sbin tmp var etc opt dist build out node_modules site packages
+    venv env users user root mnt py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json
+    sql lock cfg ini txt html css scss""".split()
+)
+_FILE_EXTS = frozenset(
+    "py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json sql lock cfg ini env txt html css scss".split()
+)
+_EDGE = "()[]{}<>\"'`,;:!?*"
+_CONTRACTIONS = ("n't", "'re", "'ll", "'ve", "'d", "'m", "'s")
+_MAX_TERMS = 64
+_WORD_EDGES = ".,;:!?()[]{}<>\"'`*"
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased alphanumeric runs, split the way SQLite's unicode61 tokenizer splits text.
+
+    An apostrophe inside a word keeps contractions whole ("don't" stays a stop word) and drops a
+    possessive ("john's" is "john")."""
+    core = text.strip(_WORD_EDGES)
+    if core.isalnum():  # most chunks are one plain word: no need to look at each character
+        return [core.lower()]
+    out: list[str] = []
+    word: list[str] = []
+    text = text.replace("\u2019", "'")
+    n = len(text)
+    for i, ch in enumerate(text):
+        if ch.isalnum():
+            word.append(ch)
+        elif ch == "'" and word and i + 1 < n and text[i + 1].isalnum():
+            word.append(ch)
+        elif word:
+            out.append("".join(word).lower())
+            word = []
+    if word:
+        out.append("".join(word).lower())
+    cleaned = []
+    for w in out:
+        if "'" in w:
+            if w.endswith("'s"):
+                w = w[:-2]
+            elif not w.endswith(_CONTRACTIONS):
+                w = w.replace("'", "")
+        if w:
+            cleaned.append(w)
+    return cleaned
+
+
+def _is_content(word: str) -> bool:
+    if word in STOPWORDS or len(word) < 2 or "'" in word:
+        return False
+    return True
+
+
+def _cut_blocks(text: str, opener: str, closer: str, keep: list[str] | None = None) -> str:
+    """Remove ``opener ... closer`` spans (a missing closer runs to the end); kept spans go to ``keep``."""
+    out = []
+    pos = 0
+    while True:
+        start = text.find(opener, pos)
+        if start < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        stop = text.find(closer, start + len(opener))
+        stop = len(text) if stop < 0 else stop + len(closer)
+        out.append(text[pos:start])
+        out.append(" ")
+        if keep is not None:
+            keep.append(text[start:stop])
+        pos = stop
+
+
+def _drop_placeholders(text: str) -> str:
+    """Remove ``[Image #1]``, ``[Pasted text #2 +40 lines]`` and screenshot file names."""
+    out = []
+    pos = 0
+    low = text.lower()
+    while True:
+        start = low.find("[", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        stop = low.find("]", start)
+        inner = low[start + 1 : stop] if stop > 0 else ""
+        if stop > 0 and stop - start < 60 and inner.lstrip().startswith(_PLACEHOLDER_HEADS):
+            out.append(text[pos:start] + " ")
+            pos = stop + 1
+        else:
+            out.append(text[pos : start + 1])
+            pos = start + 1
+    return " ".join(
+        chunk for chunk in "".join(out).split(" ") if not chunk.lower().rstrip(_EDGE + ".").endswith(_IMAGE_EXTS)
+    )
+
+
+def _is_error_name(token: str) -> bool:
+    """TypeError, ModuleNotFoundError, ECONNREFUSED, camelCase and PascalCase identifiers."""
+    if len(token) < 4 or not token.isalnum() or not token[0].isalpha():
+        return False
+    if token.isupper() and token.isalpha():
+        return True
+    inner_caps = any(c.isupper() for c in token[1:])
+    if inner_caps and token.lower().endswith(_ERROR_SUFFIXES):
+        return True
+    return inner_caps and any(c.islower() for c in token)
+
+
+def _url_words(chunk: str) -> list[str]:
+    rest = chunk.split("://", 1)[1]
+    host, _, path = rest.partition("/")
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    host = host.split("@")[-1].split(":")[0]
+    words = _words(host) + _words(path)
+    return [w for w in words if _is_content(w) and w not in _URL_NOISE and not (len(w) > 24 and w.isalnum())]
+
+
+def _is_path(chunk: str) -> bool:
+    if "/" in chunk or "\\" in chunk:
+        parts = [p for p in chunk.replace("\\", "/").split("/") if p]
+        return len(parts) >= 2 or chunk.startswith(("~/", "./", "../", "/"))
+    stem, dot, ext = chunk.rpartition(".")
+    return bool(dot and stem and ext.lower() in _FILE_EXTS and not stem.endswith("."))
+
+
+def _path_words(chunk: str) -> list[str]:
+    parts = [p for p in chunk.replace("\\", "/").split("/") if p and p not in (".", "..", "~")]
+    out = []
+    for part in parts[-3:]:
+        out.extend(w for w in _words(part) if _is_content(w) and w not in _PATH_NOISE and w not in _URL_NOISE)
+    return out
+
+
+def extract_terms(text: str) -> "list[Term]":
+    """Content terms of ``text`` in order, each once; strong signals flagged."""
+    if not text:
+        return []
+    code: list[str] = []
+    text = _cut_blocks(_drop_placeholders(text), "```", "```", code)
+    ordered: dict[str, bool] = {}
+
+    def add(word: str, strong: bool) -> None:
+        if word not in ordered:
+            ordered[word] = strong
+        elif strong:
+            ordered[word] = True
+
+    names: set[str] = set()
+    sentence_start = True
+    for raw in text.split():
+        chunk = raw.strip(_EDGE).rstrip(".")
+        starts = sentence_start
+        sentence_start = raw.endswith((".", "!", "?", ":"))
+        if not chunk:
+            continue
+        if not starts and 2 <= len(chunk) <= 3 and chunk.isalpha() and chunk[0].isupper() and chunk[1:].islower():
+            names.add(chunk.lower())  # "Jon", "Tim" in mid-sentence: a name, not a short token
+        if "://" in chunk:
+            for word in _url_words(chunk):
+                add(word, True)
+            continue
+        if _is_path(chunk):
+            for word in _path_words(chunk):
+                add(word, True)
+            continue
+        for token in chunk.replace(".", " ").replace("-", " ").replace("_", " ").split():
+            token = token.strip(_EDGE)
+            if _is_error_name(token) and token.lower() not in STOPWORDS:
+                add(token.lower(), True)
+                continue
+            for word in _words(token):
+                if _is_content(word):
+                    add(word, False)
+    for block in code:
+        for word in _words(block):
+            if _is_content(word) and len(word) > 2:
+                add(word, False)
+    return [Term(w, s, is_generic(w) and w not in names) for w, s in ordered.items()][:_MAX_TERMS]
+
+
+def is_generic(word: str) -> bool:
+    """Whether ``word`` (lower-cased) names no subject on its own: the generic request words
+    above, the everyday vocabulary of working on code, stop words and conversational words of
+    other languages, general English words (``quipu.prompt.vocabulary``), any number (a line number, a
+    count, a port: it sharpens but is never the topic), a number with a unit or a short code
+    ("25ms", "mp4") and any token of three characters or fewer ("vs", "ci", "ça"), even in a path
+    or an identifier."""
+    if word.isdigit() or len(word) <= 3:
+        return True
+    if sum(c.isalpha() for c in word) <= 3 and any(c.isdigit() for c in word):
+        return True  # a number with a unit or a short code: 25ms, 1280px, mp4, k8s
+    return word in GENERIC or is_listed(word)
+
+
+def has_topic(text: str) -> bool:
+    """True when the text names a subject: at least one content term that is not generic."""
+    return any(not t.generic for t in extract_terms(text))
+
+
+def fts_quote(term: str) -> str:
+    """Quote one term for FTS5 MATCH: a string literal with inner quotes doubled."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+# ---------------------------------------------------------------- the index's terms
+# Recall looks a prompt's words up under the terms the FTS5 index stores ("porter unicode61
+# remove_diacritics 2"); asking SQLite for them (a temporary FTS5 table per process) costs more
+# than the lookups themselves, so ASCII words are stemmed here. The stemmer is the variant
+# SQLite's FTS5 implements: the original Porter algorithm, with "logi" and "bli" in step 2 and
+# "y" a vowel anywhere but first in the "contains a vowel" test. tests/query_terms_test.py
+# compares it with SQLite term for term on a large vocabulary.
+
+# The FTS5 tokenizer of the index (quipu.index.index) and of recall's fallback for non-ASCII words;
+# fts_term makes the same terms in Python.
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_VOWELS = frozenset("aeiou")
+_MIN_STEM = 3
+_MAX_STEM = 64
+
+def fts_term(word: str) -> "str | None":
+    token = _first_token(word)
+    if token is None:
+        return None
+    if len(token) < _MIN_STEM or len(token) > _MAX_STEM:
+        return token
+    return porter_stem(token)
+
+
+def _first_token(text: str) -> "str | None":
+    start = -1
+    for i, c in enumerate(text):
+        if c in _TOKEN_CHARS:
+            if start < 0:
+                start = i
+        elif c >= "\x80":
+            return None  # unicode61's own rules (letters, diacritics) apply: not ours to guess
+        elif start >= 0:
+            return text[start:i].lower()
+    return text[start:].lower() if start >= 0 else ""
+
+
+def _consonant_flags(w: str) -> list:
+    """Per letter, whether it is a consonant; "y" is one first in the word or after a vowel."""
+    flags = []
+    cons = False
+    for c in w:
+        cons = not (c in _VOWELS or (c == "y" and cons))
+        flags.append(cons)
+    return flags
+
+
+def _past_vc(flags: list, start: int) -> int:
+    """The position after the first vowels-then-consonant run from ``start``; 0 when there is none."""
+    n = len(flags)
+    i = start
+    while i < n and flags[i]:
+        i += 1
+    i += 1
+    while i < n:
+        if flags[i]:
+            return i + 1
+        i += 1
+    return 0
+
+
+def _m_gt0(w: str) -> bool:
+    return _past_vc(_consonant_flags(w), 0) > 0
+
+
+def _m_gt1(w: str) -> bool:
+    flags = _consonant_flags(w)
+    first = _past_vc(flags, 0)
+    return bool(first) and _past_vc(flags, first) > 0
+
+
+def _m_eq1(w: str) -> bool:
+    flags = _consonant_flags(w)
+    first = _past_vc(flags, 0)
+    return bool(first) and _past_vc(flags, first) == 0
+
+
+def _cvc(w: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not w, x or y."""
+    if not w or w[-1] in "wxy" or len(w) < 3:
+        return False
+    return _consonant_flags(w)[-3:] == [True, False, True]
+
+
+def _has_vowel(w: str) -> bool:
+    return any(c in _VOWELS or (c == "y" and i > 0) for i, c in enumerate(w))
+
+
+def _rules(w: str, table: dict, condition: "object") -> str:
+    for rule in table.get(w[-2] if len(w) > 1 else "", ()):
+        suffix = rule[0]
+        if len(w) > len(suffix) and w.endswith(suffix):
+            rest = w[: -len(suffix)]
+            test = rule[2] if len(rule) > 2 else condition
+            return rest + rule[1] if test(rest) else w  # type: ignore[operator]
+    return w
+
+
+def _ion_stem(rest: str) -> bool:
+    return rest[-1] in "st" and _m_gt1(rest)
+
+
+# Suffix rules per step, grouped by the word's last-but-one letter as SQLite groups them; within
+# a group the first suffix that ends the word (leaving a non-empty stem) decides, met or not.
+# A third item is a rule's own condition on the stem.
+_STEP2 = {
+    "a": (("ational", "ate"), ("tional", "tion")),
+    "c": (("enci", "ence"), ("anci", "ance")),
+    "e": (("izer", "ize"),),
+    "g": (("logi", "log"),),
+    "l": (("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous")),
+    "o": (("ization", "ize"), ("ation", "ate"), ("ator", "ate")),
+    "s": (("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous")),
+    "t": (("aliti", "al"), ("iviti", "ive"), ("biliti", "ble")),
+}
+_STEP3 = {
+    "a": (("ical", "ic"),),
+    "s": (("ness", ""),),
+    "t": (("icate", "ic"), ("iciti", "ic")),
+    "u": (("ful", ""),),
+    "v": (("ative", ""),),
+    "z": (("alize", "al"),),
+}
+_STEP4 = {
+    "a": (("al", ""),),
+    "c": (("ance", ""), ("ence", "")),
+    "e": (("er", ""),),
+    "i": (("ic", ""),),
+    "l": (("able", ""), ("ible", "")),
+    "n": (("ant", ""), ("ement", ""), ("ment", ""), ("ent", "")),
+    "o": (("ion", "", _ion_stem), ("ou", "")),
+    "s": (("ism", ""),),
+    "t": (("ate", ""), ("iti", "")),
+    "u": (("ous", ""),),
+    "v": (("ive", ""),),
+    "z": (("ize", ""),),
+}
+
+
+
+def porter_stem(w: str) -> str:
+    """Porter-stem a lower-case ASCII token of 3 to 64 letters, as FTS5 does."""
+    # Step 1a: plurals.
+    if w[-1] == "s":
+        if w[-2] == "e":
+            w = w[:-2] if (len(w) > 4 and w[-4:-2] == "ss") or (len(w) > 3 and w[-3] == "i") else w[:-1]
+        elif w[-2] != "s":
+            w = w[:-1]
+    # Step 1b: -eed, -ed, -ing.
+    stripped = False
+    if len(w) > 3 and w.endswith("eed"):
+        if _m_gt0(w[:-3]):
+            w = w[:-1]
+    elif len(w) > 2 and w.endswith("ed"):
+        if _has_vowel(w[:-2]):
+            w, stripped = w[:-2], True
+    elif len(w) > 3 and w.endswith("ing"):
+        if _has_vowel(w[:-3]):
+            w, stripped = w[:-3], True
+    if stripped:
+        if len(w) > 2 and w[-2:] in ("at", "bl", "iz"):
+            w += "e"
+        elif len(w) > 1 and w[-1] not in _VOWELS and w[-1] not in "lsz" and w[-1] == w[-2]:
+            w = w[:-1]
+        elif _m_eq1(w) and _cvc(w):
+            w += "e"
+    # Step 1c: a final y becomes i when the rest has a vowel.
+    if w[-1] == "y" and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    # Steps 2 to 4: double, single and removed suffixes.
+    w = _rules(w, _STEP2, _m_gt0)
+    w = _rules(w, _STEP3, _m_gt0)
+    w = _rules(w, _STEP4, _m_gt1)
+    # Step 5: a final e, a final double l.
+    if w[-1] == "e":
+        rest = w[:-1]
+        if _m_gt1(rest) or (_m_eq1(rest) and not _cvc(rest)):
+            w = rest
+    if len(w) > 1 and w.endswith("ll") and _m_gt1(w[:-1]):
+        w = w[:-1]
+    return w

@@ -1,0 +1,130 @@
+"""Markdown notes from outside the store (a folder of notes, a memory document on stdin) as memories.
+
+Contract:
+- ``memory_document(text, source)`` reads a memory document (YAML frontmatter and body, exactly
+  what a memory file holds) into (fields, body); text without frontmatter is all body. The fields
+  are validated later by ``Memory.create``, like any write.
+- ``note_memory(path, root)`` turns one note, with or without frontmatter, as other tools and
+  note apps write them, into a memory with origin ``import``: the title is the frontmatter's
+  ``title``, else the first heading, else the file name; ``tags`` (or ``topics``), ``aliases`` and
+  ``description`` are kept when they are lists of short texts or one line; ``created`` (or
+  ``date``), else the file's mtime. Other frontmatter keys are dropped. The id is derived from the
+  note's path in the folder and its text, so importing the same folder again adds nothing.
+- ``scan_folder(root)`` yields every ``*.md`` file under ``root`` (hidden folders and symlinks
+  are not followed), each as a memory or as a ``Skipped`` with the reason.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from quipu.errors import InvalidMemory
+from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+class Skipped(NamedTuple):
+    path: str
+    reason: str
+
+
+def memory_document(text: str, source: str) -> tuple[dict[str, Any], str]:
+    """(frontmatter fields, body) of a memory document; no frontmatter: ({}, text)."""
+    if not text.lstrip("\ufeff").startswith("---"):
+        return {}, text
+    return parse_fields(text, source)
+
+
+def _short_list(value: object) -> list[str]:
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[,\s]+", value) if v]
+    if not isinstance(value, list):
+        return []
+    return [v.strip().lstrip("#") for v in value if isinstance(v, str) and 0 < len(v.strip()) <= 80
+            and v.isprintable()][:50]
+
+
+def _one_line(value: object, limit: int = 300) -> str:
+    if not isinstance(value, str):
+        return ""
+    text = " ".join(value.split())
+    return text[:limit] if text.isprintable() else ""
+
+
+def created_of(fields: dict[str, Any], path: Path) -> str:
+    """A note's ``created`` (or ``date``, ``modified``) when it is a date, else the file's mtime."""
+    for key in ("created", "date", "modified"):
+        value = fields.get(key)
+        try:
+            if isinstance(value, _dt.datetime):
+                value = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+                return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if isinstance(value, _dt.date):
+                return value.isoformat()
+            if isinstance(value, str):
+                parse_created(value.strip())
+                return value.strip()
+        except (ValueError, OverflowError):
+            continue
+    when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def note_memory(path: Path, root: Path) -> Memory:
+    """The memory one note becomes; InvalidMemory (naming the file) when it cannot be one."""
+    rel = path.relative_to(root).as_posix()
+    data = path.read_bytes()
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{rel}: {len(data):,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(f"{rel}: not UTF-8 text (byte {exc.start:,})") from None
+    try:
+        fields, body = memory_document(text, rel)
+    except InvalidMemory:
+        fields, body = {}, text  # frontmatter another tool wrote in a form quipu does not read: keep it all
+    body = body.strip("\n")
+    heading = _HEADING.search(body)
+    title = _one_line(fields.get("title")) or (_one_line(heading.group(1)) if heading else "") or _one_line(path.stem)
+    if not title:
+        raise InvalidMemory(f"{rel}: no title (no frontmatter title, heading or usable file name)")
+    if not body.strip():
+        raise InvalidMemory(f"{rel}: empty note")
+    digest = hashlib.sha256(f"{rel}\n\n{text}".encode()).hexdigest()[:16]
+    values: dict[str, Any] = {
+        "id": digest,  # hex: spread over the 256 shard folders like any other id
+        "title": title,
+        "description": _one_line(fields.get("description") or fields.get("summary")),
+        "class": "project-note",
+        "topics": _short_list(fields.get("tags") if "tags" in fields else fields.get("topics")),
+        "aliases": _short_list(fields.get("aliases")),
+        "origin": "import",
+        "created": created_of(fields, path),
+    }
+    return Memory.create(values, body + "\n", source=rel)
+
+
+def scan_folder(root: Path) -> Iterator[Memory | Skipped]:
+    """Every note under ``root``, in path order, as a memory or a Skipped."""
+    found: list[Path] = []
+    for base, dirs, files in os.walk(root):  # os.walk follows no symlinked folder
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(Path(base) / name for name in files if name.lower().endswith((".md", ".markdown")))
+    for path in sorted(found):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink() or not path.is_file():
+            yield Skipped(rel, "not a regular file (links are not followed)")
+            continue
+        try:
+            yield note_memory(path, root)
+        except InvalidMemory as exc:
+            yield Skipped(rel, str(exc).removeprefix(f"{rel}: "))
+        except OSError as exc:
+            yield Skipped(rel, f"cannot be read: {exc.strerror or exc}")

@@ -1,0 +1,154 @@
+"""What a crash of the machine or another program can leave in a store's git repository, and the repair.
+
+A power cut during a write can leave files that were never flushed: a loose object cut short or
+empty, an empty branch ref. Another tool can leave a corrupt ``.git/index``. Contract:
+- ``diagnose(root)`` names each such problem (``Finding``); it changes nothing. It runs
+  ``git fsck`` for the objects, so it reads every object once.
+- ``repair(root)`` mends what it can, moving nothing out of existence: a damaged file is moved
+  aside into ``<gitdir>/quipu-damaged/``, never deleted. An empty or garbled branch ref is set back
+  to the newest commit its reflog names that is still whole. A corrupt git index is rebuilt from
+  HEAD (``git read-tree``), then refreshed. Damaged objects are moved aside and written again from
+  the worktree (every file's blob, and the trees of the worktree as it stands), which holds every
+  committed memory once the write that was cut short is in it. Returns what it did.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from quipu.prompt import locate
+
+_OID = re.compile(r"\b[0-9a-f]{40}\b")
+_BAD_OBJECT_FILE = re.compile(r"object file (\S+) is empty|(\S+/objects/[0-9a-f]{2}/[0-9a-f]{38})")
+
+
+class Finding(NamedTuple):
+    kind: str  # "ref", "index", "objects"
+    detail: str
+
+
+def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env=env, timeout=600, check=False)
+
+
+def _gitdir(root: Path) -> Path:
+    found = locate.git_dir(str(root))
+    return Path(found) if found else root / ".git"
+
+
+def _branch_ref(gitdir: Path) -> str | None:
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return head[5:].strip() if head.startswith("ref: ") else None
+
+
+def _ref_problem(root: Path, gitdir: Path) -> str | None:
+    ref = _branch_ref(gitdir)
+    if ref is None:
+        return None
+    path = gitdir / ref
+    if not path.exists():
+        return None  # packed, or no commit yet
+    text = path.read_bytes()
+    if _OID.fullmatch(text.decode("ascii", "replace").strip()):
+        return None
+    return f"{ref} is {'empty' if not text.strip() else 'garbled'} (a write cut short by a crash)"
+
+
+def diagnose(root: Path) -> list[Finding]:
+    gitdir = _gitdir(root)
+    found = []
+    problem = _ref_problem(root, gitdir)
+    if problem:
+        found.append(Finding("ref", problem))
+    listed = _git(root, "ls-files", "--stage")
+    if listed.returncode != 0:
+        found.append(Finding("index", f"git's index is unreadable: {listed.stderr.strip().splitlines()[-1:] or ['?']}"))
+    if not problem:
+        # Not through git's index: a corrupt one is its own finding, not the objects'.
+        fsck = _git(root, "fsck", "--no-dangling", "--no-progress",
+                    env={**os.environ, "GIT_INDEX_FILE": str(gitdir / "quipu-no-index")})
+        lines = [line for line in (fsck.stdout + fsck.stderr).splitlines() if line.strip()]
+        if fsck.returncode != 0 or lines:
+            found.append(Finding("objects", "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")))
+    return found
+
+
+def _aside(gitdir: Path, path: Path) -> None:
+    target = gitdir / "quipu-damaged" / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}" / path.relative_to(gitdir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), str(target))
+
+
+def _repair_ref(root: Path, gitdir: Path) -> str:
+    ref = _branch_ref(gitdir)
+    assert ref is not None
+    try:
+        log = (gitdir / "logs" / ref).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        log = []
+    for line in reversed(log):
+        parts = line.split()
+        for oid in reversed(parts[:2]):
+            if _OID.fullmatch(oid) and _git(root, "cat-file", "-e", f"{oid}^{{commit}}").returncode == 0 \
+                    and _git(root, "rev-parse", "--verify", "-q", f"{oid}^{{tree}}").returncode == 0:
+                _aside(gitdir, gitdir / ref)
+                (gitdir / ref).write_text(oid + "\n", encoding="ascii")
+                return f"{ref} set back to {oid[:12]}, the newest whole commit its reflog names"
+    return f"{ref} could not be restored: no whole commit in its reflog"
+
+
+def _repair_index(root: Path, gitdir: Path) -> str:
+    _aside(gitdir, gitdir / "index")
+    _git(root, "read-tree", "HEAD")
+    _git(root, "update-index", "-q", "--refresh")
+    return "git's index rebuilt from HEAD (the damaged one is kept in quipu-damaged/)"
+
+
+def _repair_objects(root: Path, gitdir: Path, detail: str) -> str:
+    fsck = _git(root, "fsck", "--no-dangling", "--no-progress")
+    moved = 0
+    for match in _BAD_OBJECT_FILE.finditer(fsck.stdout + fsck.stderr):
+        path = Path(match.group(1) or match.group(2))
+        path = path if path.is_absolute() else root / path
+        if path.is_file() and gitdir in path.parents:
+            _aside(gitdir, path)
+            moved += 1
+    for oid in set(_OID.findall(fsck.stdout + fsck.stderr)):  # objects git could not read: loose copies aside
+        loose = gitdir / "objects" / oid[:2] / oid[2:]
+        if loose.is_file() and _git(root, "cat-file", "-t", oid).returncode != 0:
+            _aside(gitdir, loose)
+            moved += 1
+    # Write every worktree file's blob and the worktree's trees again, through a scratch index.
+    scratch = gitdir / f"quipu-repair.{os.getpid()}.index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(scratch)}
+    try:
+        _git(root, "add", "-A", "--", ".", ":(exclude).cache", env=env)
+        _git(root, "write-tree", env=env)
+    finally:
+        if scratch.exists():
+            scratch.unlink()
+    return f"{moved} damaged object file(s) moved aside; objects written again from the worktree"
+
+
+def repair(root: Path) -> list[str]:
+    gitdir = _gitdir(root)
+    done = []
+    for finding in diagnose(root):
+        if finding.kind == "ref":
+            done.append(_repair_ref(root, gitdir))
+    # Objects first: rebuilding git's index from HEAD needs HEAD's trees.
+    for finding in sorted(diagnose(root), key=lambda f: f.kind != "objects"):
+        if finding.kind == "objects":
+            done.append(_repair_objects(root, gitdir, finding.detail))
+        elif finding.kind == "index":
+            done.append(_repair_index(root, gitdir))
+    return done

@@ -1,0 +1,507 @@
+"""The store: memories as files in a git repository of their own, every mutation a commit.
+
+Contract:
+- A store is a git repository with a ``quipu.toml`` at its root, created by ``Store.init`` from
+  the template. Memory bodies live in ``memories/<shard>/<id>.md``.
+- Mutable state (labels, supersession) never edits a memory file: each decision is a new,
+  uniquely named event file ``events/<shard>/<id>/<utc stamp>-<random>.json``. Undoing any one
+  commit therefore removes or restores only its own files and can never conflict with later
+  decisions about the same memory (see docs/design.md).
+- Every mutation is exactly one commit carrying ``Quipu-Action`` and exactly one
+  ``Quipu-Memory`` trailer (plus ``Quipu-Supersedes``, ``Quipu-Sweep``, ``Quipu-Session``,
+  ``Quipu-Label`` where they apply), so ``git log`` is the audit log.
+- Nothing is deleted except by ``undo`` of the commit that added it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from quipu.store import assets
+from quipu.store import gitstore
+from quipu.prompt import locate
+from quipu.store import secrets_scan
+from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound, SecretRefused
+from quipu.store.memory import Memory, check_id, memory_path, parse_memory, render_memory
+
+CONFIG_NAME = "quipu.toml"
+LINK_MODE = pygit2.enums.FileMode.LINK  # a committed symlink is never read as a memory
+TRAILER_KEYS = (
+    "Quipu-Action",
+    "Quipu-Memory",
+    "Quipu-Supersedes",
+    "Quipu-Sweep",
+    "Quipu-Session",
+    "Quipu-Label",
+    "Quipu-Reverts",
+    "Quipu-Verdict",
+    "Quipu-Confidence",
+    "Quipu-Guards",
+)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    commit: str
+    time: str
+    summary: str
+    trailers: dict[str, str]
+
+    @property
+    def action(self) -> str:
+        return self.trailers.get("Quipu-Action", "")
+
+    @property
+    def memory(self) -> str:
+        return self.trailers.get("Quipu-Memory", "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit, "time": self.time, "summary": self.summary, "trailers": self.trailers}
+
+
+def event_dir(memory_id: str) -> str:
+    check_id(memory_id)
+    return f"events/{memory_id[:2]}/{memory_id}"
+
+
+def _stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def format_message(summary: str, trailers: Mapping[str, str | None], body: str = "") -> str:
+    lines = [summary.replace("\n", " ")[:200], ""]
+    if body:
+        lines += [body.strip(), ""]
+    for key, value in trailers.items():
+        if value is None or value == "":
+            continue
+        text = str(value).replace("\n", " ").strip()
+        lines.append(f"{key}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """The ``Quipu-*`` trailers of a commit message (the last paragraph)."""
+    out: dict[str, str] = {}
+    paragraphs = message.strip().split("\n\n")
+    for line in paragraphs[-1].splitlines() if paragraphs else []:
+        key, sep, value = line.partition(": ")
+        if sep and key.startswith("Quipu-"):
+            out[key] = value.strip()
+    return out
+
+
+class Store:
+    """One memory store on disk. Cheap to construct; the git repository opens lazily."""
+
+    def __init__(self, root: Path, how: str = "--store") -> None:
+        self.root = Path(root)
+        self.how = how
+        self._repo: pygit2.Repository | None = None
+        self._cache: Path | None = None
+
+    # ------------------------------------------------------------ finding and creating
+
+    @classmethod
+    def find(
+        cls, explicit: str | None = None, cwd: str | None = None, env: Mapping[str, str] | None = None
+    ) -> Store:
+        root, how = locate.find_store_root(explicit, cwd, env)
+        store = cls(Path(root), how)
+        store.check()
+        return store
+
+    def check(self) -> None:
+        if not self.root.is_dir():
+            raise NoStore(
+                f"no memory store at {self.root} (chosen by {self.how})\n"
+                f"- run `quipu init {self.root}` to create it, or pass --store PATH / set QUIPU_STORE"
+            )
+        if locate.git_dir(str(self.root)) is None:
+            raise NoStore(
+                f"{self.root} (chosen by {self.how}) is not a git repository, so it is not a quipu store\n"
+                f"- run `quipu init {self.root}` to make it one"
+            )
+        if not (self.root / CONFIG_NAME).is_file():
+            raise NoStore(
+                f"{self.root} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
+                f"- run `quipu init {self.root}` to add the store files"
+            )
+
+    @classmethod
+    def init(cls, path: Path) -> tuple[Store, bool]:
+        """Create a store at ``path`` from the template; returns (store, created)."""
+        path = Path(path).expanduser().absolute()
+        if (path / CONFIG_NAME).is_file() and locate.git_dir(str(path)):
+            return cls(path, "init"), False
+        if path.exists() and not path.is_dir():
+            raise NoStore(f"{path} exists and is not a folder\n- choose another path for the store")
+        if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
+            raise NoStore(
+                f"{path} is not empty and not a quipu store\n- choose an empty or new folder for the store"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        if locate.git_dir(str(path)) is None:
+            pygit2.init_repository(str(path), initial_head="main")
+        store = cls(path, "init")
+        template = assets.template_dir()
+        files: dict[str, bytes] = {}
+        for item in sorted(template.rglob("*")):
+            if item.is_file():
+                rel = item.relative_to(template).as_posix()
+                if rel == "gitignore":
+                    rel = ".gitignore"
+                files[rel] = item.read_bytes()
+        repo = store.repo
+        sig = gitstore.signature(repo)
+        builder_changes = files
+        if repo.head_is_unborn:
+            tree = gitstore._build_tree(repo, None, builder_changes)
+            message = format_message("quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
+            repo.create_commit("HEAD", sig, sig, message, tree, [])
+            for rel, data in files.items():
+                target = path / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            index = repo.index
+            index.read(True)
+            for rel in files:
+                index.add(rel)
+            index.write()
+            repo.config["index.version"] = gitstore.INDEX_VERSION  # git's own new indexes, too
+            gitstore.compact_index(repo)
+        else:
+            store.commit(files, "quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
+        return store, True
+
+    @property
+    def repo(self) -> pygit2.Repository:
+        if self._repo is None:
+            self._repo = gitstore.open_repo(self.root)
+        return self._repo
+
+    @property
+    def gitdir(self) -> str:
+        return locate.git_dir(str(self.root)) or str(self.root / ".git")
+
+    @property
+    def cache_dir(self) -> Path:
+        """``<root>/.cache``, checked to be a real folder holding no symlink (``quipu.store.safepath``)."""
+        if self._cache is None:
+            from quipu.store import safepath
+
+            self._cache = safepath.cache_dir(self.root)
+        return self._cache
+
+    @property
+    def index_path(self) -> Path:
+        return self.cache_dir / locate.INDEX_NAME
+
+    def head(self) -> str | None:
+        return locate.read_head(self.gitdir)
+
+    def config(self) -> dict[str, Any]:
+        """The committed ``quipu.toml`` as written; use ``quipu.store.settings`` for what is in force."""
+        from quipu.store import settings
+
+        return settings.store_config(self.root)
+
+    # ------------------------------------------------------------ reading
+
+    def _head_tree(self) -> pygit2.Tree:
+        """HEAD's tree; reads work on a detached HEAD too (only writes need the branch)."""
+        repo = self.repo
+        try:
+            return repo.head.peel(pygit2.Tree)  # type: ignore[no-any-return]
+        except (pygit2.GitError, KeyError, ValueError):
+            gitstore.branch_ref(repo)  # raises the clear error for an unborn branch
+            raise
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        try:
+            entry = self._head_tree()[rel]
+        except KeyError:
+            return None
+        return self.repo[entry.id].data  # type: ignore[attr-defined,no-any-return]
+
+    def get(self, memory_id: str) -> Memory:
+        check_id(memory_id)
+        data = self.read_bytes(memory_path(memory_id))
+        if data is None:
+            raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
+        return parse_memory(data, memory_path(memory_id))
+
+    def exists(self, memory_id: str) -> bool:
+        return self.read_bytes(memory_path(memory_id)) is not None
+
+    def events(self, memory_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """Event files of a memory as (name, data), oldest first."""
+        try:
+            tree = self._head_tree()[event_dir(memory_id)]
+        except KeyError:
+            return []
+        out = []
+        for entry in sorted(self.repo[tree.id], key=lambda e: e.name):  # type: ignore[attr-defined]
+            try:
+                out.append((entry.name, json.loads(self.repo[entry.id].data)))
+            except ValueError:
+                continue
+        return out
+
+    def iter_memory_files(self) -> Iterator[tuple[str, bytes]]:
+        repo = self.repo
+        try:
+            memories = self._head_tree()["memories"]
+        except KeyError:
+            return
+        for shard in repo[memories.id]:  # type: ignore[attr-defined]
+            if shard.type_str != "tree":
+                continue
+            for entry in repo[shard.id]:  # type: ignore[attr-defined]
+                if entry.type_str == "blob" and entry.name.endswith(".md") and entry.filemode != LINK_MODE:
+                    yield f"memories/{shard.name}/{entry.name}", repo[entry.id].data  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------ writing
+
+    def commit(
+        self,
+        changes: Mapping[str, bytes | None],
+        summary: str,
+        trailers: Mapping[str, str | None],
+        *,
+        create_only: Collection[str] = (),
+        require: Collection[str] = (),
+    ) -> str:
+        """One commit; ``create_only``/``require`` paths are checked under the writer lock.
+
+        Nothing that looks like a secret is committed, in any file or in the message: a secret in
+        git history is there for good (``SecretRefused``, and nothing is written)."""
+        message = format_message(summary, trailers)
+        refuse_secrets(changes, message)
+        sha = gitstore.commit_files(
+            self.root, changes, message, repo=self.repo, create_only=create_only, require=require
+        )
+        if sha is None:
+            raise ConflictError(f"nothing to commit for {summary!r}: the store already holds exactly this")
+        return sha
+
+    def add(
+        self,
+        memory: Memory,
+        *,
+        action: str = "add",
+        session: str | None = None,
+        sweep: str | None = None,
+        overwrite: bool = False,
+    ) -> str:
+        """Commit a new memory (or, with ``overwrite``, a new version of one)."""
+        if not overwrite and self.exists(memory.id):
+            raise ConflictError(
+                f"memory {memory.id!r} already exists\n- choose another id, or supersede it with `quipu supersede`"
+            )
+        for old in memory.supersedes:
+            if not self.exists(old):
+                raise NotFound(
+                    f"memory {memory.id} supersedes {old!r}, which is not in the store\n"
+                    "- check the id with `quipu list`, or drop --supersedes"
+                )
+        data = render_memory(memory)
+        parse_memory(data, memory.path)  # the same validation a hand edit gets
+        return self.commit(
+            {memory.path: data},
+            f"quipu: {action} {memory.id} {memory.title[:60]}",
+            {
+                "Quipu-Action": action,
+                "Quipu-Memory": memory.id,
+                "Quipu-Supersedes": ",".join(memory.supersedes) or None,
+                "Quipu-Session": session or memory.session,
+                "Quipu-Sweep": sweep,
+            },
+            # Checked again under the lock: two writers racing for one id cannot both win.
+            create_only=() if overwrite else (memory.path,),
+            require=[memory_path(old) for old in memory.supersedes],
+        )
+
+    def add_event(
+        self,
+        memory_id: str,
+        event: dict[str, Any],
+        *,
+        summary: str,
+        trailers: Mapping[str, str | None],
+        also_require: Collection[str] = (),
+    ) -> str:
+        """Commit one new event file about ``memory_id`` (and ``also_require`` ids) that must exist."""
+        if not self.exists(memory_id):
+            raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
+        # Decisions carry a model's or a person's words (a reason, a detail): redacted, not refused.
+        event = secrets_scan.redact_values({"memory": memory_id, "at": _now(), **event})
+        summary = secrets_scan.redact(summary)
+        name = f"{event_dir(memory_id)}/{_stamp()}-{secrets.token_hex(3)}.json"
+        data = (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+        return self.commit(
+            {name: data},
+            summary,
+            {"Quipu-Memory": memory_id, **trailers},
+            require=[memory_path(m) for m in (memory_id, *also_require)],
+        )
+
+    def supersede(
+        self,
+        old: str,
+        new: str,
+        *,
+        sweep: str | None = None,
+        reason: str = "",
+        extra_trailers: Mapping[str, str | None] | None = None,
+    ) -> str:
+        if old == new:
+            raise InvalidMemory("a memory cannot supersede itself")
+        if not self.exists(new):
+            raise NotFound(f"no memory {new!r} in {self.root}\n- run `quipu list` to see the ids")
+        return self.add_event(
+            old,
+            {"action": "supersede", "by": new, "reason": reason, "sweep": sweep},
+            summary=f"quipu: supersede {old} by {new}",
+            trailers={
+                "Quipu-Action": "supersede",
+                "Quipu-Supersedes": old,
+                "Quipu-Superseded-By": new,
+                "Quipu-Sweep": sweep,
+                **(extra_trailers or {}),
+            },
+            also_require=(new,),
+        )
+
+    def label(
+        self,
+        memory_id: str,
+        label: str,
+        on: bool = True,
+        *,
+        detail: str = "",
+        sweep: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
+        if not label or not all(c.isalnum() or c in "-_" for c in label):
+            raise InvalidMemory(f"invalid label {label!r}: use letters, digits, '-' and '_'")
+        return self.add_event(
+            memory_id,
+            {"action": "label", "label": label, "set": on, "detail": detail, "sweep": sweep, **(extra or {})},
+            summary=f"quipu: {'label' if on else 'unlabel'} {memory_id} {label}",
+            trailers={"Quipu-Action": "label" if on else "unlabel", "Quipu-Label": label, "Quipu-Sweep": sweep},
+        )
+
+    # ------------------------------------------------------------ history and undo
+
+    def log(
+        self,
+        *,
+        memory: str | None = None,
+        sweep: str | None = None,
+        action: str | None = None,
+        limit: int | None = None,
+    ) -> list[LogEntry]:
+        repo = self.repo
+        out: list[LogEntry] = []
+        try:
+            tip = gitstore.branch_ref(repo).target
+        except ConflictError:
+            tip = repo.head.target
+        for commit in repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
+            trailers = parse_trailers(commit.message)
+            if memory and trailers.get("Quipu-Memory") != memory and trailers.get("Quipu-Superseded-By") != memory:
+                continue
+            if sweep and trailers.get("Quipu-Sweep") != sweep:
+                continue
+            if action and trailers.get("Quipu-Action") != action:
+                continue
+            when = _dt.datetime.fromtimestamp(commit.commit_time, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            out.append(LogEntry(str(commit.id), when, commit.message.split("\n", 1)[0], trailers))
+            if limit and len(out) >= limit:
+                break
+        return out
+
+    def undo(self, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> list[str]:
+        """Revert one commit, a memory's last action, or every commit of a sweep (newest first)."""
+        history = self.log()
+        reverted = {e.trailers.get("Quipu-Reverts") for e in history if e.action == "undo"}
+        if sum(x is not None for x in (commit, memory, sweep)) != 1:
+            raise InvalidMemory("undo needs exactly one of a commit, --memory ID or --sweep ID")
+        targets: list[LogEntry]
+        if commit:
+            try:
+                full = str(self.repo.revparse_single(commit).peel(pygit2.Commit).id)
+            except (KeyError, ValueError, pygit2.GitError):
+                raise NotFound(f"no commit {commit!r} in the store\n- run `quipu log` to see commits") from None
+            targets = [e for e in history if e.commit == full]
+            if not targets:
+                raise NotFound(f"commit {commit} is not on the store's branch")
+        elif memory:
+            check_id(memory)
+            mine = [e for e in history if e.memory == memory and e.action not in ("undo", "init")]
+            mine = [e for e in mine if e.commit not in reverted]
+            if not mine:
+                raise NotFound(f"memory {memory!r} has no action left to undo\n- run `quipu log --memory {memory}`")
+            targets = mine[:1]
+        else:
+            targets = [e for e in history if e.trailers.get("Quipu-Sweep") == sweep and e.action != "undo"]
+            targets = [e for e in targets if e.commit not in reverted]
+            if not targets:
+                raise NotFound(f"sweep {sweep!r} has no commits left to undo\n- run `quipu log --sweep {sweep}`")
+        for entry in targets:
+            if entry.commit in reverted:
+                raise ConflictError(f"commit {entry.commit[:12]} was already undone")
+            if entry.action == "init":
+                raise ConflictError("the store's first commit cannot be undone")
+        messages = {
+            e.commit: format_message(
+                f"quipu: undo {e.summary.removeprefix('quipu: ')}",
+                {
+                    "Quipu-Action": "undo",
+                    "Quipu-Memory": e.memory or "store",
+                    "Quipu-Reverts": e.commit,
+                    "Quipu-Undo-Sweep": sweep,
+                },
+                body=f'This reverts commit {e.commit}.',
+            )
+            for e in targets
+        }
+        return gitstore.revert_commits(self.root, [e.commit for e in targets], messages)
+
+
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str) -> None:
+    for rel, data in [*changes.items(), ("the commit message", message.encode("utf-8"))]:
+        if data is None:
+            continue
+        spans = secrets_scan.find_secrets(data.decode("utf-8", "replace"))
+        if spans:
+            kinds = ", ".join(sorted({s.kind for s in spans}))
+            raise SecretRefused(
+                f"refusing to commit {rel}: it looks like it holds a secret ({kinds}); nothing was committed\n"
+                "- keep the secret in a secret manager and write down where it lives, not its value"
+            )
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def install_template_file(store: Store, rel: str) -> None:
+    """Copy one template file into an existing store (used by ``doctor --fix``)."""
+    src = assets.template_dir() / rel
+    if src.is_file():
+        shutil.copyfile(src, store.root / rel)
+
+
+def is_store(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, CONFIG_NAME)) and locate.git_dir(path) is not None

@@ -1,0 +1,1 @@
+"""Sharing a store through ordinary git remotes."""

@@ -1,0 +1,134 @@
+"""Merge a remote's commit into the store's tip under the sync policy (``quipu.sync.policy``).
+
+Contract:
+- ``plan(repo, ours, theirs)`` returns the tree of the merge and what it decided; it writes only
+  git objects (blobs and trees), never a ref, the worktree or git's index.
+- git's three-way merge (libgit2, rename detection off, virtual bases for criss-cross histories)
+  proposes a result; every path where that result differs from ``ours`` is then decided here:
+  a file from the remote enters only if ``sync_policy.refusal`` accepts it; a removal only if an
+  undo made it; a memory file changed on both sides keeps both versions
+  (``sync_policy.keep_both``); any other path changed on both sides keeps the local version.
+  What is refused is listed, never silently dropped, and the rest still merges.
+- New memories never collide (ids are random) and event files are append-only with unique
+  names, so those merge as plain files without any custom driver.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pygit2
+
+from quipu.sync import policy as sync_policy
+from quipu.sync.policy import KeptBoth, Refusal
+
+Entry = tuple[pygit2.Oid, int]
+_SORT = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+
+
+class MergePlan(NamedTuple):
+    tree: pygit2.Oid
+    touched: list[str]  # paths whose content differs from ours
+    refused: list[Refusal]
+    kept_both: list[KeptBoth]
+
+
+def entries(tree: pygit2.Tree) -> dict[str, Entry]:
+    index = pygit2.Index()
+    index.read_tree(tree)
+    return {e.path: (e.id, e.mode) for e in index}
+
+
+def undone_paths(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid) -> set[str]:
+    """Paths removed by the undo commits reachable from ``tip`` but not from ``hide``."""
+    out: set[str] = set()
+    walker = repo.walk(tip, _SORT)
+    walker.hide(hide)
+    for commit in walker:
+        if len(commit.parents) != 1 or "\nQuipu-Action: undo" not in commit.message:
+            continue
+        for delta in repo.diff(commit.parents[0].tree, commit.tree).deltas:
+            if delta.status_char() == "D":
+                out.add(delta.old_file.path)
+    return out
+
+
+def changed_at(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, path: str) -> int:
+    """Commit time of the newest commit from ``tip`` (not from ``hide``) that changed ``path``."""
+    walker = repo.walk(tip, _SORT)
+    walker.hide(hide)
+    for commit in walker:
+        mine = _entry_at(commit.tree, path)
+        if not commit.parents or all(_entry_at(p.tree, path) != mine for p in commit.parents):
+            return int(commit.commit_time)
+    return 0
+
+
+def _entry_at(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
+    try:
+        return tree[path].id
+    except KeyError:
+        return None
+
+
+def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) -> MergePlan:
+    index = repo.merge_commits(ours, theirs, flags=pygit2.enums.MergeFlag(0))
+    conflicted: set[str] = set()
+    if index.conflicts is not None:
+        for sides in list(index.conflicts):
+            conflicted.update(e.path for e in sides if e is not None)
+        for path in conflicted:
+            del index.conflicts[path]
+    o_map, t_map = entries(ours.tree), entries(theirs.tree)
+    m_map = {e.path: (e.id, e.mode) for e in index}
+    paths = conflicted | {p for p in o_map.keys() | m_map.keys() if o_map.get(p) != m_map.get(p)}
+    undone = undone_paths(repo, theirs.id, ours.id)
+    final: dict[str, Entry | None] = {}
+    refused: list[Refusal] = []
+    kept: list[KeptBoth] = []
+
+    def incoming(path: str, entry: Entry | None) -> bool:
+        """Take the remote's version of ``path`` if the policy allows it."""
+        if entry is None:
+            reason = sync_policy.removal_refusal(path, undone)
+        else:
+            data = repo[entry[0]].data if entry[1] != 0o160000 else b""  # type: ignore[attr-defined]
+            reason = sync_policy.refusal(path, entry[1], data, replaces=path in o_map)
+        if reason:
+            refused.append(Refusal(path, reason))
+            return False
+        final[path] = entry
+        return True
+
+    for path in sorted(paths):
+        mine, merged, remote = o_map.get(path), m_map.get(path), t_map.get(path)
+        if path not in conflicted and merged == remote:
+            incoming(path, remote)
+        elif mine is None or remote is None:
+            # Changed on one side, removed on the other: the changed version stays (nothing lost).
+            if mine is None and remote is not None:
+                incoming(path, remote)
+        elif path.startswith("memories/") and mine[1] == remote[1] == sync_policy.MODE_FILE:
+            reason = sync_policy.refusal(path, remote[1], repo[remote[0]].data, replaces=True)  # type: ignore[attr-defined]
+            ours_newer = changed_at(repo, ours.id, theirs.id, path) >= changed_at(repo, theirs.id, ours.id, path)
+            done = reason or sync_policy.keep_both(repo, path, mine[0], remote[0], ours_newer=ours_newer)
+            if isinstance(done, str):
+                refused.append(Refusal(path, done))
+                continue
+            newer, copy_path, copy_blob, record = done
+            final[path] = (newer, sync_policy.MODE_FILE)
+            final[copy_path] = (copy_blob, sync_policy.MODE_FILE)
+            kept.append(record)
+        else:
+            refused.append(Refusal(path, "changed on both sides; the local version is kept"))
+
+    touched: list[str] = []
+    for path in sorted(paths | final.keys()):
+        want = final[path] if path in final else o_map.get(path)
+        if want is None:
+            if path in m_map or path in conflicted:
+                index.remove(path)
+        else:
+            index.add(pygit2.IndexEntry(path, want[0], want[1]))
+        if want != o_map.get(path):
+            touched.append(path)
+    return MergePlan(index.write_tree(repo), touched, refused, kept)

@@ -1,0 +1,368 @@
+"""Share a store through an ordinary git remote: fetch, merge under the sync policy, push.
+
+Contract:
+- ``sync`` holds the store's writer lock from the fetch to the push, so quipu writers on this
+  machine queue behind it and nothing they write is lost. The remote's branch is fetched into
+  ``refs/quipu/incoming/<remote>/``; it is merged by ``quipu.sync.merge`` (what the policy
+  refuses is listed and left out, the rest still merges); the branch moves by the same
+  compare-and-swap as every quipu write, so the worktree and git's index stay clean; then the
+  branch is pushed. A push the remote rejects because it moved meanwhile starts over (fetch,
+  merge, push), up to ``MAX_ATTEMPTS`` times.
+- A memory edited on both sides keeps both versions (see ``quipu.sync.policy``); the older one
+  is superseded by the newer with an ordinary supersession commit, which ``quipu undo`` reverts.
+- ``refs/quipu/synced/<remote>/<branch>`` records the remote tip this store last merged or
+  pushed. A remote whose branch no longer contains it was rewritten (force-pushed): the sync
+  refuses before changing anything, unless ``accept_rewrite`` is given.
+- ``clone`` makes a new store from a remote: the tip's files pass the same policy before
+  anything is checked out (refused files are removed in one commit of their own), the clone
+  keeps symbolic links as plain files (``core.symlinks=false``), and its hooks and index are set up.
+- The search index is brought up to date before ``sync`` returns, so the prompt hook sees the
+  new commits at once.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from quipu.store import githooks
+from quipu.store import gitstore
+from quipu.index import index
+from quipu.sync import merge as sync_merge
+from quipu.sync import policy as sync_policy
+from quipu.errors import ConflictError, FatalError, NoStore
+from quipu.store.store import CONFIG_NAME, Store, format_message, parse_trailers
+from quipu.sync.policy import KeptBoth, Refusal
+
+MAX_ATTEMPTS = 20
+INCOMING_PREFIX = "refs/quipu/incoming"
+SYNCED_PREFIX = "refs/quipu/synced"
+DEFAULT_REMOTE = "origin"
+CLONE_ACCEPTS = ("quipu.toml", ".gitignore")  # a new clone takes the store's own files as they are
+
+
+class SyncError(ConflictError):
+    """A sync that could not be done (the remote refused, was rewritten, or is unreachable)."""
+
+
+@dataclass(frozen=True)
+class Incoming:
+    commit: str
+    action: str
+    memory: str
+    author: str
+    summary: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"commit": self.commit, "action": self.action, "memory": self.memory, "author": self.author,
+                "summary": self.summary}
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    store: str
+    remote: str
+    branch: str
+    before: str | None
+    after: str | None
+    pushed: bool
+    attempts: int
+    incoming: list[Incoming] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    kept_both: list[KeptBoth] = field(default_factory=list)
+    supersessions: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(i.action for i in self.incoming if i.action not in ("sync", "")))
+
+    def authors(self) -> list[str]:
+        return sorted({i.author for i in self.incoming if i.action != "sync"})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "store": self.store, "remote": self.remote, "branch": self.branch, "before": self.before,
+            "after": self.after, "pushed": self.pushed, "attempts": self.attempts, "counts": self.counts(),
+            "authors": self.authors(), "incoming": [i.to_json() for i in self.incoming],
+            "refused": [r.to_json() for r in self.refused], "kept_both": [k.to_json() for k in self.kept_both],
+            "supersessions": self.supersessions,
+        }
+
+
+# ---------------------------------------------------------------- remotes
+
+
+def git(cwd: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run git; never waits for a password prompt when nobody is at a terminal (cron, hooks)."""
+    env = dict(os.environ)
+    if not sys.stdin or not sys.stdin.isatty():
+        env["GIT_TERMINAL_PROMPT"] = "0"
+    try:
+        proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, env=env,
+                              stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise FatalError(f"cannot run git: {exc}\n- install git and make sure it is on PATH") from None
+    if check and proc.returncode != 0:
+        raise SyncError(f"`git {' '.join(args[:2])}` failed: {proc.stderr.strip() or proc.stdout.strip()}\n"
+                        "- check the remote's URL (`git -C STORE remote -v`) and your access to it")
+    return proc
+
+
+def default_remote(repo: pygit2.Repository) -> str:
+    names = list(repo.remotes.names())
+    if DEFAULT_REMOTE in names:
+        return DEFAULT_REMOTE
+    if len(names) == 1:
+        return str(names[0])
+    if not names:
+        raise SyncError("the store has no remote to sync with\n- run `quipu sync --set-remote URL` once")
+    raise SyncError(f"the store has several remotes ({', '.join(names)}) and none is called {DEFAULT_REMOTE}\n"
+                    "- name one: `quipu sync REMOTE`")
+
+
+def set_remote(store: Store, url: str, name: str = DEFAULT_REMOTE) -> None:
+    repo = store.repo
+    if name in repo.remotes.names():
+        repo.remotes.set_url(name, url)
+    else:
+        repo.remotes.create(name, url)
+
+
+def _ref(prefix: str, remote: str, branch: str) -> str:
+    return f"{prefix}/{remote}/{branch}"
+
+
+def _fetch(store: Store, remote: str, branch: str) -> pygit2.Oid | None:
+    git(store.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--refmap=", remote,
+        f"+refs/heads/*:{INCOMING_PREFIX}/{remote}/*")
+    return _target(store.repo, _ref(INCOMING_PREFIX, remote, branch))
+
+
+def _target(repo: pygit2.Repository, name: str) -> pygit2.Oid | None:
+    try:
+        return repo.references[name].target  # type: ignore[return-value]
+    except KeyError:
+        return None
+
+
+def _record(repo: pygit2.Repository, name: str, oid: pygit2.Oid) -> None:
+    repo.references.create(name, oid, force=True)
+
+
+def _check_not_rewritten(repo: pygit2.Repository, remote: str, branch: str, theirs: pygit2.Oid | None) -> None:
+    """Refuse a remote branch that no longer holds what this store last merged from it or pushed."""
+    last = _target(repo, _ref(SYNCED_PREFIX, remote, branch)) or _target(repo, f"refs/remotes/{remote}/{branch}")
+    if last is None or last == theirs or (theirs is not None and repo.descendant_of(theirs, last)):
+        return
+    what = "no longer has the branch" if theirs is None else f"was rewritten (force-pushed) to {str(theirs)[:12]}"
+    raise SyncError(
+        f"the branch {branch} of remote {remote} {what}: it no longer contains commit {str(last)[:12]}, "
+        "which this store synced last; nothing was changed here\n"
+        "- if that was a mistake, push the old history back from a clone that still has it (`quipu sync` there)\n"
+        f"- if it was meant, run `quipu sync {remote} --accept-rewrite`: this store's memories are merged into "
+        "the new history, and nothing here is lost"
+    )
+
+
+def _push(store: Store, remote: str, branch: str) -> bool:
+    """Push the branch; False when the remote moved meanwhile (fetch and merge again)."""
+    proc = git(store.root, "push", "--porcelain", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}",
+               check=False)
+    if proc.returncode == 0:
+        return True
+    out = proc.stdout + proc.stderr
+    if "[rejected]" in out or ("[remote rejected]" in out and "lock" in out):
+        return False  # the remote moved, or another clone's push holds its ref lock
+    raise SyncError(f"pushing to {remote} failed: {(proc.stderr or proc.stdout).strip()}\n"
+                    f"- check your access to the remote, or run `quipu sync {remote} --no-push`")
+
+
+# ---------------------------------------------------------------- merging
+
+
+def _incoming(repo: pygit2.Repository, theirs: pygit2.Oid, hide: pygit2.Oid) -> list[Incoming]:
+    walker = repo.walk(theirs, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    walker.hide(hide)
+    out = []
+    for commit in walker:
+        trailers = parse_trailers(commit.message)
+        out.append(Incoming(str(commit.id), trailers.get("Quipu-Action", ""), trailers.get("Quipu-Memory", ""),
+                            f"{commit.author.name} <{commit.author.email}>", commit.message.split("\n", 1)[0]))
+    return out
+
+
+class _Merged:
+    """What the landed merge did (filled in by the tree builder the branch swap finally used)."""
+
+    def __init__(self) -> None:
+        self.parent: pygit2.Oid | None = None
+        self.plan: sync_merge.MergePlan | None = None
+
+
+def _merge(store: Store, remote: str, theirs_id: pygit2.Oid) -> tuple[list[Incoming], sync_merge.MergePlan | None]:
+    repo = store.repo
+    theirs: pygit2.Commit = repo[theirs_id]  # type: ignore[assignment]
+    merged = _Merged()
+
+    def build(parent: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
+        merged.parent, merged.plan = parent.id, None
+        if parent.id == theirs.id or repo.descendant_of(parent.id, theirs.id):
+            return parent.tree.id, []
+        merged.plan = sync_merge.plan(repo, parent, theirs)
+        return merged.plan.tree, merged.plan.touched
+
+    def make_commit(parent: pygit2.Commit, tree: pygit2.Oid) -> pygit2.Oid | None:
+        plan = merged.plan
+        if plan is None:
+            return None
+        if tree == theirs.tree.id and repo.descendant_of(theirs.id, parent.id):
+            return theirs.id  # a fast-forward: the remote's own commit
+        body = "\n".join(f"Refused {r.path}: {r.reason}" for r in plan.refused)
+        message = format_message(f"quipu: sync from {remote}", {"Quipu-Action": "sync", "Quipu-Memory": "store",
+                                                                "Quipu-Remote": remote}, body=body)
+        sig = gitstore.signature(repo)
+        return repo.create_commit(None, sig, sig, message, tree, [parent.id, theirs.id])
+
+    gitstore.land(repo, build, make_commit)
+    if merged.plan is None or merged.parent is None:
+        return [], None
+    return _incoming(repo, theirs.id, merged.parent), merged.plan
+
+
+def _keep_both(store: Store, remote: str, kept: list[KeptBoth]) -> list[str]:
+    made = []
+    for item in kept:
+        if any(e.get("action") == "supersede" and e.get("by") == item.memory for _n, e in store.events(item.copy)):
+            continue  # another clone already decided this pair
+        made.append(store.supersede(
+            item.copy, item.memory,
+            reason=f"edited on two machines; the {item.newer} edit is newer. Undo this commit to keep both active.",
+            extra_trailers={"Quipu-Remote": remote},
+        ))
+    return made
+
+
+def sync(store: Store, remote: str | None = None, *, push: bool = True, accept_rewrite: bool = False,
+         attempts: int = MAX_ATTEMPTS) -> SyncResult:
+    """Fetch, merge and push (see the module contract); returns what came in and what was refused."""
+    repo = store.repo
+    name = remote or default_remote(repo)
+    if name not in repo.remotes.names():
+        raise SyncError(f"the store has no remote called {name!r}\n- run `quipu sync --set-remote URL` "
+                        f"(or `git -C {store.root} remote add {name} URL`)")
+    incoming: list[Incoming] = []
+    refused: list[Refusal] = []
+    kept: list[KeptBoth] = []
+    supersessions: list[str] = []
+    with gitstore.writer_lock(repo):
+        ref = gitstore.branch_ref(repo)
+        branch = ref.name.removeprefix("refs/heads/")
+        before = str(ref.target)
+        pushed = False
+        for attempt in range(1, attempts + 1):
+            theirs = _fetch(store, name, branch)
+            if not accept_rewrite:
+                _check_not_rewritten(repo, name, branch, theirs)
+            accept_rewrite = False
+            if theirs is not None:
+                came, plan = _merge(store, name, theirs)
+                incoming += came
+                if plan is not None:
+                    refused += plan.refused
+                    kept += plan.kept_both
+                    supersessions += _keep_both(store, name, plan.kept_both)
+                _record(repo, _ref(SYNCED_PREFIX, name, branch), theirs)
+                _record(repo, f"refs/remotes/{name}/{branch}", theirs)
+            head = gitstore.branch_ref(repo).target
+            if not push or head == theirs:
+                break
+            if _push(store, name, branch):
+                pushed = True
+                _record(repo, _ref(SYNCED_PREFIX, name, branch), head)
+                _record(repo, f"refs/remotes/{name}/{branch}", head)
+                break
+            time.sleep(random.uniform(0.01, min(1.0, 0.02 * 2 ** attempt)))
+        else:
+            raise SyncError(f"the remote {name} kept moving during {attempts} attempts; what came in so far "
+                            "is merged here, nothing of this store was pushed\n- run `quipu sync` again")
+        after = str(gitstore.branch_ref(repo).target)
+    index.ensure_fresh(store)
+    return SyncResult(str(store.root), name, branch, before, after, pushed, attempt, incoming, refused, kept,
+                      supersessions)
+
+
+# ---------------------------------------------------------------- cloning
+
+
+def clone(url: str, path: Path, *, hooks: bool = True) -> tuple[Store, list[Refusal]]:
+    """A new store at ``path`` from the store at ``url`` (see the module contract)."""
+    path = Path(path).expanduser().absolute()
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise NoStore(f"{path} exists and is not empty\n- choose a new or empty folder for the clone")
+    existed = path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(path.parent, "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false", "--origin", DEFAULT_REMOTE,
+        url, str(path))
+    try:
+        return _set_up_clone(url, path, hooks=hooks)
+    except BaseException:
+        # Only the clone just made is removed; a store is never touched here.
+        shutil.rmtree(path / ".git", ignore_errors=True)
+        if not existed and not any(path.iterdir()):
+            path.rmdir()
+        raise
+
+
+def _clone_tip(url: str, path: Path, repo: pygit2.Repository) -> pygit2.Commit:
+    """The remote's branch; a bare remote whose HEAD names a branch it lacks still has one."""
+    if repo.head_is_unborn:
+        branches = [b for b in repo.branches.remote if b != f"{DEFAULT_REMOTE}/HEAD"]
+        wanted = f"{DEFAULT_REMOTE}/main" if f"{DEFAULT_REMOTE}/main" in branches else (
+            branches[0] if len(branches) == 1 else None)
+        if wanted is None:
+            raise NoStore(f"{url} holds no store branch to clone\n"
+                          f"- run `quipu init {path}` and then `quipu sync --set-remote {url}` there")
+        remote_branch = repo.branches.remote[wanted]
+        local = repo.branches.local.create(wanted.split("/", 1)[1], repo[remote_branch.target])  # type: ignore[arg-type]
+        local.upstream = remote_branch
+        repo.set_head(local.name)
+    return repo.head.peel(pygit2.Commit)  # type: ignore[no-any-return]
+
+
+def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Refusal]]:
+    repo = gitstore.open_repo(path)
+    tip = _clone_tip(url, path, repo)
+    if CONFIG_NAME not in tip.tree:
+        raise NoStore(f"{url} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
+                      "- clone a store made with `quipu init`")
+    refused = []
+    for rel, (oid, mode) in sync_merge.entries(tip.tree).items():
+        data = repo[oid].data if mode != 0o160000 else b""  # type: ignore[attr-defined]
+        reason = None if rel in CLONE_ACCEPTS else sync_policy.refusal(rel, mode, data, replaces=False)
+        if reason:
+            refused.append(Refusal(rel, reason))
+    if refused:
+        tree = gitstore._build_tree(repo, tip.tree, {r.path: None for r in refused})
+        sig = gitstore.signature(repo)
+        message = format_message(f"quipu: clone refused {len(refused)} file(s) from {DEFAULT_REMOTE}",
+                                 {"Quipu-Action": "refuse", "Quipu-Memory": "store", "Quipu-Remote": DEFAULT_REMOTE},
+                                 body="\n".join(f"Refused {r.path}: {r.reason}" for r in refused))
+        gitstore.branch_ref(repo).set_target(repo.create_commit(None, sig, sig, message, tree, [tip.id]),
+                                             "quipu: clone")
+    git(path, "reset", "--quiet", "--hard", "HEAD")
+    branch = gitstore.branch_ref(repo).name.removeprefix("refs/heads/")
+    _record(repo, _ref(SYNCED_PREFIX, DEFAULT_REMOTE, branch), tip.id)
+    store = Store(path, "clone")
+    store.check()
+    if hooks:
+        githooks.install(store.root)
+    index.ensure_fresh(store)
+    return store, refused
