@@ -24,7 +24,7 @@ def interpreter() -> str:
 def package_parent() -> str:
     import os
 
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above quipu/prompt/
 
 
 def quipu_argv(*args: str) -> "list[str]":

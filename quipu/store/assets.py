@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # quipu/, two folders up from quipu/store/assets.py
 
 
 def _asset(installed: str, checkout: str) -> Path:
