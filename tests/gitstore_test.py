@@ -13,6 +13,8 @@ import pytest
 
 from quipu.store import gitindex
 from quipu.store import gitstore
+from quipu.store import indexlock
+from quipu.store import journal
 from quipu.errors import InvalidMemory
 from quipu.store.memory import parse_memory
 from quipu.store.store import Store
@@ -35,7 +37,7 @@ def leftovers(store: Store) -> list[str]:
             path = os.path.relpath(os.path.join(base, name), store.root)
             if name.endswith((".lock", ".tmp")) and name != gitstore.LOCK_NAME and not path.startswith(".cache"):
                 found.append(path)
-            if name == gitstore.JOURNAL_NAME:
+            if name == journal.JOURNAL_NAME:
                 found.append(path)
     return found
 
@@ -61,7 +63,7 @@ def test_a_dead_writers_journal_is_finished_by_the_next_writer(store_path: Path)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)
     (store.root / f"{rel}.{pid}.tmp").write_text("half-written")
-    (store.root / ".git" / gitstore.JOURNAL_NAME).write_text(
+    (store.root / ".git" / journal.JOURNAL_NAME).write_text(
         f'{{"commit": "", "ref": "refs/heads/main", "paths": ["{rel}"], "pid": {pid}, "step": "worktree",'
         f' "index_lock_at": null, "ref_lock_at": null}}'
     )
@@ -110,22 +112,22 @@ def test_a_long_run_of_writes_keeps_the_index_exact_and_never_undoes_a_persons_g
     index_file = str(store.root / ".git" / "index")
     for n in range(4):
         store.add(memory(f"run-{n:02d}", f"Note {n} of a long run"))
-    assert (store.root / ".git" / "index").read_bytes()[4:8] == gitstore.INDEX_VERSION.to_bytes(4, "big")
-    kept = gitstore._INDEX_CACHE[index_file][1]
+    assert (store.root / ".git" / "index").read_bytes()[4:8] == indexlock.INDEX_VERSION.to_bytes(4, "big")
+    kept = indexlock._INDEX_CACHE[index_file][1]
     assert isinstance(kept, gitindex.IndexFile)  # the run went through the splicing path
 
     other = ("import sys\nfrom quipu.store.store import Store\nfrom testing.fixtures import memory\n"
              "s = Store(sys.argv[1])\nfor n in range(3):\n    s.add(memory(f'other-{n}', 'From another process'))\n")
     subprocess.run([sys.executable, "-c", other, str(store.root)], cwd=REPO_ROOT, check=True)
     store.add(memory("after-other", "After another process wrote"))
-    assert gitstore._INDEX_CACHE[index_file][1] is kept  # caught up from the log, not read again
+    assert indexlock._INDEX_CACHE[index_file][1] is kept  # caught up from the log, not read again
     assert git(store.root, "status", "--porcelain") == ""
 
     (store.root / "notes.txt").write_text("a person's own file\n")
     git(store.root, "add", "notes.txt")
     for n in range(3):
         store.add(memory(f"after-{n:02d}", f"Note {n} after the person's git add"))
-    assert gitstore._INDEX_CACHE[index_file][1] is not kept  # no chain past a person's write: read again
+    assert indexlock._INDEX_CACHE[index_file][1] is not kept  # no chain past a person's write: read again
     assert git(store.root, "status", "--porcelain") == "A  notes.txt\n"
     assert git(store.root, "diff-files", "--name-only") == ""  # every entry's stat data is current
     assert leftovers(store) == []
@@ -136,7 +138,7 @@ def test_an_older_git_index_is_switched_to_version_4_once(store_path: Path) -> N
     index_file = store.root / ".git" / "index"
     assert index_file.read_bytes()[4:8] == (4).to_bytes(4, "big")  # a new store starts at version 4
     git(store.root, "update-index", "--index-version", "2")  # as a clone or an older git leaves it
-    gitstore._NOT_COMPACTED.discard(str(store.repo.path))
+    indexlock._NOT_COMPACTED.discard(str(store.repo.path))
     store.add(memory("after-v2", "Written into a version 2 index"))
     assert index_file.read_bytes()[4:8] == (4).to_bytes(4, "big")
     assert git(store.root, "status", "--porcelain") == ""

@@ -27,8 +27,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from quipu.prompt import launch
 from quipu.errors import FatalError
+from quipu.prompt import launch
 
 HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARKER = "# quipu-managed-hook v1"

@@ -112,7 +112,9 @@ _SKIPPED_PLUGINS = ("Base64HighEntropyString", "HexHighEntropyString", "IPPublic
 def _plugins() -> list[Any]:
     global _DETECT_SECRETS
     if _DETECT_SECRETS is None:
-        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.core.plugins.util import (
+            get_mapping_from_secret_type_to_class,
+        )
 
         _DETECT_SECRETS = [cls() for cls in get_mapping_from_secret_type_to_class().values()
                            if cls.__name__ not in _SKIPPED_PLUGINS]

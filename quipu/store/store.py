@@ -26,12 +26,16 @@ from typing import Any
 
 import pygit2
 
-from quipu.store import assets
-from quipu.store import gitstore
-from quipu.prompt import locate
-from quipu.store import secrets_scan
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound, SecretRefused
-from quipu.store.memory import Memory, check_id, memory_path, parse_memory, render_memory
+from quipu.prompt import locate
+from quipu.store import assets, gitstore, indexlock, secrets_scan, trees
+from quipu.store.memory import (
+    Memory,
+    check_id,
+    memory_path,
+    parse_memory,
+    render_memory,
+)
 
 CONFIG_NAME = "quipu.toml"
 LINK_MODE = pygit2.enums.FileMode.LINK  # a committed symlink is never read as a memory
@@ -165,7 +169,7 @@ class Store:
         sig = gitstore.signature(repo)
         builder_changes = files
         if repo.head_is_unborn:
-            tree = gitstore._build_tree(repo, None, builder_changes)
+            tree = trees.build_tree(repo, None, builder_changes)
             message = format_message("quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
             repo.create_commit("HEAD", sig, sig, message, tree, [])
             for rel, data in files.items():
@@ -177,8 +181,8 @@ class Store:
             for rel in files:
                 index.add(rel)
             index.write()
-            repo.config["index.version"] = gitstore.INDEX_VERSION  # git's own new indexes, too
-            gitstore.compact_index(repo)
+            repo.config["index.version"] = indexlock.INDEX_VERSION  # git's own new indexes, too
+            indexlock.compact_index(repo)
         else:
             store.commit(files, "quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
         return store, True

@@ -36,6 +36,7 @@ import pygit2
 
 from quipu.store import githooks
 from quipu.store import gitstore
+from quipu.store import trees
 from quipu.index import index
 from quipu.sync import merge as sync_merge
 from quipu.sync import policy as sync_policy
@@ -350,7 +351,7 @@ def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Ref
         if reason:
             refused.append(Refusal(rel, reason))
     if refused:
-        tree = gitstore._build_tree(repo, tip.tree, {r.path: None for r in refused})
+        tree = trees.build_tree(repo, tip.tree, {r.path: None for r in refused})
         sig = gitstore.signature(repo)
         message = format_message(f"quipu: clone refused {len(refused)} file(s) from {DEFAULT_REMOTE}",
                                  {"Quipu-Action": "refuse", "Quipu-Memory": "store", "Quipu-Remote": DEFAULT_REMOTE},

@@ -1,0 +1,300 @@
+"""git's own index.lock, held across the branch swap, and the index written under it."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+from typing import Any
+
+import pygit2
+
+from quipu.store import gitindex
+from quipu.store.journal import Journal
+from quipu.store.trees import blob_entry
+
+INDEX_WAIT_SECONDS = 2.0  # a person's `git commit -a` holds index.lock while their editor is open
+
+
+# The git index this process wrote last: {.git/index: (its file key, libgit2's Index or the file
+# as bytes, the path it was written through, where its change ended in the index log)}.
+_Cached = tuple[tuple[int, ...] | None, "pygit2.Index | gitindex.IndexFile", str, int]
+
+
+_INDEX_CACHE: dict[str, _Cached] = {}
+
+
+# quipu writers' changes to git's index, one JSON line each: {"from": checksum, "to": checksum,
+# "set": [[path, entry]], "rm": [path]}, so that another quipu process catches up with them
+# instead of reading the whole file again.
+INDEX_LOG_NAME = "quipu-index.log"
+
+
+INDEX_LOG_MAX_BYTES = 512 * 1024
+
+
+def _log_index_change(path: str, record: dict[str, Any]) -> int:
+    """Append one change to the index log (started afresh past INDEX_LOG_MAX_BYTES); returns the
+    log's length after it (where the next writer's changes will start), or -1."""
+    line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_size > INDEX_LOG_MAX_BYTES:
+            flags |= os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o644)
+        try:
+            os.write(fd, line)
+            return os.lseek(fd, 0, os.SEEK_CUR)
+        finally:
+            os.close(fd)
+    except OSError:
+        return -1
+
+
+def _catch_up(kept: gitindex.IndexFile, lock: str, log: str, since: int) -> bool:
+    """Bring ``kept`` up to the index in ``lock`` through the quipu writers' changes logged after
+    offset ``since`` of the log (where this process's own last change ended).
+
+    True only when a chain of changes leads from the checksum ``kept`` was written with to the
+    checksum at the end of the file, and ``kept`` then serializes to exactly that checksum (a
+    person's `git add` or `git status` wrote the file: no chain, and the caller reads it)."""
+    with open(lock, "rb") as fh:
+        fh.seek(-20, os.SEEK_END)
+        target = fh.read(20).hex()
+    with open(log, "rb") as fh:
+        if since < 0 or since > os.fstat(fh.fileno()).st_size:
+            return False  # the log was started afresh since
+        fh.seek(since)
+        lines = fh.read().splitlines()
+    changes: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and isinstance(record.get("from"), str):
+                changes[record["from"]] = record
+    at = kept.trailer.hex()
+    for _ in range(len(changes) + 1):
+        if at == target:
+            kept.serialize()
+            return kept.trailer.hex() == target
+        record = changes.get(at)
+        if record is None:
+            return False
+        for rel in record["rm"]:
+            kept.remove(rel)
+        for rel, fixed in record["set"]:
+            kept.set_fixed(rel, bytes.fromhex(fixed))
+        at = record["to"]
+    return False
+
+
+def _mtime_seconds(path: str) -> int | None:
+    try:
+        return int(os.stat(path).st_mtime)
+    except OSError:
+        return None
+
+
+def _file_key(path: str) -> tuple[int, ...] | None:
+    """What changes whenever anyone replaces or rewrites the file (git and libgit2 always write a
+    new file and rename it into place). Not the ctime: taking the lock links the file, which
+    changes its ctime and nothing else."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class GitIndexLock:
+    """git's own ``index.lock``, taken atomically as git takes it, and held across the swap.
+
+    ``acquire`` creates the lock as a hard link to ``.git/index`` (``link`` fails if the lock
+    exists, like git's O_EXCL, and the lock starts out holding the index: nothing is copied);
+    ``prepare`` reads it (stable: nobody writes ``.git/index`` without this lock), stages the
+    paths and writes the new index over the lock; ``commit`` renames it over ``.git/index``,
+    ``rollback`` throws it away. A person's ``git add`` is therefore never undone."""
+
+    def __init__(self, repo: pygit2.Repository, journal: Journal) -> None:
+        self.repo = repo
+        self.journal = journal
+        self.lock = os.path.join(repo.path, "index.lock")
+        self.index = os.path.join(repo.path, "index")
+        self.held = False
+        self.staged: pygit2.Index | gitindex.IndexFile | None = None
+        self.record: dict[str, Any] | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock, waiting a little for another program's git; False if it stays busy."""
+        deadline = time.monotonic() + INDEX_WAIT_SECONDS
+        while True:
+            if not os.path.exists(self.lock):
+                self.journal.write("index", index_lock_at=time.time())
+                try:
+                    self._take()
+                    self.held = True
+                    return True
+                except FileExistsError:
+                    pass
+            if time.monotonic() > deadline:
+                # Another program's git holds the index (a `git commit` waiting in an editor):
+                # HEAD will be right, and the journal keeps the paths for the next write.
+                self.journal.write("index-busy", index_lock_at=None)
+                return False
+            time.sleep(0.01)
+
+    def _take(self) -> None:
+        try:
+            os.link(self.index, self.lock)
+            return
+        except FileNotFoundError:  # no .git/index yet: an empty lock, as git makes it
+            pass
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: git's way, then a copy
+            fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            try:
+                with open(self.index, "rb") as src:
+                    while chunk := src.read(1 << 20):
+                        os.write(fd, chunk)
+            finally:
+                os.close(fd)
+            return
+        os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+
+    def prepare(self, paths: list[str], tree: pygit2.Tree) -> None:
+        staged = self._current(_INDEX_CACHE.pop(self.index, None))
+        self.staged = None
+        changes: dict[str, list[Any]] = {"set": [], "rm": []}
+        start = staged.trailer.hex() if isinstance(staged, gitindex.IndexFile) else ""
+        for rel in paths:
+            entry = blob_entry(tree, rel)
+            if entry is None:
+                with contextlib.suppress(OSError, KeyError, ValueError, pygit2.GitError):
+                    staged.remove(rel)
+                changes["rm"].append(rel)
+                continue
+            st = os.lstat(os.path.join(self.repo.workdir, rel))
+            if isinstance(staged, gitindex.IndexFile):
+                changes["set"].append([rel, staged.set(rel, entry.id.raw, entry.filemode, st).hex()])
+            else:
+                staged.add(_StatEntry(rel, entry.id, entry.filemode, st))
+        if isinstance(staged, gitindex.IndexFile):
+            # Entries as new as the index being replaced may hide a same-tick edit (racy git).
+            since = _mtime_seconds(self.index)
+            if since is not None:
+                changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.repo.workdir))
+            _write_over(self.lock, staged.serialize())
+            self.record = {"from": start, "to": staged.trailer.hex(), **changes}
+        else:
+            staged.write()  # libgit2 writes <lock>.lock and renames it over the lock
+            self.record = None
+        self.staged = staged
+
+    def _current(self, cached: _Cached | None) -> pygit2.Index | gitindex.IndexFile:
+        """The index as it is in the lock file now, kept by this process as bytes: still exact if
+        nobody wrote since (same file key); else caught up with the other quipu writers' changes
+        from their log and checked against the file's checksum; else read again. libgit2 reads
+        and writes only an index quipu.store.gitindex will not rewrite."""
+        if cached is not None and isinstance(cached[1], gitindex.IndexFile):
+            key, kept, through, since = cached
+            if key == _file_key(self.index) and through == self.lock:
+                return kept
+            with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, KeyError, TypeError):
+                if _catch_up(kept, self.lock, os.path.join(self.repo.path, INDEX_LOG_NAME), since):
+                    return kept
+        try:
+            with open(self.lock, "rb") as fh:
+                return gitindex.IndexFile.parse(fh.read())
+        except (gitindex.Unsupported, OSError, ValueError, IndexError):
+            return pygit2.Index(self.lock)
+
+    def commit(self) -> None:
+        os.replace(self.lock, self.index)
+        self.held = False
+        self.journal.data["index_lock_at"] = None
+        since = -1
+        if self.record is not None:
+            since = _log_index_change(os.path.join(self.repo.path, INDEX_LOG_NAME), self.record)
+        if self.staged is not None:
+            _INDEX_CACHE[self.index] = (_file_key(self.index), self.staged, self.lock, since)
+
+    def rollback(self) -> None:
+        if self.held:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock)
+            self.held = False
+        self.journal.data["index_lock_at"] = None
+
+
+def _write_over(path: str, data: bytes) -> None:
+    """Replace ``path`` with a new file holding ``data``, as libgit2 does: ``<path>.lock``, rename."""
+    tmp = path + ".lock"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+class _StatEntry(pygit2.IndexEntry):
+    """An index entry that carries the worktree file's stat data, as ``git add`` records it.
+
+    Without it git would see the entry as possibly modified until something refreshes the index.
+    pygit2 exposes no stat fields, so they are filled into its C struct; if that ever fails the
+    entry is staged without them (still correct, only slower for git to check)."""
+
+    def __init__(self, path: str, oid: pygit2.Oid, mode: int, st: os.stat_result) -> None:
+        super().__init__(path, oid, mode)  # type: ignore[arg-type]
+        self.st = st
+
+    def _to_c(self) -> Any:
+        centry, keep = super()._to_c()
+        with contextlib.suppress(Exception):
+            st = self.st
+            for name, ns in (("ctime", st.st_ctime_ns), ("mtime", st.st_mtime_ns)):
+                stamp = getattr(centry, name)
+                stamp.seconds = min(ns // 1_000_000_000, 2**31 - 1)
+                stamp.nanoseconds = ns % 1_000_000_000
+            centry.dev = st.st_dev & 0xFFFFFFFF
+            centry.ino = st.st_ino & 0xFFFFFFFF
+            centry.uid = st.st_uid & 0xFFFFFFFF
+            centry.gid = st.st_gid & 0xFFFFFFFF
+            centry.file_size = st.st_size & 0xFFFFFFFF
+        return centry, keep
+
+
+INDEX_VERSION = 4
+
+
+_NOT_COMPACTED: set[str] = set()
+
+
+def compact_index(repo: pygit2.Repository) -> None:
+    """Switch git's index to version 4 once, if it is older (``git update-index --index-version``).
+
+    Version 4 stores each path as a change to the path before it: at 10,000 memories the file is a
+    quarter smaller, and every quipu write (libgit2 keeps the version it read) hashes and writes a
+    quarter less. Git has read it since 1.8.0; ``feature.manyFiles`` turns it on for the same reason.
+    Without a git program, or while another one holds the index, the store simply stays as it is."""
+    try:
+        with open(os.path.join(repo.path, "index"), "rb") as fh:
+            header = fh.read(8)
+    except OSError:
+        return
+    if header[:4] != b"DIRC" or int.from_bytes(header[4:8], "big") >= INDEX_VERSION or repo.path in _NOT_COMPACTED:
+        return
+    _NOT_COMPACTED.add(repo.path)  # one try per process and store; the next process tries again
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            ["git", "-C", repo.workdir, "update-index", "--index-version", str(INDEX_VERSION)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
+        )

@@ -1,0 +1,186 @@
+"""The writer's crash journal, and recovery after a writer that died mid-commit."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from quipu.errors import InvalidMemory
+from quipu.store import safepath
+from quipu.store.trees import blob_entry, check_path
+
+JOURNAL_NAME = "quipu-pending.json"
+
+
+DEAD_LOCK_WINDOW = 10.0  # a dead writer creates its lock file within this long after its step began
+
+
+class Journal:
+    """``<gitdir>/quipu-pending.json``: what the writer holding the lock is doing, for recovery.
+
+    ``index_lock_at`` / ``ref_lock_at`` are set just before quipu may create git's ``index.lock``
+    or the branch's ref lock and cleared when it no longer holds them: a lock file created after
+    that moment by a writer that then died is the dead writer's.
+
+    Each step appends one JSON line (a single small ``write``, so a writer killed mid-step leaves
+    the previous line intact) and the last whole line is the state; no temporary file and rename
+    per step. ``clear`` removes the file."""
+
+    def __init__(self, repo: pygit2.Repository, commit: str, ref: str, paths: list[str]) -> None:
+        self.path = os.path.join(repo.path, JOURNAL_NAME)
+        self.data: dict[str, Any] = {
+            "commit": commit, "ref": ref, "paths": paths, "pid": os.getpid(),
+            "index_lock_at": None, "ref_lock_at": None,
+        }
+
+    def write(self, step: str, **stamps: float | None) -> None:
+        self.data.update(step=step, **stamps)
+        line = ("\n" + json.dumps(self.data) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def recover(repo: pygit2.Repository) -> list[str]:
+    """Clean up after a writer that died or could not finish; call with the writer lock held.
+
+    Returns the journalled paths still to be synced to HEAD (the caller's write syncs them)."""
+    _remove_dead_writers_scratch(repo)
+    # libgit2 writes a new index as index.lock.lock; only a quipu writer holding the flock (ours
+    # now) ever makes that file, so one that exists is a dead writer's.
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(repo.path, "index.lock.lock"))
+    path = os.path.join(repo.path, JOURNAL_NAME)
+    try:
+        pending = _last_journal_entry(path)
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return []
+    paths = [p for p in pending.get("paths", []) if isinstance(p, str) and _is_safe(p)]
+    pid = pending.get("pid")
+    if isinstance(pid, int) and pid != os.getpid() and not alive(pid):
+        _remove_dead_writers_files(repo, pending, pid, paths)
+    # Syncing a path to HEAD is right whether or not the dead writer's commit landed.
+    return paths
+
+
+def _last_journal_entry(path: str) -> dict[str, Any]:
+    """The journal's last whole JSON line (a line cut short by a kill is skipped)."""
+    with open(path, "rb") as fh:
+        lines = fh.read().decode("utf-8", "replace").splitlines()
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            return entry
+    raise ValueError(f"no whole entry in {path}")
+
+
+def _is_safe(rel: str) -> bool:
+    try:
+        check_path(rel)
+    except InvalidMemory:
+        return False
+    return True
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _remove_dead_writers_files(repo: pygit2.Repository, pending: dict[str, Any], pid: int, paths: list[str]) -> None:
+    """Remove the git lock files a killed quipu writer held, and its temporary files.
+
+    A lock counts as the dead writer's only when its journal says it was about to take that
+    lock and the file is newer than that moment: a lock a person's git took before (an editor
+    open in ``git commit``) is left alone."""
+    candidates = [(os.path.join(repo.path, "index.lock"), pending.get("index_lock_at"))]
+    ref = pending.get("ref")
+    if isinstance(ref, str) and ref.startswith("refs/") and ".." not in ref.split("/"):
+        candidates.append((os.path.join(repo.path, ref + ".lock"), pending.get("ref_lock_at")))
+    for lock, since in candidates:
+        if isinstance(since, (int, float)) and not isinstance(since, bool):
+            with contextlib.suppress(OSError):
+                # The ctime: a lock quipu took by linking .git/index keeps the index's old mtime.
+                if since - 0.01 <= os.stat(lock).st_ctime <= since + DEAD_LOCK_WINDOW:
+                    os.unlink(lock)
+    for rel in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(repo.workdir, f"{rel}.{pid}.tmp"))
+
+
+_SCRATCH = re.compile(r"\A(?:quipu-pending\.json|quipu-index)\.(\d+)\.tmp(?:\.lock)?\Z")
+
+
+def _remove_dead_writers_scratch(repo: pygit2.Repository) -> None:
+    """Scratch files in the git dir carry their writer's pid; remove those of dead writers."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(repo.path):
+            match = _SCRATCH.match(name)
+            if match and int(match.group(1)) != os.getpid() and not alive(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(repo.path, name))
+
+
+def safe_worktree_path(workdir: str, rel: str) -> str:
+    full = os.path.normpath(os.path.join(workdir, check_path(rel)))
+    if not full.startswith(os.path.normpath(workdir) + os.sep):
+        raise InvalidMemory(f"refusing to write outside the store: {rel!r}")
+    return safepath.worktree_path(Path(os.path.normpath(workdir)), rel)  # no symlinked folder on the way
+
+
+def write_worktree(repo: pygit2.Repository, paths: list[str], tree: pygit2.Tree) -> None:
+    """Make the worktree files of ``paths`` match ``tree`` (atomic renames; absent means removed)."""
+    workdir = repo.workdir
+    for rel in paths:
+        full = safe_worktree_path(workdir, rel)
+        entry = blob_entry(tree, rel)
+        if entry is None:
+            if os.path.isfile(full) or os.path.islink(full):
+                os.unlink(full)
+            _prune_empty_dirs(workdir, os.path.dirname(full))
+            continue
+        data = repo[entry.id].data  # type: ignore[attr-defined]
+        try:
+            with open(full, "rb") as fh:
+                if fh.read(len(data) + 1) == data:
+                    continue
+        except OSError:
+            pass
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        tmp = f"{full}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, full)
+
+
+def _prune_empty_dirs(workdir: str, directory: str) -> None:
+    stop = os.path.normpath(workdir)
+    while os.path.normpath(directory).startswith(stop + os.sep):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
+        directory = os.path.dirname(directory)
