@@ -47,6 +47,7 @@ import _common as C  # noqa: E402
 
 from quipu.index import index  # noqa: E402
 from quipu.prompt import recall
+from quipu.prompt import indexread
 from quipu.store.memory import Memory  # noqa: E402
 from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.store import Store  # noqa: E402
@@ -270,7 +271,7 @@ def quipu_variants() -> dict[str, dict[str, object]]:
 
 def run_quipu(db: sqlite3.Connection, questions: Sequence[Question], system: str, overrides: dict[str, object],
               times: list[float], keep_explain: bool, now: float | None) -> None:
-    config = recall.index_config(db)
+    config = indexread.index_config(db)
     options = recall.Options.from_config(config, **{"limit": K, "now": now, **overrides})  # type: ignore[arg-type]
     for q in questions:
         start = time.perf_counter()
@@ -329,7 +330,7 @@ def build_and_rank(conversations: list[tuple[str, list[Turn], list[Question]]], 
         root = scratch / f"{tag}-{conv}"
         C.bulk_store(root, memories(turns, title, decay), checkout=False, message=f"LoCoMo {conv}")
         index.ensure_fresh(Store(root))
-        db = recall.open_index(str(root / ".cache" / "index.sqlite"))
+        db = indexread.open_index(str(root / ".cache" / "index.sqlite"))
         now = (max(t.date for t in turns) + dt.timedelta(days=1)).timestamp() if decay else None
         for system, overrides in systems.items():
             run_quipu(db, questions, system, overrides, timing.setdefault(system, []),

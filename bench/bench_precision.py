@@ -59,6 +59,7 @@ import _common as C  # noqa: E402
 from bench_locomo import baseline_terms  # noqa: E402
 
 from quipu.prompt import recall  # noqa: E402
+from quipu.prompt import indexread
 from quipu.store.memory import Memory  # noqa: E402
 from testing import realistic as R  # noqa: E402
 from testing.fixtures import PROMPT_HOOK, example_memories  # noqa: E402
@@ -126,9 +127,9 @@ def paired_notes(data: Path) -> tuple[list[Case], list[Memory]]:
 
 
 def run_quipu(db_path: Path, cases: Sequence[Case]) -> list[list[str]]:
-    db = recall.open_index(str(db_path))
+    db = indexread.open_index(str(db_path))
     try:
-        options = recall.Options.from_config(recall.index_config(db))
+        options = recall.Options.from_config(indexread.index_config(db))
         return [[h.id for h in recall.recall(db, c.text, c.context, options).hits] for c in cases]
     finally:
         db.close()
@@ -138,8 +139,8 @@ _BASELINE_CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from quipu.prompt import recall
-db = recall.open_index(sys.argv[2])
-options = recall.Options.from_config(recall.index_config(db))
+db = indexread.open_index(sys.argv[2])
+options = recall.Options.from_config(indexread.index_config(db))
 for line in sys.stdin:
     case = json.loads(line)
     print(json.dumps([h.id for h in recall.recall(db, case[0], case[1], options).hits]), flush=True)

@@ -46,28 +46,28 @@ def run_hook(checkout: Path, store: Store) -> tuple[str, set[str]]:
 def test_fresh_bytecode_is_run_without_importlib(checkout: Path, shop: Store) -> None:
     out, imported = run_hook(checkout, shop)
     assert "deploy-procedure" in out
-    assert imported == {"quipu"}
+    assert imported == {"quipu", "quipu.prompt"}  # the two packages; every module from bytecode
 
 
 def test_a_source_changed_after_its_bytecode_is_imported_the_usual_way(checkout: Path, shop: Store) -> None:
     expected, _ = run_hook(checkout, shop)
-    recall = checkout / "quipu" / "recall.py"
+    recall = checkout / "quipu" / "prompt" / "recall.py"
     recall.write_text(recall.read_text() + "\n# edited after compiling\n")  # new size and mtime
     out, imported = run_hook(checkout, shop)
     assert "deploy-procedure" in out and out.split("additionalContext")[0] == expected.split("additionalContext")[0]
     assert {"quipu.prompt.recall", "quipu.prompt.hook"} <= imported  # recall and everything after it
     assert "quipu.prompt._fs" not in imported  # the modules before it still came from bytecode
     _, imported_again = run_hook(checkout, shop)  # that import cached new bytecode
-    assert imported_again == {"quipu"}
+    assert imported_again == {"quipu", "quipu.prompt"}
 
 
 def test_bytecode_of_another_interpreter_or_none_at_all_is_never_run(checkout: Path, shop: Store) -> None:
-    for pyc in (checkout / "quipu" / "__pycache__").glob("*.pyc"):
+    for pyc in (checkout / "quipu" / "prompt" / "__pycache__").glob("*.pyc"):
         data = bytearray(pyc.read_bytes())
         data[0] ^= 0xFF  # another magic number
         pyc.write_bytes(bytes(data))
     out, imported = run_hook(checkout, shop)
     assert "deploy-procedure" in out and "quipu.prompt.hook" in imported
-    shutil.rmtree(checkout / "quipu" / "__pycache__")
+    shutil.rmtree(checkout / "quipu" / "prompt" / "__pycache__")
     out, imported = run_hook(checkout, shop)
     assert "deploy-procedure" in out and "quipu.prompt.hook" in imported

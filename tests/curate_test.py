@@ -16,6 +16,7 @@ import pytest
 
 from quipu.index import index
 from quipu.prompt import recall
+from quipu.prompt import indexread
 from quipu.curate import candidates
 from quipu.curate.corpus import load
 from quipu.curate.deterministic import find_dead_paths, find_duplicates, path_tokens
@@ -360,7 +361,7 @@ def test_old_project_note_ranks_below_a_fresh_one_and_a_user_rule_never_decays(t
         memory("note-new", "Flaky integration tests", text, created=ago(10)),
         memory("rule-old", "Flaky integration tests rule", text, cls="rule", origin="user", created=ago(400)),
     ])
-    db = recall.open_index(str(store.index_path))
+    db = indexread.open_index(str(store.index_path))
     try:
         found = recall.recall(db, "which integration tests are flaky?", options=recall.Options(
             limit=5, min_score=0.0, now=now.timestamp()))

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quipu.index import index
-from quipu.prompt import recall
+from quipu.prompt import scoring
 from quipu.errors import InvalidMemory
 from quipu.store.memory import FIELDS, Memory, parse_memory
 from quipu.store.store import Store
@@ -65,7 +65,7 @@ def _index_row(memory: Memory) -> None:
     db.executescript(index.SCHEMA)
     index._insert_rows(db, [index._row(memory, REL)])
     created, half_life = db.execute("SELECT created_ts, half_life_days FROM memories").fetchone()
-    assert math.isfinite(recall._decay(created, half_life, time.time()))
+    assert math.isfinite(scoring.decay(created, half_life, time.time()))
     db.close()
 
 

@@ -17,7 +17,7 @@ from testing.fixtures import example_store, indexed_head, memory, run_prompt_hoo
 FIXTURES = Path(__file__).parent / "fixtures" / "claude"
 HEAVY = ("yaml", "pygit2", "git", "numpy", "_yaml", "_pygit2")
 # Each of these costs a large share of an interpreter start (``os`` alone about a sixth under -I -S;
-# ``functools`` is what ``_sqlite3`` would pull in without the stand-in of recall._sqlite_module;
+# ``functools`` is what ``_sqlite3`` would pull in without the stand-in of indexread.sqlite_module;
 # even the shared libraries ``_json`` and ``math`` cost more to load than their uses here).
 SLOW_STDLIB = ("json", "re", "typing", "dataclasses", "subprocess", "sqlite3", "datetime", "enum", "tomllib",
                "os", "functools", "collections", "__future__", "_json", "math")

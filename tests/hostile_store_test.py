@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from quipu.prompt import recall
+from quipu.prompt import inject
 from quipu.store.memory import render_memory
 from testing.fixtures import REPO_ROOT, git, make_store, memory, real_python, run_prompt_hook
 
@@ -269,7 +269,7 @@ def test_a_cloned_then_merged_hostile_store_runs_nothing_escapes_nothing_and_sta
     hooked = run_prompt_hook(json.dumps(event), env=world.env, cwd=world.project)
     assert hooked.returncode == 0
     context = json.loads(hooked.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert len(context) <= 1500 < recall.HARD_MAX_CHARS  # the store cannot lift the default caps
+    assert len(context) <= 1500 < inject.HARD_MAX_CHARS  # the store cannot lift the default caps
     assert_fenced(context, "quipu-memory")
     head = git(world.store, "rev-parse", "HEAD").strip()
     wait_for(lambda: index_head(world.store) == head, "the prompt hook's refresh")

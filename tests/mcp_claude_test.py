@@ -17,7 +17,7 @@ import pytest
 
 from quipu.claude import mcp_config
 from quipu.model import ScriptedModel
-from quipu.prompt.recall import FENCE_CLOSE, FENCE_OPEN
+from quipu.prompt.inject import FENCE_CLOSE, FENCE_OPEN
 from testing import claude_code
 from testing.fake_messages_api import FakeMessagesAPI, Recorded
 from testing.fixtures import example_store

@@ -15,6 +15,7 @@ import pytest
 
 from quipu.index import index
 from quipu.prompt import recall
+from quipu.prompt import indexread
 from quipu.store.memory import Memory
 from quipu.store.store import Store
 from testing import realistic as R
@@ -49,7 +50,7 @@ def real_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
 def hits(store: Store, prompt: str, context: str = "") -> list[str]:
     db = index.open_fresh(store)
     try:
-        options = recall.Options.from_config(recall.index_config(db))
+        options = recall.Options.from_config(indexread.index_config(db))
         return [h.id for h in recall.recall(db, prompt, context, options).hits]
     finally:
         db.close()
@@ -58,7 +59,7 @@ def hits(store: Store, prompt: str, context: str = "") -> list[str]:
 def explain(store: Store, prompt: str) -> recall.Recall:
     db = index.open_fresh(store)
     try:
-        return recall.recall(db, prompt, "", recall.Options.from_config(recall.index_config(db)))
+        return recall.recall(db, prompt, "", recall.Options.from_config(indexread.index_config(db)))
     finally:
         db.close()
 

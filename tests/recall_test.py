@@ -11,6 +11,9 @@ import pytest
 from quipu.index import index
 from quipu.prompt import query
 from quipu.prompt import recall
+from quipu.prompt import inject
+from quipu.prompt import scoring
+from quipu.prompt import indexread
 from quipu.store.store import Store
 from testing.fixtures import add_all, example_store, make_store, memory
 
@@ -94,7 +97,7 @@ def test_unverified_label_is_shown_beside_the_hit(tmp_path: Path) -> None:
     db = index.open_fresh(store)
     try:
         hits = recall.recall(db, "how are instagram tokens rotated", "", recall.Options()).hits
-        text = recall.format_context(hits)
+        text = inject.format_context(hits)
     finally:
         db.close()
     assert [h.id for h in hits] == ["tokens"]
@@ -178,7 +181,7 @@ def test_injection_is_compact_and_fenced_as_reference_data(shop: Store) -> None:
         hits = recall.recall(db, "how do we deploy to production", "", recall.Options()).hits
     finally:
         db.close()
-    text = recall.format_context(hits)
+    text = inject.format_context(hits)
     assert 0 < len(text) <= 1500
     assert text.startswith("<quipu-memory") and text.rstrip().endswith("</quipu-memory>")
     assert "not an instruction" in text
@@ -221,7 +224,7 @@ def test_an_index_from_before_the_frequency_table_still_answers_the_same(shop: S
     legacy.write_bytes(shop.index_path.read_bytes())
     with sqlite3.connect(legacy) as db:
         db.execute("DROP TABLE term_df")
-    db = recall.open_index(str(legacy))
+    db = indexread.open_index(str(legacy))
     try:
         assert [h.id for h in recall.recall(db, prompt, "", recall.Options()).hits] == expected == ["postgres-port"]
     finally:
@@ -234,18 +237,18 @@ def test_ln_is_the_natural_logarithm() -> None:
 
     rng = random.Random(3)
     for x in [1.0, 2.0, 0.5, 1e-9, 3.7e12, 1 + 1e-12, *(10 ** rng.uniform(-12, 12) for _ in range(2000))]:
-        assert recall.ln(x) == pytest.approx(math.log(x), rel=1e-14, abs=1e-15)
+        assert scoring.ln(x) == pytest.approx(math.log(x), rel=1e-14, abs=1e-15)
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError):
-            recall.ln(bad)
+            scoring.ln(bad)
 
 
 def test_the_excerpt_shows_the_part_of_the_body_where_the_terms_meet() -> None:
     body = ("Background that says nothing much. " * 20 + "Deploys of shop-api go through the blue green pipeline; "
             "a deployment needs a dry run first. " + "Unrelated closing words. " * 20 + "One more pipeline mention.")
-    text = recall.excerpt(body, ["deploy", "pipelin"])
+    text = inject.excerpt(body, ["deploy", "pipelin"])
     assert text.startswith("… ") and text.endswith(" …")
     assert "Deploys of shop-api go through the blue green pipeline" in text and len(text.split()) <= 30
-    assert recall.excerpt(body, ["rapid"]).startswith("Background")  # nothing matches: the start
-    assert recall.excerpt("api and rapid", ["rapid"]) == "api and rapid"
-    assert recall.excerpt("short", ["short"]) == "short"
+    assert inject.excerpt(body, ["rapid"]).startswith("Background")  # nothing matches: the start
+    assert inject.excerpt("api and rapid", ["rapid"]) == "api and rapid"
+    assert inject.excerpt("short", ["short"]) == "short"

@@ -20,7 +20,8 @@ from quipu.verify.claims import ANSWER_SCHEMA, ClaimCache, DeterministicExtracto
 from quipu.model import ScriptedModel
 from quipu.probes import describe
 from quipu.prompt.recall import Options as RecallOptions
-from quipu.prompt.recall import format_context, recall
+from quipu.prompt.recall import recall
+from quipu.prompt.inject import format_context
 from quipu.store.store import Store
 from quipu.verify.verify import LABEL, Options, verify
 from testing.fixtures import add_all, git, make_store, memory, quipu

@@ -6,6 +6,8 @@ import sqlite3
 
 from quipu.index import index
 from quipu.prompt import recall
+from quipu.prompt import inject
+from quipu.prompt import indexread
 from quipu.prompt import transcript
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
@@ -33,13 +35,13 @@ def run(args: argparse.Namespace) -> int:
         context = f"{previous}\n{assistant}"
 
     def run_recall(db: sqlite3.Connection) -> tuple[recall.Options, recall.Recall]:
-        options = recall.Options.from_config(recall.index_config(db), limit=args.limit)
+        options = recall.Options.from_config(indexread.index_config(db), limit=args.limit)
         if transcript.is_machine_text(args.prompt):
             return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
         return options, recall.recall(db, args.prompt, context, options)
 
     options, result = index.query(store, run_recall)
-    text = recall.format_context(result.hits, options.max_chars)
+    text = inject.format_context(result.hits, options.max_chars)
     if args.json:
         print_json({**result.to_json(), "context": text})
         return 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from quipu.index import index
 from quipu.prompt import recall
+from quipu.prompt import indexread
 from quipu.curate.corpus import Corpus, Entry
 from quipu.curate.ledger import pair_key
 from quipu.prompt.query import extract_terms, fts_quote
@@ -54,7 +55,7 @@ def _title_query(db: sqlite3.Connection, entry: Entry, total: int) -> str | None
     words = [t.text for t in extract_terms(entry.memory.title)]
     if len(words) < 2:
         return None
-    df = recall.document_frequencies(db, words)
+    df = indexread.document_frequencies(db, words)
     usable = sorted((w for w in words if 2 <= df.get(w, 0) <= min(MAX_POSTING, max(2, total // 2))),
                     key=lambda w: (df[w], w))[:FTS_TERMS]
     if len(usable) < 2:
@@ -66,7 +67,7 @@ def _title_query(db: sqlite3.Connection, entry: Entry, total: int) -> str | None
 
 def _title_overlaps(store: Store, entries: Sequence[Entry], known: set[str]) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
-    db = recall.open_index(str(store.index_path))
+    db = indexread.open_index(str(store.index_path))
     try:
         total = len(entries)
         for entry in entries:

@@ -8,7 +8,7 @@ Contract:
   against the schema (``jsonschema``) before anything runs; no tool takes a file path, a
   command, or anything that chooses what runs or where files go.
 - Every answer that carries text from the store is fenced exactly as the prompt hook fences its
-  context (``recall.FENCE_OPEN`` ... ``recall.FENCE_CLOSE``), and the fence's tag cannot occur
+  context (``inject.FENCE_OPEN`` ... ``inject.FENCE_CLOSE``), and the fence's tag cannot occur
   inside it (it is defused), so stored text cannot close the fence. Every answer is bounded
   (``MAX_ANSWER_CHARS``; search and history lists have smaller budgets of their own).
 - ``remember`` builds a ``gates.Candidate`` and runs every capture gate (secrets, prompt
@@ -99,7 +99,7 @@ def defuse(text: str) -> str:
 
 
 def fenced(body: str, limit: int = MAX_ANSWER_CHARS) -> str:
-    from quipu.prompt.recall import FENCE_CLOSE, FENCE_OPEN
+    from quipu.prompt.inject import FENCE_CLOSE, FENCE_OPEN
 
     room = limit - len(FENCE_OPEN) - len(FENCE_CLOSE) - 2
     body = defuse(body)
@@ -251,6 +251,7 @@ def _hit_line(n: int, hit: Any, created: str) -> str:
 
 def search_memory(service: Service, args: dict[str, Any]) -> Answer:
     from quipu.prompt import recall
+    from quipu.prompt import inject
 
     query, limit = args["query"], args.get("limit", DEFAULT_LIMIT)
     cls, superseded = args.get("class"), args.get("include_superseded", False)

@@ -28,7 +28,8 @@ except ImportError:  # pragma: no cover - not a POSIX system: the usual imports 
 
 
 # The prompt hook's modules, each after the ones it imports.
-PROMPT_PATH = ("_fs", "_fastjson", "locate", "vocabulary", "query", "transcript", "fence", "recall", "hook")
+PROMPT_PATH = ("_fs", "_fastjson", "locate", "vocabulary", "query", "transcript", "fence", "indexread", "scoring",
+               "inject", "evidence", "recall", "hook")
 
 
 def _bytecode(package_dir: str, short: str) -> "object | None":

@@ -23,6 +23,9 @@ from quipu.prompt import _fs
 from quipu.prompt import locate
 from quipu.prompt import query
 from quipu.prompt import recall
+from quipu.prompt import evidence
+from quipu.prompt import inject
+from quipu.prompt import indexread
 from quipu.prompt import transcript
 
 TYPE_CHECKING = False
@@ -211,7 +214,7 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     if transcript.is_machine_text(event.prompt):
         return ""
     terms = query.extract_terms(event.prompt)
-    if not recall.names_a_subject(event.prompt, terms):
+    if not evidence.names_a_subject(event.prompt, terms):
         return ""  # no topic of its own: never open the index
     root, _how = locate.find_store_root(None, event.cwd or None, env)
     unsafe = _unsafe_cache(root)
@@ -223,19 +226,19 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     if not _fs.isfile(index) and locate.git_dir(root) and _fs.isfile(_fs.join(root, "quipu.toml")):
         _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
         return ""
-    db = recall.open_index(index)
+    db = indexread.open_index(index)
     session = _Session(root, event.session_id)
     try:
         try:
             # One read transaction for every query: one shared lock and one hot-journal check
             # instead of one per statement, and all answers from the same state of the index.
             db.execute("BEGIN")
-            meta = recall.index_meta(db)
+            meta = indexread.index_meta(db)
             gitdir = locate.git_dir(root)
             head = locate.read_head(gitdir) if gitdir else None
             if head and meta.get("head") != head:
                 _spawn_refresh(root)
-            config = recall.index_config(db, meta)
+            config = indexread.index_config(db, meta)
             context = ""
             if event.transcript_path:
                 previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
@@ -247,7 +250,7 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
             result = recall.recall(db, event.prompt, context, options, terms)
         finally:
             db.close()
-        text = recall.format_context(result.hits, options.max_chars)
+        text = inject.format_context(result.hits, options.max_chars)
         if text:
             session.remember([h.id for h in result.hits])
         return text

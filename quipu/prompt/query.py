@@ -45,7 +45,6 @@ class Term(tuple):  # type: ignore[type-arg]
         return f"Term({self[0]!r}, strong={self[1]}, generic={self[2]})"
 
 
-
 # Words that never carry a topic: English function words, conversational filler, and the
 # generic verbs of requests to a coding agent ("fix", "check", "run" say what to do, not about what).
 STOPWORDS = frozenset(
@@ -443,7 +442,6 @@ _STEP4 = {
     "v": (("ive", ""),),
     "z": (("ize", ""),),
 }
-
 
 
 def porter_stem(w: str) -> str:

@@ -36,7 +36,7 @@ USER_ONLY: dict[str, tuple[str, ...]] = {
 }
 # How much reaches the model's context: a store may lower these, only the user may raise them.
 CAPPED: dict[str, dict[str, Cap]] = {
-    # Claude Code cuts hook context at 10,000 characters; recall.HARD_MAX_CHARS is the same bound.
+    # Claude Code cuts hook context at 10,000 characters; inject.HARD_MAX_CHARS is the same bound.
     "recall": {"limit": Cap(2, 5), "max_chars": Cap(1500, 9000)},
     "profile": {"max_lines": Cap(14, 40, 1), "max_chars": Cap(1375, 4000, 1), "entry_chars": Cap(140, 400, 1)},
 }

@@ -1,0 +1,201 @@
+"""The decision to speak: whether the prompt's own words are evidence enough for a memory."""
+from quipu.prompt.query import fts_quote
+from quipu.prompt.indexread import ordinary_of
+from quipu.prompt.scoring import idf, match_expr, rows_matching
+from quipu.prompt.inject import word_starts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from quipu.prompt.query import Term
+    from sqlite3 import Connection
+
+    from quipu.prompt.recall import Hit
+
+
+# The decision to speak. A memory is injected only when the prompt's own words are evidence
+# for it, not one incidental match. Measured in bench/bench_precision.py on real developer notes
+# (memories-real) and real prompts (prompts-dev): conversational follow-ups, topical prompts
+# that the store holds nothing for, and topical prompts paired with a relevant note.
+# - Each distinct prompt term the memory contains counts: a specific term SPECIFIC_VALUE (not
+#   an ordinary English word nor shared developer jargon, by the index's lexicon table, and the
+#   memory has the word itself, not only its stem: a project, a tool, an identifier, a name),
+#   another topic term TOPIC_VALUE, a generic word GENERIC_VALUE (everyday vocabulary of working
+#   on code, a number, a token of three characters or fewer: quipu.prompt.query.is_generic). A memory
+#   whose matches are all generic never speaks.
+# - It speaks with STRONG_EVIDENCE (two specific terms, four topic terms, a specific term and
+#   two topic terms), or with EVIDENCE_NEEDED when its topic terms carry COVERAGE_NEEDED of the
+#   prompt's topic weight (each topic term weighs its idf in the store; a specific term the store
+#   lacks weighs the most, an ordinary word it lacks half that): a long prompt about something
+#   else is not answered by the two words it mentions in passing.
+# - A question ("when did Jon visit Rome?") names what it asks about, so QUESTION_EVIDENCE is
+#   enough whatever the coverage, and so is one topic term that carries SOLE_TERM_SHARE of its
+#   topic weight. A follow-up is rarely a question with a topic ("what's next?" has none).
+# - A short question in everyday words only ("which package manager do we use?") has no topic
+#   term, yet a memory may have been written for exactly that question: it speaks when its title
+#   or aliases have TITLE_WORDS of the question's words, and no other memory does.
+# - A term written with accents counts only where the memory has it with the same accents:
+#   the index folds them, so "marché" would otherwise be "March".
+SPECIFIC_VALUE = 2.0
+TOPIC_VALUE = 1.0
+GENERIC_VALUE = 0.5
+STRONG_EVIDENCE = 4.0
+EVIDENCE_NEEDED = 2.0
+COVERAGE_NEEDED = 0.6
+QUESTION_EVIDENCE = 2.0
+TITLE_WORDS = 3               # a question in everyday words: this many of them in a title or alias
+QUESTION_WORDS_MAX = 30
+QUESTION_OPENING_MAX = 12     # "when do we deploy": a question word opens a short prompt without "?"
+SOLE_TERM_SHARE = 0.5
+ABSENT_ORDINARY_WEIGHT = 0.5  # in a request: an ordinary word the store lacks, against a specific one
+EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
+EVIDENCE_CHECKS = 12          # candidates (best first) whose evidence is weighed: past them, none speaks
+
+
+def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
+    """Whether the prompt may be answered at all: it has a topic term, or it is a short question
+    of at least TITLE_WORDS everyday words ("which package manager do we use?"), which may be
+    answered by a memory whose title or aliases say the same (and by nothing else)."""
+    if any(not t.generic for t in terms):
+        return True
+    words = {t.text for t in terms if len(t.text) > 3 and not t.text.isdigit()}
+    return len(words) >= TITLE_WORDS and is_question(prompt)
+
+
+_QUESTION_WORDS = frozenset("who whom whose what when where which why how".split())
+
+
+def is_question(prompt: str) -> bool:
+    """A short question (at most QUESTION_WORDS_MAX words ending with "?", or at most
+    QUESTION_OPENING_MAX words opening with a question word): it names what it asks about ("When did Jon visit Rome?"); a follow-up naming
+    one everyday thing ("yes, merge it") is not a question, nor is a long request."""
+    text = prompt.strip()
+    words = text.split(None, QUESTION_WORDS_MAX)
+    if not words or len(words) > QUESTION_WORDS_MAX:
+        return False  # a long, multi-clause prompt is a request, even with a question in it
+    if text.endswith("?"):
+        return True
+    return len(words) <= QUESTION_OPENING_MAX and words[0].lower().strip(",.!:;") in _QUESTION_WORDS
+
+
+def _root(word: str) -> str:
+    """The start a memory's own word must have for ``word`` to be the same specific term: the
+    word less a plural ending. Stemming rules made for English would otherwise join words of
+    other languages to English ones ("terminou" and "terminal" share the stem "termin")."""
+    if word.endswith("es") and len(word) > 5:
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and len(word) > 4 else word
+
+
+class Evidence:
+    """Which prompt terms each candidate contains, and whether that is enough to speak."""
+
+    def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
+                 df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
+                 question: bool, by_title: bool = False) -> None:
+        self.db = db
+        self.by_title = by_title
+        self.terms = {t.text: t for t in prompt_terms}
+        self.stems = stems
+        self.chosen = list(chosen)
+        self.rest = [t.text for t in rest[:EVIDENCE_TERMS]]
+        self.rare = rare
+        self.matched: "dict[int, set[str]] | None" = None
+        self.texts: dict[int, str] = {}
+        self.rowids: list[int] = []
+        self.refused: list[str] = []
+        topic: dict[str, float] = {}
+        for term in prompt_terms:
+            stem = stems.get(term.text, term.text)
+            if not term.generic and stem not in topic:
+                topic[stem] = idf(total, df.get(term.text, 0))
+        self.ordinary = ordinary_of(db, list(topic))
+        # A word of the prompt that the store lacks weighs in fully when it is specific (a project
+        # or a tool the store knows nothing of says the prompt is about something else); a missing
+        # ordinary word may be the prompt's phrasing: in a short question it weighs nothing, in a
+        # request ABSENT_ORDINARY_WEIGHT of a specific one.
+        present = {stems.get(t.text, t.text) for t in prompt_terms if df.get(t.text, 0) > 0}
+        self.question = question
+        absent = 0.0 if question else ABSENT_ORDINARY_WEIGHT
+        self.topic_weight = {s: w if s in present or s not in self.ordinary else w * absent
+                             for s, w in topic.items()}
+        self.total_weight = sum(self.topic_weight.values())
+
+    def _match(self, rowids: "Sequence[int]") -> dict[int, set[str]]:
+        matched: dict[int, set[str]] = {r: set() for r in rowids}
+        expr_chosen = match_expr(self.chosen)
+        for term in self.rest:
+            for rowid, _score in rows_matching(self.db, f"{fts_quote(term)} AND ({expr_chosen})", rowids, self.rare):
+                matched[rowid].add(term)
+        return matched
+
+    def _text(self, rowid: int) -> str:
+        """The memory's searchable text, lower-cased; read for every weighed candidate at once."""
+        if rowid not in self.texts:
+            wanted = [rowid, *(r for r in self.rowids if r != rowid and r not in self.texts)]
+            marks = ", ".join("?" * len(wanted))
+            sql = f"SELECT rowid, title, aliases, tags, description, body FROM memory_fts WHERE rowid IN ({marks})"
+            for row in self.db.execute(sql, wanted):
+                self.texts[row[0]] = " ".join(x or "" for x in row[1:]).lower()
+            self.texts.setdefault(rowid, "")
+        return self.texts[rowid]
+
+    def weigh(self, hit: "Hit", eligible: "Sequence[Hit]") -> "tuple[float, int, float, list[str]]":
+        """(evidence value, distinct topic terms, share of the prompt's topic weight, words) of ``hit``."""
+        if self.matched is None:
+            self.rowids = [h.rowid for h in eligible]
+            self.matched = self._match(self.rowids)
+        words = set(hit.matched) | self.matched.get(hit.rowid, set())
+        value = 0.0
+        topic = 0
+        covered = 0.0
+        seen: set[str] = set()
+        for word in sorted(words):
+            stem = self.stems.get(word, word)
+            if stem in seen:
+                continue
+            if not word.isascii() and not word_starts(self._text(hit.rowid), word, 1):
+                continue  # accents folded by the index: not the same word
+            seen.add(stem)
+            term = self.terms.get(word)
+            if term is None or term.generic:
+                value += GENERIC_VALUE
+                continue
+            topic += 1
+            covered += self.topic_weight.get(stem, 0.0)
+            specific = stem not in self.ordinary and word_starts(self._text(hit.rowid), _root(word), 1)
+            value += SPECIFIC_VALUE if specific else TOPIC_VALUE
+        share = covered / self.total_weight if self.total_weight else 0.0
+        return value, topic, share, sorted(words)
+
+    def _named(self, hit: "Hit", words: "Sequence[str]") -> list[str]:
+        """The prompt's words that the memory's title or aliases (what it is about) contain."""
+        row = self.db.execute("SELECT title, aliases FROM memory_fts WHERE rowid = ?", (hit.rowid,)).fetchone()
+        about = " ".join(x or "" for x in row).lower() if row else ""
+        stems = {self.stems.get(w, w): w for w in words if len(w) > 3 and not w.isdigit()}
+        return sorted(w for stem, w in stems.items() if word_starts(about, stem, 1))
+
+    def lacking(self, hit: "Hit", eligible: "Sequence[Hit]") -> str:
+        """Why ``hit`` may not be injected, or '' when the prompt's words are evidence enough."""
+        value, topic, share, words = self.weigh(hit, eligible)
+        why = ""
+        if self.by_title:
+            named = self._named(hit, words)
+            if len(named) < TITLE_WORDS:
+                why = (f"a question in everyday words speaks only for a memory whose title or aliases have "
+                       f"{TITLE_WORDS} of them (this one has {', '.join(named) or 'none'})")
+        elif not topic:
+            why = "matches only generic words of the prompt (" + ", ".join(words) + ")"
+        elif value >= STRONG_EVIDENCE or (value >= EVIDENCE_NEEDED and share >= COVERAGE_NEEDED):
+            pass
+        elif self.question and (value >= QUESTION_EVIDENCE or (topic == 1 and share >= SOLE_TERM_SHARE)):
+            pass
+        elif value < EVIDENCE_NEEDED:
+            why = f"too little evidence: {value:g} from {', '.join(words)} (needs {EVIDENCE_NEEDED:g})"
+        else:
+            why = (f"its matches ({', '.join(words)}) carry {share:.0%} of the prompt's topic weight "
+                   f"(needs {COVERAGE_NEEDED:.0%}, or evidence {STRONG_EVIDENCE:g} where it has {value:g})")
+        if why:
+            self.refused.append(f"{hit.id} {why}")
+        return why

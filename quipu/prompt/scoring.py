@@ -1,0 +1,137 @@
+"""The arithmetic of a score: BM25 per term, the natural log, decay, and how the rarest terms carry a memory."""
+from quipu.prompt.query import fts_quote
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqlite3 import Connection
+
+
+# BM25 column weights, in the FTS column order title, aliases, tags, description, body.
+# Title and aliases are what a memory is *about* (aliases are the words a person types for it),
+# so a match there is worth several body matches; tags (topics, entities) and the one-line
+# description sit between; the body is long and mentions much in passing.
+BM25_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 1.0)
+IDF_MIN_DOCS = 100
+READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see rows_matching)
+TERM_READ_LIMIT = 2000        # a chosen term's best rows read at most (a term that common is no topic)
+_SECONDS_PER_DAY = 86400.0
+_LN2 = 0.6931471805599453
+_SQRT2 = 1.4142135623730951
+
+
+def ln(x: float) -> float:
+    """The natural logarithm, to double precision, without ``math``: loading that shared library
+    costs the prompt hook more than all of its uses here. x = m * 2**k with m in [1/sqrt 2, sqrt 2),
+    then ln m = 2 atanh(s), s = (m - 1) / (m + 1) (|s| < 0.18), summed until the terms vanish."""
+    if not x > 0.0 or x == float("inf"):
+        raise ValueError(f"ln({x!r}) is not a finite real number")
+    k = 0
+    while x >= _SQRT2:
+        x *= 0.5
+        k += 1
+    while x < _SQRT2 * 0.5:
+        x *= 2.0
+        k -= 1
+    s = (x - 1.0) / (x + 1.0)
+    s2 = s * s
+    power = s
+    total = 0.0
+    n = 1
+    while True:
+        step = power / n
+        if total + step == total:
+            break
+        total += step
+        power *= s2
+        n += 2
+    return k * _LN2 + 2.0 * total
+
+
+def decay(created_ts: float, half_life_days: float | None, now: float) -> float:
+    if half_life_days is None or half_life_days <= 0:
+        return 1.0
+    age_days = max(0.0, (now - created_ts) / _SECONDS_PER_DAY)
+    return 0.5 ** (age_days / half_life_days)
+
+
+def carried_scores(raw: dict[int, dict[str, float]], scale: dict[str, float], rarest: int) -> dict[int, float]:
+    """Per memory, the score its best ``rarest`` term summands (each scaled to the smoothed idf)
+    carry: any of the gathered terms may carry it, but no more than ``rarest`` of them, so a long
+    prompt is not rewarded for its length. One pass, on every matching row: keep it lean."""
+    out: dict[int, float] = {}
+    for rowid, terms in raw.items():
+        if len(terms) <= rarest:
+            out[rowid] = sum(v * scale[t] for t, v in terms.items())
+        else:
+            out[rowid] = sum(sorted((v * scale[t] for t, v in terms.items()), reverse=True)[:rarest])
+    return out
+
+
+def match_expr(terms: "Sequence[str]") -> str:
+    return " OR ".join(fts_quote(t) for t in terms)
+
+
+def fts_idf(total: int, df: int) -> float:
+    """The idf FTS5's bm25() uses (clamped to 1e-6 for terms in half the rows or more)."""
+    value = ln((total - df + 0.5) / (df + 0.5)) if total > 0 else 0.0
+    return value if value > 0 else 1e-6
+
+
+def idf(total: int, df: int) -> float:
+    """Smoothed idf, never zero. Small stores are treated as holding at least IDF_MIN_DOCS
+    memories: in a store of three notes, a word found in one of them is still a real signal."""
+    total = max(total, IDF_MIN_DOCS)
+    return ln(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+def rows_matching(db: "Connection", expr: str, rowids: "Sequence[int]", df: int) -> list[tuple[int, float]]:
+    """(rowid, -bm25) of the candidates matching ``expr``.
+
+    FTS5 answers ``rowid IN (...)`` slowly (about 0.1 ms per listed row at 100,000 memories), so a
+    term found in few memories is read whole and filtered here; only a common one uses IN."""
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    wanted = set(rowids)
+    if df <= READ_WHOLE_DF:
+        sql = f"SELECT rowid, -bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?"
+        return [(r, score) for r, score in db.execute(sql, (expr,)) if r in wanted]
+    marks = ", ".join("?" * len(rowids))
+    sql = f"SELECT rowid, -bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})"
+    return list(db.execute(sql, [expr, *rowids]))
+
+
+def term_matches(db: "Connection", terms: "Sequence[str]", df: dict[str, int]) -> dict[int, dict[str, float]]:
+    """Per memory matching any of ``terms``: FTS5's BM25 summand of each term it contains.
+
+    FTS5's bm25() is a sum over the query's phrases of idf(phrase) x a saturated,
+    length-normalised, field-weighted term frequency; one single-term query per term recovers
+    each summand. A term in more than TERM_READ_LIMIT memories gives only its best rows."""
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    out: dict[int, dict[str, float]] = {}
+    for term in terms:
+        sql = f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
+        if df.get(term, 0) > TERM_READ_LIMIT:
+            sql += f" ORDER BY s DESC LIMIT {TERM_READ_LIMIT}"
+        for rowid, score in db.execute(sql, (fts_quote(term),)):
+            out.setdefault(rowid, {})[term] = float(score)
+    return out
+
+
+def share_of(
+    db: "Connection", rowids: "Sequence[int]", terms: "Sequence[str]", chosen: "Sequence[str]",
+    chosen_scores: dict[int, dict[str, float]], rare: int,
+) -> dict[int, float]:
+    """Each candidate's BM25 for ``terms`` as a share (0..1) of the best candidate's.
+
+    The query is ANDed with the chosen terms, so it reads no more rows than they match
+    (``rare``); the chosen terms' own summands are then taken off again (bm25 is additive)."""
+    if not terms or not rowids:
+        return {}
+    expr = f"({match_expr(terms)}) AND ({match_expr(chosen)})"
+    found = [
+        (rowid, score - sum(chosen_scores.get(rowid, {}).values()))
+        for rowid, score in rows_matching(db, expr, rowids, rare)
+    ]
+    best = max((score for _, score in found), default=0.0)
+    return {rowid: max(0.0, score) / best for rowid, score in found} if best > 1e-9 else {}
