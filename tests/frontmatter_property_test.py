@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quipu.index import index
+from quipu.index import schema
 from quipu.prompt import scoring
 from quipu.errors import InvalidMemory
 from quipu.store.memory import FIELDS, Memory, parse_memory
@@ -62,8 +62,8 @@ def _index_row(memory: Memory) -> None:
     """What the index does with a memory: the row goes into a real SQLite index of the real
     schema, and its rank can be computed."""
     db = sqlite3.connect(":memory:")
-    db.executescript(index.SCHEMA)
-    index._insert_rows(db, [index._row(memory, REL)])
+    db.executescript(schema.SCHEMA)
+    schema.insert_rows(db, [schema.memory_row(memory, REL)])
     created, half_life = db.execute("SELECT created_ts, half_life_days FROM memories").fetchone()
     assert math.isfinite(scoring.decay(created, half_life, time.time()))
     db.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from quipu.index import index
+from quipu.index import refresh
 from quipu.commands.search import search
 from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
@@ -186,7 +187,7 @@ def test_the_full_text_index_is_merged_after_a_rebuild_and_after_enough_changed_
     add_all(store, [memory("one-more", "One more pipeline note")])
     assert fts_changes() == 1
     # One commit of many new notes (as a sync from another machine brings): past the threshold.
-    batch = [memory(f"bulk-{n:03d}", f"Bulk note {n} about pipelines") for n in range(index.OPTIMIZE_AFTER_ROWS)]
+    batch = [memory(f"bulk-{n:03d}", f"Bulk note {n} about pipelines") for n in range(refresh.OPTIMIZE_AFTER_ROWS)]
     store.commit({m.path: render_memory(m) for m in batch}, "bulk import", {"Quipu-Action": "import"})
     assert fts_changes() == 0
     assert len(ids(store, "bulk pipelines")) > 0

@@ -139,6 +139,7 @@ class Service:
     def index(self) -> sqlite3.Connection:
         """The open index, brought up to HEAD first when HEAD moved (or the file was replaced)."""
         from quipu.index import index
+        from quipu.index import schema
         from quipu.prompt import locate
 
         store = self.store
@@ -147,7 +148,7 @@ class Service:
         if self._db is None or self._db_key[0] != head or self._inode() != self._db_key[1]:
             index.ensure_fresh(store)
             self.close()
-            self._db = index.connect(store.index_path, any_thread=True)  # calls are serialised
+            self._db = schema.connect(store.index_path, any_thread=True)  # calls are serialised
             self._db_key = (head, self._inode())
         return self._db
 

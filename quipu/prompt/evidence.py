@@ -1,16 +1,15 @@
 """The decision to speak: whether the prompt's own words are evidence enough for a memory."""
-from quipu.prompt.query import fts_quote
 from quipu.prompt.indexread import ordinary_of
-from quipu.prompt.scoring import idf, match_expr, rows_matching
 from quipu.prompt.inject import word_starts
+from quipu.prompt.query import fts_quote
+from quipu.prompt.scoring import idf, match_expr, rows_matching
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from quipu.prompt.query import Term
     from sqlite3 import Connection
 
+    from quipu.prompt.query import Term
     from quipu.prompt.recall import Hit
 
 

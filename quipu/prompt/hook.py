@@ -18,15 +18,17 @@ Contract:
 import sys
 import time
 
-from quipu.prompt import _fastjson
-from quipu.prompt import _fs
-from quipu.prompt import locate
-from quipu.prompt import query
-from quipu.prompt import recall
-from quipu.prompt import evidence
-from quipu.prompt import inject
-from quipu.prompt import indexread
-from quipu.prompt import transcript
+from quipu.prompt import (
+    _fastjson,
+    _fs,
+    evidence,
+    indexread,
+    inject,
+    locate,
+    query,
+    recall,
+    transcript,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -187,7 +189,9 @@ def _spawn_refresh(root: str) -> None:
 
         os.makedirs(os.path.dirname(mark), exist_ok=True)
         _touch(mark)
-        from quipu.prompt import launch  # the absolute interpreter, -I: no quipu/ in the session's folder runs
+        from quipu.prompt import (
+            launch,  # the absolute interpreter, -I: no quipu/ in the session's folder runs
+        )
 
         devnull = os.devnull
         argv = launch.quipu_argv("--store", root, "index", "--refresh", "--quiet")

@@ -1,14 +1,12 @@
 """Reading the index on the prompt path: the connection, its meta and settings, stems and document frequencies."""
 import sys
 
-from quipu.prompt import _fastjson
-from quipu.prompt import _fs
+from quipu.prompt import _fastjson, _fs
 from quipu.prompt.query import TOKENIZE, fts_term
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
     from sqlite3 import Connection
     from typing import Any
 

@@ -4,7 +4,6 @@ from quipu.prompt import fence
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
     from sqlite3 import Connection
 
     from quipu.prompt.recall import Hit

@@ -29,18 +29,33 @@ or opens git objects. Contract:
 # so a prompt with no topic never pays for it.
 import time
 
-from quipu.prompt.query import extract_terms, fts_quote
+from quipu.prompt.evidence import (
+    EVIDENCE_CHECKS,
+    Evidence,
+    is_question,
+    names_a_subject,
+)
 from quipu.prompt.indexread import frequencies_of, stems_of, store_size_of
-from quipu.prompt.scoring import carried_scores, decay, fts_idf, idf, match_expr, rows_matching, share_of, term_matches
 from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, excerpts_of
-from quipu.prompt.evidence import EVIDENCE_CHECKS, Evidence, is_question, names_a_subject
+from quipu.prompt.query import extract_terms, fts_quote
+from quipu.prompt.scoring import (
+    carried_scores,
+    decay,
+    fts_idf,
+    idf,
+    match_expr,
+    rows_matching,
+    share_of,
+    term_matches,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
 
-    from quipu.prompt.query import Term
     from sqlite3 import Connection
     from typing import Any
+
+    from quipu.prompt.query import Term
 
 RAREST_TERMS = 3              # the best this many term summands carry a memory's score
 GATHER_TERMS = 12              # the rarest topic terms that find candidates

@@ -4,7 +4,6 @@ from quipu.prompt.query import fts_quote
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
     from sqlite3 import Connection
 
 

@@ -9,8 +9,7 @@ On the prompt path: standard library only. Contract:
   and returns the last human prompt before the current one and the last assistant text.
 - ``human_turns`` reads a whole transcript for the offline passes (capture), in order.
 """
-from quipu.prompt import _fastjson
-from quipu.prompt import _fs
+from quipu.prompt import _fastjson, _fs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

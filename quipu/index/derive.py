@@ -1,0 +1,71 @@
+"""State derived from the event log: each memory's status, labels and links, folded in order."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+
+def fold_events(events: Iterable[str]) -> tuple[str | None, dict[str, str]]:
+    """Fold a memory's events (oldest first) into (superseded_by, {label: detail})."""
+    superseded_by: str | None = None
+    labels: dict[str, str] = {}
+    for text in events:
+        try:
+            event = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(event, dict):
+            continue
+        action = event.get("action")
+        if action == "supersede" and _is_event_word(event.get("by")):
+            superseded_by = event["by"]
+        elif action == "label" and _is_event_word(event.get("label")):
+            if event.get("set", True):
+                detail = event.get("detail")
+                labels[event["label"]] = clean_text(detail if isinstance(detail, str) else "")
+            else:
+                labels.pop(event["label"], None)
+    return superseded_by, labels
+
+
+def _is_event_word(value: object) -> bool:
+    """An id or a label as an event file may name it: short, no spaces, valid Unicode."""
+    return isinstance(value, str) and 0 < len(value) <= 64 and value.isprintable() and " " not in value \
+        and value == clean_text(value)
+
+
+def clean_text(text: str) -> str:
+    """``text`` without lone surrogates (SQLite stores UTF-8 only), at most 2,000 characters."""
+    return text[:2000].encode("utf-8", "replace").decode("utf-8")
+
+
+def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
+    """Recompute status, superseded_by and labels for ``ids`` (all when None)."""
+    if ids is None:
+        targets = [r[0] for r in db.execute("SELECT id FROM memories")]
+    else:
+        targets = sorted(ids)
+    existing = {r[0] for r in db.execute("SELECT id FROM memories")} if ids is None else None
+    links: dict[str, str] = {}
+    for new_id, supersedes in db.execute("SELECT id, supersedes FROM memories WHERE supersedes != ''"):
+        for old in supersedes.split():
+            links[old] = new_id
+    events: dict[str, list[str]] = {}
+    query = "SELECT memory, data FROM events ORDER BY memory, name"
+    if ids is not None:
+        query = f"SELECT memory, data FROM events WHERE memory IN ({', '.join('?' * len(targets))}) ORDER BY memory, name"
+    for mid, data in db.execute(query, [] if ids is None else targets):
+        events.setdefault(mid, []).append(data)
+    updates = []
+    for mid in targets:
+        if existing is not None and mid not in existing:
+            continue
+        by, labels = fold_events(events.get(mid, []))
+        by = by or links.get(mid)
+        updates.append((by, " ".join(sorted(labels)), json.dumps(labels, sort_keys=True), by, mid))
+    db.executemany(
+        "UPDATE memories SET superseded_by = ?, labels = ?, label_details = ?,"
+        " status = CASE WHEN ? IS NOT NULL THEN 'superseded' ELSE fm_status END WHERE id = ?",
+        updates,
+    )

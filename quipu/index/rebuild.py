@@ -1,0 +1,126 @@
+"""The full rebuild: every memory blob of HEAD into a new index file, in one transaction."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+from quipu.errors import FatalError
+from quipu.index.derive import derive_state
+from quipu.index.schema import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    connect,
+    indexable_memory,
+    insert_rows,
+    is_memory_path,
+    memory_row,
+    optimize_fts,
+)
+from quipu.store.store import LINK_MODE, Store
+
+
+def lexicon_words() -> list[str]:
+    """The stems of ordinary English words shipped with quipu (see quipu/data/lexicon.txt)."""
+    text = resources.files("quipu").joinpath("data", "lexicon.txt").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def rebuild_index(store: Store, head: str | None, path: Path) -> tuple[int, int]:
+    """Build the index of ``head`` into a new file that replaces ``path``; (rows, files skipped)."""
+    # Rebuilds run under the index lock, so any other temporary file is a killed rebuild's.
+    for stale in path.parent.glob(f"{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    db = connect(tmp)
+    try:
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        db.executescript(SCHEMA)
+        db.execute("BEGIN")
+        rows = []
+        problems = []
+        for rel, data in memory_blobs(store):
+            try:
+                rows.append(memory_row(indexable_memory(data, rel), rel))
+            except FatalError as exc:
+                problems.append((rel, str(exc)))
+        insert_rows(db, rows)
+        optimize_fts(db)
+        db.execute("INSERT INTO term_df SELECT term, doc FROM memory_vocab")
+        db.executemany("INSERT OR IGNORE INTO lexicon VALUES (?)", ((term,) for term in lexicon_words()))
+        db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?)", problems)
+        db.executemany("INSERT INTO events VALUES (?, ?, ?)", all_events(store))
+        derive_state(db, None)
+        write_meta(db, store, head)
+        db.execute("COMMIT")
+        db.execute("PRAGMA journal_mode = DELETE")
+        db.close()
+        for item in problems:
+            print(f"quipu: skipped {item[1]}", file=sys.stderr)
+        os.replace(tmp, path)
+        return len(rows), len(problems)
+    except BaseException:
+        db.close()
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
+    """All ``memories/**.md`` blobs at HEAD, sharded or not (a misplaced file becomes a problem)."""
+    repo = store.repo
+    try:
+        top = store._head_tree()["memories"]
+    except KeyError:
+        return
+    if top.type_str != "tree":
+        return
+    stack = [("memories", repo[top.id])]
+    while stack:
+        prefix, tree = stack.pop()
+        for entry in tree:  # type: ignore[attr-defined]
+            rel = f"{prefix}/{entry.name}"
+            if entry.type_str == "tree":
+                stack.append((rel, repo[entry.id]))
+            elif entry.type_str == "blob" and is_memory_path(rel):
+                yield rel, repo[entry.id].data  # type: ignore[attr-defined]
+
+
+def all_events(store: Store) -> Iterator[tuple[str, str, str]]:
+    repo = store.repo
+    try:
+        events = store._head_tree()["events"]
+    except KeyError:
+        return
+    for shard in repo[events.id]:  # type: ignore[attr-defined]
+        if shard.type_str != "tree":
+            continue
+        for memory in repo[shard.id]:  # type: ignore[attr-defined]
+            if memory.type_str != "tree":
+                continue
+            for entry in repo[memory.id]:  # type: ignore[attr-defined]
+                if entry.type_str == "blob" and entry.name.endswith(".json") and entry.filemode != LINK_MODE:
+                    yield memory.name, entry.name, repo[entry.id].data.decode("utf-8", "replace")  # type: ignore[attr-defined]
+
+
+def write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
+    from quipu.store import settings
+
+    recall_cfg = settings.section(store, "recall")  # a store's own values only within bounds
+    values = {
+        "schema": SCHEMA_VERSION,
+        "store": str(store.root.resolve()),
+        "head": head or "",
+        "built_at": str(time.time()),
+        "config": json.dumps(recall_cfg if isinstance(recall_cfg, dict) else {}),
+        "count": str(db.execute("SELECT count(*) FROM memories").fetchone()[0]),
+    }
+    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())

@@ -1,0 +1,165 @@
+"""From a memory file to its index row: the schema, and the rows written and removed."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from quipu.errors import FatalError, InvalidMemory
+from quipu.prompt.query import TOKENIZE
+from quipu.store.memory import Memory, parse_created, parse_memory
+
+SCHEMA_VERSION = "3"
+
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    description TEXT NOT NULL,
+    aliases TEXT NOT NULL,          -- joined with ' | '
+    tags TEXT NOT NULL,             -- topics and entities, joined with ' | '
+    body TEXT NOT NULL,
+    class TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    fm_status TEXT NOT NULL,        -- the status written in the file
+    status TEXT NOT NULL,           -- after supersession events and links
+    superseded_by TEXT,
+    supersedes TEXT NOT NULL,       -- ids from the frontmatter, space separated
+    labels TEXT NOT NULL,           -- current labels, space separated
+    label_details TEXT NOT NULL,    -- JSON {label: detail}
+    created_ts REAL NOT NULL,       -- unix seconds
+    half_life_days REAL,            -- NULL: never decays
+    session TEXT,
+    project TEXT,
+    always_on INTEGER NOT NULL
+);
+CREATE INDEX memories_class ON memories(class, status);
+-- External-content FTS5 over the text columns of `memories`; rowids are shared.
+-- porter: word-level matching with stemming, so "api" never matches "rapid" (no substrings)
+-- and "deploys" matches "deploy". unicode61 with diacritics removed folds "café" to "cafe".
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+    title, aliases, tags, description, body,
+    content='memories', content_rowid='rowid',
+    tokenize='{tokenize}'
+);
+-- Document frequency per stemmed term, for picking the rarest query terms.
+CREATE VIRTUAL TABLE memory_vocab USING fts5vocab(memory_fts, 'row');
+-- The same numbers as a plain table: fts5vocab counts a term's documents by reading its whole
+-- posting list on every lookup (slow for common words); the prompt hook reads this instead.
+-- Kept exact: a rebuild copies memory_vocab, an incremental refresh moves it by the terms of
+-- the rows it removes and adds.
+CREATE TABLE term_df(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE events(memory TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY(memory, name));
+CREATE TABLE problems(path TEXT PRIMARY KEY, problem TEXT NOT NULL);
+-- The stems of ordinary English words (quipu/data/lexicon.txt). Recall treats a prompt term
+-- whose stem is not here (a project, a tool, an identifier) as specific: strong evidence alone.
+-- In the index, not in a module, so the prompt hook pays one lookup for a prompt's few terms
+-- instead of loading sixteen thousand words.
+CREATE TABLE lexicon(term TEXT PRIMARY KEY) WITHOUT ROWID;
+""".replace("{tokenize}", TOKENIZE)
+
+
+COLUMNS = (
+    "id", "path", "title", "description", "aliases", "tags", "body", "class", "origin", "fm_status",
+    "status", "superseded_by", "supersedes", "labels", "label_details", "created_ts", "half_life_days",
+    "session", "project", "always_on",
+)
+
+
+FTS_COLUMNS = ("title", "aliases", "tags", "description", "body")
+
+
+def memory_row(memory: Memory, path: str) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "path": path,
+        "title": memory.title,
+        "description": memory.description,
+        "aliases": " | ".join(memory.aliases),
+        "tags": " | ".join(memory.topics + memory.entities),
+        "body": memory.body,
+        "class": memory.cls,
+        "origin": memory.origin,
+        "fm_status": memory.status,
+        "status": memory.status,
+        "superseded_by": None,
+        "supersedes": " ".join(memory.supersedes),
+        "labels": "",
+        "label_details": "{}",
+        "created_ts": parse_created(memory.created).timestamp(),
+        "half_life_days": memory.half_life_days,
+        "session": memory.session,
+        "project": memory.project,
+        "always_on": int(memory.always_on),
+    }
+
+
+def is_memory_path(rel: str) -> bool:
+    """Every ``memories/**.md`` file is indexed or reported, wherever a person committed it."""
+    return rel.startswith("memories/") and rel.endswith(".md")
+
+
+def indexable_memory(data: bytes, rel: str) -> Memory:
+    """The memory a committed file holds, or InvalidMemory naming the file and the field: the
+    boundary every file a person can commit passes before it reaches the index."""
+    try:
+        memory = parse_memory(data, rel)
+    except FatalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one bad file must never take the index down
+        raise InvalidMemory(f"{rel}: cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if memory.path != rel:
+        raise InvalidMemory(f"{rel}: id '{memory.id}' does not match the file's path (expected {memory.path})")
+    return memory
+
+
+def insert_rows(db: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    placeholders = ", ".join(f":{c}" for c in COLUMNS)
+    db.executemany(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({placeholders})", rows)
+    cols = ", ".join(FTS_COLUMNS)
+    db.execute(f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories")
+
+
+def memory_id_of_event(rel: str) -> str | None:
+    parts = rel.split("/")
+    if len(parts) == 4 and parts[0] == "events" and parts[3].endswith(".json"):
+        return parts[2]
+    return None
+
+
+def delete_row(db: sqlite3.Connection, rowid: int) -> None:
+    note_changed_row(db, rowid, "removed")
+    cols = ", ".join(FTS_COLUMNS)
+    db.execute(
+        f"INSERT INTO memory_fts(memory_fts, rowid, {cols}) SELECT 'delete', rowid, {cols} FROM memories WHERE rowid = ?",
+        (rowid,),
+    )
+    db.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+
+
+def connect(path: Path | str, *, any_thread: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode; ``any_thread`` for a caller that serialises its use itself."""
+    db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not any_thread)
+    db.execute("PRAGMA busy_timeout = 30000")
+    return db
+
+
+def read_meta(db: sqlite3.Connection) -> dict[str, str]:
+    return dict(db.execute("SELECT key, value FROM meta").fetchall())
+
+
+def note_changed_row(db: sqlite3.Connection, rowid: int, side: str) -> None:
+    cols = ", ".join(FTS_COLUMNS)
+    db.execute(f"INSERT INTO temp.{side}_text({cols}) SELECT {cols} FROM memories WHERE rowid = ?", (rowid,))
+
+
+def optimize_fts(db: sqlite3.Connection) -> None:
+    """Merge the full-text index into one segment. Every FTS5 query reads each segment's b-tree,
+    so a bulk load's many segments (or those incremental refreshes add) slow every prompt's
+    lookups: one segment halves their cost at 10,000 memories."""
+    db.execute("INSERT INTO memory_fts(memory_fts) VALUES('optimize')")
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('fts_changes', '0')")
