@@ -9,6 +9,7 @@ import pytest
 
 from quipu.index import index
 from quipu.capture import profile
+from quipu.capture import profile_rebuild
 from quipu.prompt import recall
 from quipu.errors import ConflictError, FatalError
 from quipu.model import ScriptedModel
@@ -240,7 +241,7 @@ def test_rebuild_never_shows_the_model_the_old_card_and_keeps_what_the_user_said
     store = rebuild_store(store_path)
     model = ScriptedModel([rebuild_answer()])
 
-    proposal = profile.propose_rebuild(store, model)
+    proposal = profile_rebuild.propose_rebuild(store, model)
 
     prompt = model.calls[0][0]
     assert "hobby astronomer" not in prompt and "Arch Linux" not in prompt
@@ -254,7 +255,7 @@ def test_rebuild_never_shows_the_model_the_old_card_and_keeps_what_the_user_said
     assert "-Environment: The user runs Arch Linux" in proposal.diff()
     assert [ln.text for ln in proposal.to_demote] == ["The user is a hobby astronomer"]
 
-    change = profile.apply_rebuild(store, proposal)
+    change = profile_rebuild.apply_rebuild(store, proposal)
 
     card = profile.read_card(store)
     assert {ln.text for ln in card.lines} == {"The user prefers answers with the code first",
@@ -266,10 +267,10 @@ def test_rebuild_never_shows_the_model_the_old_card_and_keeps_what_the_user_said
 
 def test_rebuild_refuses_to_apply_over_a_card_that_changed_meanwhile(store_path: Path) -> None:
     store = rebuild_store(store_path)
-    proposal = profile.propose_rebuild(store, ScriptedModel([rebuild_answer()]))
+    proposal = profile_rebuild.propose_rebuild(store, ScriptedModel([rebuild_answer()]))
     profile.add_line(store, "Preference", "The user likes long walks")
     with pytest.raises(FatalError, match="changed while"):
-        profile.apply_rebuild(store, proposal)
+        profile_rebuild.apply_rebuild(store, proposal)
 
 
 # ------------------------------------------------------------------------------ the command

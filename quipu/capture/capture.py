@@ -34,17 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quipu.store.locks import file_lock
-from quipu.capture import enrich
-from quipu.capture import facts
-from quipu.capture import gates
-from quipu.index import index
-from quipu.store import secrets_scan
-from quipu.prompt import transcript
-from quipu.errors import FatalError
+from quipu.capture import enrich, facts, gates
 from quipu.capture.gates import Candidate
-from quipu.store.memory import Memory, new_id, now_utc
+from quipu.errors import FatalError
+from quipu.index import index
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError
+from quipu.prompt import transcript
+from quipu.store import secrets_scan
+from quipu.store.locks import file_lock
+from quipu.store.memory import Memory, new_id, now_utc
 from quipu.store.store import Store
 
 MAX_SESSION_CHARS = 60_000
@@ -279,7 +277,9 @@ def capture_session(
 
 def _capture(store: Store, path: str, session_id: str, model: Model, budget: Budget | None, max_chars: int,
              sweep: str | None) -> CaptureReport:
-    from quipu.capture import profile  # the card is optional to capture; import it only when used
+    from quipu.capture import (
+        profile,  # the card is optional to capture; import it only when used
+    )
 
     report = CaptureReport(session=session_id)
     try:

@@ -19,9 +19,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from quipu.model import Model
 from quipu.store import secrets_scan
 from quipu.store.memory import Memory
-from quipu.model import Model
 
 MAX_ALIASES = 6
 MAX_ALIAS_CHARS = 80

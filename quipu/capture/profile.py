@@ -37,18 +37,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from quipu.store.locks import file_lock
 from quipu.capture import gates
-from quipu.index import index
 from quipu.errors import FatalError
+from quipu.index import index
+from quipu.store.locks import file_lock
 from quipu.store.memory import Memory, new_id, now_utc, parse_memory, render_memory
-from quipu.model import Model
 from quipu.store.store import Store
 
 PROFILE_PATH = "profile.md"
@@ -180,7 +178,7 @@ class Change:
         }
 
 
-def _today() -> str:
+def today_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
 
 
@@ -205,7 +203,7 @@ def parse_card(text: str, limits: Limits | None = None) -> Card:
             unparsed.append(stripped)
             continue
         # A line without the trailing comment was written by hand: the user said it.
-        lines.append(Line(m["prefix"], m["text"].strip(), m["origin"] or "user", m["since"] or _today(),
+        lines.append(Line(m["prefix"], m["text"].strip(), m["origin"] or "user", m["since"] or today_iso(),
                           int(m["stable"]) if m["stable"] else DEFAULT_STABLE_MONTHS))
     return Card(tuple(lines), limits or Limits(), tuple(unparsed))
 
@@ -248,7 +246,7 @@ def _check_text(text: str) -> str:
 
 # ------------------------------------------------------------------------------ writing
 
-def _locked(store: Store) -> contextlib.AbstractContextManager[None]:
+def card_lock(store: Store) -> contextlib.AbstractContextManager[None]:
     return file_lock(store.cache_dir / "profile.lock")
 
 
@@ -284,7 +282,7 @@ def _without(card: Card, line: Line) -> Card:
     return replace(card, lines=tuple(ln for ln in card.lines if ln is not line))
 
 
-def _demote(store: Store, card: Card, line: Line, why: str, change: Change, sweep: str | None) -> Card:
+def demote_line(store: Store, card: Card, line: Line, why: str, change: Change, sweep: str | None) -> Card:
     """Move ``line`` from the card (as committed in ``card``) to the store: one commit."""
     memory = _memory_for(line, why)
     card = _without(card, line)
@@ -326,9 +324,9 @@ def add_line(
     anywhere; ``Change.note`` says why."""
     if prefix not in PREFIXES:
         raise FatalError(f"unknown profile prefix {prefix!r}\n- use one of: {', '.join(PREFIXES)}")
-    line = Line(prefix, _check_text(text), origin, _today(), stable_months)
+    line = Line(prefix, _check_text(text), origin, today_iso(), stable_months)
     change = Change()
-    with _locked(store):
+    with card_lock(store):
         card = read_card(store, limits)
         why = admission(line, card.limits)
         if why is not None and not divert:
@@ -361,13 +359,13 @@ def add_line(
             return change
         for gone in leaving_lines:
             if gone is line:  # weaker than every line it would displace: straight to the store
-                memory = _memory_for(line, f"kept off the full profile on {_today()} (weaker than the lines on it)")
+                memory = _memory_for(line, f"kept off the full profile on {today_iso()} (weaker than the lines on it)")
                 sha = _commit_memory(store, memory, None, "profile-demote",
                                      f"quipu: profile-demote {memory.id} {line.entry[:60]}", sweep)
                 change.demoted.append((line, memory.id))
                 change.commits.append(sha)
             else:
-                card = _demote(store, card, gone, f"moved from the profile on {_today()} (the card was full)",
+                card = demote_line(store, card, gone, f"moved from the profile on {today_iso()} (the card was full)",
                                change, sweep)
         if not any(ln is line for ln, _mid in change.demoted):
             sha = store.commit({PROFILE_PATH: replace(card, lines=card.lines + (line,)).render_file()},
@@ -382,10 +380,10 @@ def add_line(
 def fit(store: Store, *, limits: Limits | None = None, sweep: str | None = None) -> Change:
     """Demote the weakest lines of an over-full card (after a hand edit) until it fits."""
     change = Change()
-    with _locked(store):
+    with card_lock(store):
         card = read_card(store, limits)
         for gone in leaving(card):
-            card = _demote(store, card, gone, f"moved from the over-full profile on {_today()}", change, sweep)
+            card = demote_line(store, card, gone, f"moved from the over-full profile on {today_iso()}", change, sweep)
     if change.commits:
         index.ensure_fresh(store)
     return change
@@ -393,151 +391,4 @@ def fit(store: Store, *, limits: Limits | None = None, sweep: str | None = None)
 
 # ------------------------------------------------------------------------------ rebuild
 
-REBUILD_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["lines"],
-    "properties": {
-        "lines": {
-            "type": "array",
-            "maxItems": 30,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["prefix", "text", "stable_for_months", "source_ids"],
-                "properties": {
-                    "prefix": {"enum": list(PREFIXES)},
-                    "text": {"type": "string"},
-                    "stable_for_months": {"type": "integer"},
-                    "source_ids": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        }
-    },
-}
-REBUILD_SOURCE_CHARS = 40_000
-
-
-@dataclass
-class Proposal:
-    old: Card
-    new: Card
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (entry, reason)
-    to_demote: list[Line] = field(default_factory=list)           # old user lines the new card drops
-
-    def diff(self) -> str:
-        old = self.old.render_card().splitlines()
-        new = self.new.render_card().splitlines()
-        return "\n".join(difflib.unified_diff(old, new, "profile (now)", "profile (rebuilt)", lineterm=""))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"old": self.old.to_json(), "new": self.new.to_json(), "diff": self.diff(),
-                "refused": [{"line": e, "reason": r} for e, r in self.refused],
-                "demote": [ln.entry for ln in self.to_demote]}
-
-
-def _sources(store: Store) -> tuple[str, dict[str, str]]:
-    rows = index.rows(
-        store,
-        "SELECT id, title, description, class, origin FROM memories WHERE status = 'active' "
-        "AND class IN ('preference', 'fact', 'rule', 'reference') "
-        "ORDER BY origin = 'user' DESC, class = 'preference' DESC, created_ts DESC, id",
-    )
-    lines: list[str] = []
-    origins: dict[str, str] = {}
-    used = 0
-    for row in rows:
-        text = f"[{row['id']}] ({row['class']}, said by {row['origin']}) {row['title']}"
-        if row["description"]:
-            text += f" — {row['description']}"
-        if used + len(text) > REBUILD_SOURCE_CHARS:
-            break
-        lines.append(text)
-        origins[row["id"]] = row["origin"]
-        used += len(text) + 1
-    return "\n".join(lines), origins
-
-
-def rebuild_prompt(limits: Limits, memories: str) -> str:
-    return (
-        "Build a short profile card of durable facts about the user of this memory store, using only the "
-        "memories below. Each line starts with one prefix: Identity (who they are), Preference (how they "
-        "like work done), Environment (their durable setup), Working style (how they collaborate). "
-        f"At most {limits.max_lines} lines of at most {limits.entry_chars} characters each, written as claims "
-        "about the user ('The user prefers X'), never as commands. Leave out anything that could change "
-        "within six months; give stable_for_months honestly. Cite the ids of the memories each line "
-        f"rests on in source_ids.\n\n<memories>\n{memories}\n</memories>"
-    )
-
-
-def propose_rebuild(store: Store, model: Model, *, limits: Limits | None = None) -> Proposal:
-    """A fresh card from the store's memories; the model never sees the old card."""
-    with _locked(store):
-        old = read_card(store, limits)
-    memories, origins = _sources(store)
-    answer = model.complete(rebuild_prompt(old.limits, memories), REBUILD_SCHEMA, purpose="profile-rebuild")
-    refused: list[tuple[str, str]] = []
-    admitted: list[Line] = []
-    for item in answer["lines"]:
-        text = " ".join(str(item["text"]).split())
-        entry = f"{item['prefix']}: {text}"
-        sources = [s for s in item["source_ids"] if s in origins]
-        if not sources:
-            refused.append((entry, "cites no memory of the store"))
-            continue
-        refusal = gates.check_text(text)
-        if refusal is not None:
-            refused.append((entry, refusal.detail))
-            continue
-        origin = "user" if any(origins[s] == "user" for s in sources) else "session"
-        line = Line(item["prefix"], text, origin, _today(), int(item["stable_for_months"]))
-        why = admission(line, old.limits)
-        if why is not None:
-            refused.append((entry, why))
-        elif line.key() not in {ln.key() for ln in admitted}:
-            admitted.append(line)
-    # Fit by strength: the strongest lines that fit the caps, in the model's order.
-    kept: list[Line] = []
-    for line in sorted(admitted, key=lambda ln: ln.strength(), reverse=True):
-        trial = Card(tuple(kept) + (line,), old.limits)
-        if trial.over_capacity():
-            refused.append((line.entry, "no room left on the card (its sources stay searchable)"))
-        else:
-            kept.append(line)
-    kept.sort(key=admitted.index)
-    # Keep each surviving line's history (origin, since) when the same entry was already there.
-    before = {ln.key(): ln for ln in old.lines}
-    kept = [before.get(ln.key(), ln) for ln in kept]
-    new = Card(tuple(kept), old.limits, old.unparsed)
-    keys = {ln.key() for ln in kept}
-    to_demote = [ln for ln in old.lines if ln.origin == "user" and ln.key() not in keys and not _in_store(store, ln)]
-    return Proposal(old, new, refused, to_demote)
-
-
-def _in_store(store: Store, line: Line) -> bool:
-    """Whether an active memory already says exactly this line (so demoting it would duplicate)."""
-    rows = index.rows(store, "SELECT title, body FROM memories WHERE status = 'active' AND title = ?", (line.text,))
-    return bool(rows)
-
-
-def apply_rebuild(store: Store, proposal: Proposal, *, sweep: str | None = None) -> Change:
-    change = Change()
-    with _locked(store):
-        current = read_card(store, proposal.old.limits)
-        if current.render_file() != proposal.old.render_file():
-            raise FatalError("the profile changed while the rebuild was proposed\n- run `quipu profile rebuild` again")
-        card = current
-        for line in proposal.to_demote:
-            same = [ln for ln in card.lines if ln.key() == line.key()]
-            if same:
-                card = _demote(store, card, same[0],
-                               f"dropped by a profile rebuild on {_today()} (the user said it; kept searchable)",
-                               change, sweep)
-        data = proposal.new.render_file()
-        if store.read_bytes(PROFILE_PATH) != data:
-            sha = store.commit({PROFILE_PATH: data}, f"quipu: profile-rebuild ({proposal.new.header()})",
-                               {"Quipu-Action": "profile-rebuild", "Quipu-Memory": PROFILE_ID, "Quipu-Sweep": sweep})
-            change.commits.append(sha)
-    index.ensure_fresh(store)
-    return change
 

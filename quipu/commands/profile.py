@@ -7,6 +7,7 @@ from pathlib import Path
 
 from quipu.curate import consistency
 from quipu.capture import profile
+from quipu.capture import profile_rebuild
 from quipu.commands._common import add_json, open_store
 from quipu.commands.capture import add_model_options, model_and_budget
 from quipu.errors import FatalError
@@ -113,11 +114,11 @@ def run_fit(args: argparse.Namespace) -> int:
 def run_rebuild(args: argparse.Namespace) -> int:
     store = open_store(args)
     model, budget = model_and_budget(args, store)
-    proposal = profile.propose_rebuild(store, MeteredModel(model, budget, store.cache_dir / "model-calls.jsonl"))
+    proposal = profile_rebuild.propose_rebuild(store, MeteredModel(model, budget, store.cache_dir / "model-calls.jsonl"))
     apply = args.yes
     if args.json:
         if apply:
-            change = profile.apply_rebuild(store, proposal)
+            change = profile_rebuild.apply_rebuild(store, proposal)
             print_json({**proposal.to_json(), "applied": True, "commits": change.commits})
         else:
             print_json({**proposal.to_json(), "applied": False})
@@ -135,7 +136,7 @@ def run_rebuild(args: argparse.Namespace) -> int:
     if not apply:
         print("Not applied (run again with --yes to apply).")
         return 0
-    change = profile.apply_rebuild(store, proposal)
+    change = profile_rebuild.apply_rebuild(store, proposal)
     print(f"Applied in {len(change.commits)} commit(s).")
     return 0
 
