@@ -17,7 +17,8 @@ from quipu.index import index
 from quipu.curate import review
 from quipu.mcp.tools import MAX_ANSWER_CHARS, MAX_SEARCH_CHARS
 from quipu.prompt.inject import FENCE_CLOSE, FENCE_OPEN
-from quipu.store.store import Store, parse_trailers
+from quipu.store.store import Store
+from quipu.store.trailers import parse_trailers
 from testing.transcripts import Transcript
 from testing.fixtures import REPO_ROOT, add_all, example_store, git, memory, quipu
 

@@ -28,7 +28,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+from quipu.errors import SecretRefused
 
 
 class Secret(NamedTuple):
@@ -256,3 +259,17 @@ def redact(text: str) -> str:
         pos = span.end
     out.append(text[pos:])
     return "".join(out)
+
+
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str) -> None:
+    """Raise ``SecretRefused`` when a file of a commit, or its message, holds a secret."""
+    for rel, data in [*changes.items(), ("the commit message", message.encode("utf-8"))]:
+        if data is None:
+            continue
+        spans = find_secrets(data.decode("utf-8", "replace"))
+        if spans:
+            kinds = ", ".join(sorted({s.kind for s in spans}))
+            raise SecretRefused(
+                f"refusing to commit {rel}: it looks like it holds a secret ({kinds}); nothing was committed\n"
+                "- keep the secret in a secret manager and write down where it lives, not its value"
+            )

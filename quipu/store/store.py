@@ -20,13 +20,12 @@ import os
 import secrets
 import shutil
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
-from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound, SecretRefused
+from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 from quipu.prompt import locate
 from quipu.store import assets, gitstore, indexlock, secrets_scan, trees
 from quipu.store.memory import (
@@ -36,72 +35,16 @@ from quipu.store.memory import (
     parse_memory,
     render_memory,
 )
+from quipu.store.trailers import (
+    LogEntry,
+    event_dir,
+    format_message,
+    parse_trailers,
+    trailer_stamp,
+)
 
 CONFIG_NAME = "quipu.toml"
 LINK_MODE = pygit2.enums.FileMode.LINK  # a committed symlink is never read as a memory
-TRAILER_KEYS = (
-    "Quipu-Action",
-    "Quipu-Memory",
-    "Quipu-Supersedes",
-    "Quipu-Sweep",
-    "Quipu-Session",
-    "Quipu-Label",
-    "Quipu-Reverts",
-    "Quipu-Verdict",
-    "Quipu-Confidence",
-    "Quipu-Guards",
-)
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    commit: str
-    time: str
-    summary: str
-    trailers: dict[str, str]
-
-    @property
-    def action(self) -> str:
-        return self.trailers.get("Quipu-Action", "")
-
-    @property
-    def memory(self) -> str:
-        return self.trailers.get("Quipu-Memory", "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"commit": self.commit, "time": self.time, "summary": self.summary, "trailers": self.trailers}
-
-
-def event_dir(memory_id: str) -> str:
-    check_id(memory_id)
-    return f"events/{memory_id[:2]}/{memory_id}"
-
-
-def _stamp() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-
-
-def format_message(summary: str, trailers: Mapping[str, str | None], body: str = "") -> str:
-    lines = [summary.replace("\n", " ")[:200], ""]
-    if body:
-        lines += [body.strip(), ""]
-    for key, value in trailers.items():
-        if value is None or value == "":
-            continue
-        text = str(value).replace("\n", " ").strip()
-        lines.append(f"{key}: {text}")
-    return "\n".join(lines) + "\n"
-
-
-def parse_trailers(message: str) -> dict[str, str]:
-    """The ``Quipu-*`` trailers of a commit message (the last paragraph)."""
-    out: dict[str, str] = {}
-    paragraphs = message.strip().split("\n\n")
-    for line in paragraphs[-1].splitlines() if paragraphs else []:
-        key, sep, value = line.partition(": ")
-        if sep and key.startswith("Quipu-"):
-            out[key] = value.strip()
-    return out
 
 
 class Store:
@@ -290,7 +233,7 @@ class Store:
         Nothing that looks like a secret is committed, in any file or in the message: a secret in
         git history is there for good (``SecretRefused``, and nothing is written)."""
         message = format_message(summary, trailers)
-        refuse_secrets(changes, message)
+        secrets_scan.refuse_secrets(changes, message)
         sha = gitstore.commit_files(
             self.root, changes, message, repo=self.repo, create_only=create_only, require=require
         )
@@ -350,7 +293,7 @@ class Store:
         # Decisions carry a model's or a person's words (a reason, a detail): redacted, not refused.
         event = secrets_scan.redact_values({"memory": memory_id, "at": _now(), **event})
         summary = secrets_scan.redact(summary)
-        name = f"{event_dir(memory_id)}/{_stamp()}-{secrets.token_hex(3)}.json"
+        name = f"{event_dir(memory_id)}/{trailer_stamp()}-{secrets.token_hex(3)}.json"
         data = (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
         return self.commit(
             {name: data},
@@ -481,19 +424,6 @@ class Store:
             for e in targets
         }
         return gitstore.revert_commits(self.root, [e.commit for e in targets], messages)
-
-
-def refuse_secrets(changes: Mapping[str, bytes | None], message: str) -> None:
-    for rel, data in [*changes.items(), ("the commit message", message.encode("utf-8"))]:
-        if data is None:
-            continue
-        spans = secrets_scan.find_secrets(data.decode("utf-8", "replace"))
-        if spans:
-            kinds = ", ".join(sorted({s.kind for s in spans}))
-            raise SecretRefused(
-                f"refusing to commit {rel}: it looks like it holds a secret ({kinds}); nothing was committed\n"
-                "- keep the secret in a secret manager and write down where it lives, not its value"
-            )
 
 
 def _now() -> str:

@@ -41,7 +41,8 @@ from quipu.index import index
 from quipu.sync import merge as sync_merge
 from quipu.sync import policy as sync_policy
 from quipu.errors import ConflictError, FatalError, NoStore
-from quipu.store.store import CONFIG_NAME, Store, format_message, parse_trailers
+from quipu.store.store import CONFIG_NAME, Store
+from quipu.store.trailers import format_message, parse_trailers
 from quipu.sync.policy import KeptBoth, Refusal
 
 MAX_ATTEMPTS = 20
