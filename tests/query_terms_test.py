@@ -1,4 +1,4 @@
-"""quipu.prompt.query.fts_term makes the very terms SQLite's FTS5 tokenizer stores, so the prompt hook can
+"""quipu.prompt.stem.fts_term makes the very terms SQLite's FTS5 tokenizer stores, so the prompt hook can
 look words up without asking SQLite to tokenize them."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-from quipu.prompt.query import TOKENIZE, fts_term
+from quipu.prompt.stem import TOKENIZE, fts_term
 
 REPO = Path(__file__).resolve().parent.parent
 SUFFIXES = ("", "s", "es", "ies", "sses", "ed", "eed", "ing", "ational", "tional", "ization", "ness", "ful", "ion",

@@ -7,7 +7,7 @@ whole matrix with one memory map and one matrix-vector product: 100,000 turns in
 Contract:
 - Built only from the archive: ``rebuild`` recreates both files from ``archive.all_turns``;
   ``upsert`` and ``delete`` keep them in step with each archive write, under the archive lock.
-- The FTS5 table uses the memory index's tokenizer (``quipu.prompt.query.TOKENIZE``), so words match
+- The FTS5 table uses the memory index's tokenizer (``quipu.prompt.stem.TOKENIZE``), so words match
   the same way in both. Rowids are never reused (``AUTOINCREMENT``): a replaced or deleted turn's
   vector row is zeroed, and a zero vector matches nothing.
 - Deleting is for good: ``secure_delete`` zeroes freed pages, the FTS5 segments are merged
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from quipu.history import embed
 from quipu.history.archive import Layout, Turn, all_turns
-from quipu.prompt.query import TOKENIZE
+from quipu.prompt.stem import TOKENIZE
 
 SCHEMA_VERSION = "1"
 _BATCH = 4096

@@ -21,7 +21,7 @@ from quipu.index.schema import (
     optimize_fts,
     read_meta,
 )
-from quipu.prompt.query import TOKENIZE
+from quipu.prompt.stem import TOKENIZE
 from quipu.store.store import LINK_MODE, Store
 
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from quipu.errors import FatalError, InvalidMemory
-from quipu.prompt.query import TOKENIZE
+from quipu.prompt.stem import TOKENIZE
 from quipu.store.memory import Memory, parse_created, parse_memory
 
 SCHEMA_VERSION = "3"

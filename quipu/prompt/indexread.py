@@ -2,7 +2,7 @@
 import sys
 
 from quipu.prompt import _fastjson, _fs
-from quipu.prompt.query import TOKENIZE, fts_term
+from quipu.prompt.stem import TOKENIZE, fts_term
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def index_config(db: "Connection", meta: "dict[str, str] | None" = None) -> "dic
 
 def stems_of(db: "Connection", words: "Sequence[str]") -> dict[str, str]:
     """Map each word to the term the index's tokenizer makes of it (stemmed). ASCII words are
-    stemmed in Python (``quipu.prompt.query.fts_term``); any other goes through a temporary FTS5 table."""
+    stemmed in Python (``quipu.prompt.stem.fts_term``); any other goes through a temporary FTS5 table."""
     out: dict[str, str] = {}
     others: list[str] = []
     for word in words:
