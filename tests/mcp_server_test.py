@@ -15,7 +15,8 @@ from mcp import Client, StdioServerParameters
 
 from quipu.index import index
 from quipu.curate import review
-from quipu.mcp.tools import MAX_ANSWER_CHARS, MAX_SEARCH_CHARS
+from quipu.mcp.tools import MAX_SEARCH_CHARS
+from quipu.mcp.answers import MAX_ANSWER_CHARS
 from quipu.prompt.inject import FENCE_CLOSE, FENCE_OPEN
 from quipu.store.store import Store
 from quipu.store.trailers import parse_trailers

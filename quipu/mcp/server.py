@@ -22,7 +22,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from quipu import __version__, output
-from quipu.mcp.tools import Answer, Service, Tool, conversation_id, has_history
+from quipu.mcp.answers import Answer, Tool
+from quipu.mcp.history_tools import has_history
+from quipu.mcp.tools import Service, conversation_id
 
 NAME = "quipu"
 INSTRUCTIONS = (
