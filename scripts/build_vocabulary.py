@@ -47,7 +47,7 @@ from quipu.prompt.query import _words
 from quipu.prompt.stem import fts_term# noqa: E402
 from testing.realistic import MISSING_DATA, data_dir, real_notes, real_prompts  # noqa: E402
 
-OUT = REPO / "quipu" / "vocabulary.py"
+OUT = REPO / "quipu" / "prompt" / "vocabulary.py"
 LEXICON = REPO / "quipu" / "data" / "lexicon.txt"
 DICTIONARY = Path("/usr/share/dict/american-english-small")  # Debian's wamerican-small (SCOWL size 35)
 SCOWL_NOTICE = """\
@@ -232,7 +232,10 @@ def render(data: Path) -> str:
         'frozenset of the same words takes to build; ``is_listed`` is one dict lookup and one substring test.\n"""\n'
     )
     lines = [header, "WORDS = {"]
-    lines += [f"    {key!r}: {(' ' + ' '.join(ws) + ' ')!r}," for key, ws in sorted(buckets.items())]
+    by_letter: dict[str, list[str]] = collections.defaultdict(list)  # a line per first letter
+    for key, ws in sorted(buckets.items()):
+        by_letter[key[0]].append(f"{key!r}: {(' ' + ' '.join(ws) + ' ')!r},")
+    lines += ["    " + " ".join(items) for _, items in sorted(by_letter.items())]
     lines += ["}", "", "", "def is_listed(word: str) -> bool:",
               '    """Whether ``word`` (lower-cased) is one of the words above."""',
               "    bucket = WORDS.get(word[:2])",
