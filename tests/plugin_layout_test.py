@@ -101,7 +101,7 @@ def test_every_script_the_plugin_names_is_in_the_built_wheel(tmp_path: Path) -> 
     for rel in scripts_named():
         assert f"quipu/_assets/{rel}" in names
     assert "quipu/_assets/hooks/hooks.json" in names
-    assert {"quipu/claude/settings.py", "quipu/claude/memorymd.py", "quipu/store/precommit.py"} <= names
+    assert {"quipu/claude/settings.py", "quipu/claude/memorymd.py", "quipu/claude/precommit.py"} <= names
 
 
 def test_launcher_does_nothing_inside_quipus_own_children(quipu_env: Path) -> None:

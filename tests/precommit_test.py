@@ -19,7 +19,7 @@ def run_entry(script: str, function: str, *args: str, cwd: Path) -> subprocess.C
     if installed.is_file():
         argv = [str(installed), *args]
     else:
-        argv = [sys.executable, "-c", f"import sys; from quipu.store.precommit import {function} as m; sys.exit(m())", *args]
+        argv = [sys.executable, "-c", f"import sys; from quipu.claude.precommit import {function} as m; sys.exit(m())", *args]
     return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=60)
 
 

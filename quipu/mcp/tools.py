@@ -219,7 +219,7 @@ def search_memory(service: Service, args: dict[str, Any]) -> Answer:
 
 
 def get_memory(service: Service, args: dict[str, Any]) -> Answer:
-    from quipu.commands.show import details, text_lines
+    from quipu.verify.report import details, text_lines
 
     d = details(service.store, args["id"])
     if len(d["body"]) > MAX_BODY_CHARS:
