@@ -33,7 +33,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from quipu.store.memory import Memory  # noqa: E402
-from quipu.store.memory import render_memory  # noqa: E402
 from quipu.store.store import Store  # noqa: E402
 from testing.fixtures import bulk_store  # noqa: E402,F401 - the benches build their stores with it
 

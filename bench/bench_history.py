@@ -156,7 +156,7 @@ def part_append(scratch: Path, data: list[dict[str, object]], home: Path, env: d
         lines = []
         sid = f"a9900000-0000-4000-8000-{r:012d}"
         n = 0
-        for conv, _number, start, items in sessions[r::7]:
+        for _conv, _number, start, items in sessions[r::7]:
             for item in items:
                 if n >= 200:
                     break

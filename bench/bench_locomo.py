@@ -115,7 +115,6 @@ def load(path: Path) -> list[tuple[str, list[Turn], list[Question]]]:
             m = re.fullmatch(r"session_(\d+)", key)
             if not m or not isinstance(value, list):
                 continue
-            session = int(m.group(1))
             date = dt.datetime.strptime(c[f"{key}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=dt.timezone.utc)
             for item in value:
                 dm = _EVIDENCE.fullmatch(item["dia_id"].strip())

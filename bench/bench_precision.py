@@ -287,7 +287,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
         fired = sum(1 for ids in conv if ids)
         top = runs[system]["topical"]
         topical_fired = sum(1 for ids in top if ids)
-        pair_hits = sum(1 for c, ids in zip(paired, runs[system]["paired"]) if c.target in ids[:LIMIT])
+        pair_hits = sum(1 for c, ids in zip(paired, runs[system]["paired"], strict=True) if c.target in ids[:LIMIT])
         border = sum(1 for ids in runs[system]["borderline"] if ids)
         rows.append((system, pct(fired, len(conv)), pct(topical_fired, len(top)),
                      f"{sum(len(i) for i in top)}", pct(pair_hits, len(paired)), pct(border, len(borderline))))
@@ -323,14 +323,14 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
             for kind, ns in sorted(by_kind.items())]
     lines.append(C.table(("kind", "prompts", *systems), rows))
 
-    shown = [(case, ids) for case, ids in zip(topical, runs[QUIPU]["topical"]) if ids][: args.show]
+    shown = [(case, ids) for case, ids in zip(topical, runs[QUIPU]["topical"], strict=True) if ids][: args.show]
     if shown:
         lines.append("\nquipu's injections on topical prompts whose store holds nothing for them (read them to judge):\n")
         titles = _titles(foreign)
         for case, ids in shown:
             snippet = " ".join(case.text.split())[:110]
             lines.append(f"- \"{snippet}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids))
-    missed = [case.target for case, ids in zip(paired, runs[QUIPU]["paired"]) if case.target not in ids[:LIMIT]]
+    missed = [case.target for case, ids in zip(paired, runs[QUIPU]["paired"], strict=True) if case.target not in ids[:LIMIT]]
     lines.append(f"\nPaired notes quipu left out of the top two: {', '.join(missed) or 'none'}.")
     body = "\n".join(lines)
     print(body)

@@ -97,9 +97,9 @@ def main() -> int:
             layout.root.mkdir(parents=True)
             turns = corpus(args.sessions, args.turns_per_session, name == "repeated")
             index.rebuild(layout, turns)
-            base = C.median(C.timed(lambda: baseline(layout.index), args.runs))
+            base = C.median(C.timed(lambda layout=layout: baseline(layout.index), args.runs))
             found: list[object] = []
-            wall = C.median(C.timed(lambda: found.extend(detection(layout.index)) or found.clear(), args.runs))
+            wall = C.median(C.timed(lambda layout=layout, found=found: found.extend(detection(layout.index)) or found.clear(), args.runs))
             found = detection(layout.index)
             store = scratch / name / "store"
             C.Store.init(store)

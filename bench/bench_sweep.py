@@ -60,7 +60,7 @@ def make_memories(n: int, seed: int) -> tuple[list[Memory], set[tuple[str, str]]
     global RARE
     RARE = [f"{rng.choice('bdfgklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bdfgklmnprstvz')}"
             f"{rng.choice('aeiou')}{rng.choice('kmnrstx')}{i}" for i in range(n)]
-    topics = [f"{a} {b}" for a, b in zip(rng.sample(WORDS, 100), rng.sample(WORDS, 100))]
+    topics = [f"{a} {b}" for a, b in zip(rng.sample(WORDS, 100), rng.sample(WORDS, 100), strict=True)]
     entities = [f"{w.capitalize()}{i}" for i, w in enumerate(rng.sample(WORDS, 80))]
     memories: list[Memory] = []
     updates: set[tuple[str, str]] = set()

@@ -29,7 +29,7 @@ def main() -> int:
         sys.path.insert(0, parent)
     try:
         from quipu import cli  # noqa: F401 - the SDK and quipu's dependencies, or none
-        from quipu.mcp import server as mcp_server
+        from quipu.mcp import server as mcp_server  # noqa: F401 - importable, or refuse
     except ImportError as exc:
         exe = shutil.which("quipu")
         if exe is None:

@@ -303,7 +303,7 @@ def url(
     if '@' in parts.netloc:
         refuse(ctx, f'{field}: credentials (userinfo) in a URL: {_show(v)}')
     try:
-        parts.port
+        _ = parts.port  # raises ValueError on a bad port
     except ValueError:
         refuse(ctx, f'{field}: bad port in {_show(v)}')
     host = (parts.hostname or '').rstrip('.')

@@ -4,8 +4,6 @@ This package's import must stay free of third-party imports (and of ``os``): the
 imports ``quipu.prompt`` with nothing but the standard library on ``sys.path``. The flow of the
 subpackages is drawn in docs/architecture.md.
 """
-import sys
-
 try:
     import posix as _posix
 except ImportError:  # pragma: no cover - not a POSIX system: the usual imports only

@@ -42,7 +42,7 @@ def check_settings(store: Store) -> Check:
 def check_tree(store: Store) -> Check:
     found = safepath.special_entries(store.repo)
     try:
-        store.cache_dir
+        _ = store.cache_dir  # raises UnsafeStore when the cache leaves the store
     except UnsafeStore as exc:
         found.append(str(exc).replace("\n", " "))
     if not found:

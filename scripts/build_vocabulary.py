@@ -43,8 +43,8 @@ _stand_in = type(sys)("quipu.prompt.vocabulary")
 _stand_in.is_listed = lambda word: False  # type: ignore[attr-defined]
 sys.modules["quipu.prompt.vocabulary"] = _stand_in
 
-from quipu.prompt.query import _words
-from quipu.prompt.stem import fts_term# noqa: E402
+from quipu.prompt.query import _words  # noqa: E402
+from quipu.prompt.stem import fts_term  # noqa: E402
 from testing.realistic import MISSING_DATA, data_dir, real_notes, real_prompts  # noqa: E402
 
 OUT = REPO / "quipu" / "prompt" / "vocabulary.py"

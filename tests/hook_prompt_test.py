@@ -142,11 +142,11 @@ def _fuzz_inputs(store: Store, tmp_path: Path) -> list[tuple[bytes, dict[str, st
     rng = random.Random(1234)
     good = event("how do we deploy shop-api to production?", store).encode()
     cases: list[tuple[bytes, dict[str, str]]] = []
-    for n in range(60):  # truncations of a valid event
+    for _ in range(60):  # truncations of a valid event
         cases.append((good[: rng.randrange(0, len(good))], {}))
-    for n in range(60):  # binary garbage
+    for _ in range(60):  # binary garbage
         cases.append((bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400))), {}))
-    for n in range(40):  # valid JSON of the wrong shape
+    for _ in range(40):  # valid JSON of the wrong shape
         cases.append((json.dumps(rng.choice([[], {}, None, 1, "x", {"prompt": 5}, {"prompt": None}, {"prompt": ["a"]},
                                               {"session_id": 1, "prompt": "deploy"}, {"prompt": "deploy", "cwd": 7},
                                               {"prompt": "deploy", "transcript_path": 3}])).encode(), {}))
@@ -160,7 +160,7 @@ def _fuzz_inputs(store: Store, tmp_path: Path) -> list[tuple[bytes, dict[str, st
     cases.append((b'{"prompt": "deploy", "session_id": "../../etc/passwd"}', {}))
     cases.append((event("deploy", None).encode(), {"QUIPU_STORE": str(tmp_path / "missing-store")}))
     cases.append((b"x" * 2_000_000, {}))
-    for n in range(40):  # random unicode prompts, control characters, FTS syntax
+    for _ in range(40):  # random unicode prompts, control characters, FTS syntax
         text = "".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0x80, 0x3000), rng.randrange(0, 32)])) for _ in range(rng.randrange(1, 300)))
         cases.append((event(text, store).encode(), {}))
     # Things named as the transcript that are no regular file, and huge or endless ones.

@@ -4,7 +4,6 @@ import json
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 

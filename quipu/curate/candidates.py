@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from quipu.index import index
-from quipu.prompt import recall
 from quipu.prompt import indexread
 from quipu.curate.corpus import Corpus, Entry
 from quipu.curate.ledger import pair_key
@@ -128,7 +127,7 @@ def candidate_pairs(
         partners.setdefault(y, []).append((score, x))
     chosen: set[tuple[str, str]] = set()
     for x, options in partners.items():
-        for score, y in sorted(options, key=lambda o: (-o[0], o[1]))[:PER_MEMORY]:
+        for _score, y in sorted(options, key=lambda o: (-o[0], o[1]))[:PER_MEMORY]:
             chosen.add(pair_key(x, y))
     out = []
     for key in chosen:

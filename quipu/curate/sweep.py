@@ -327,7 +327,7 @@ def capture_from_transcript(store: Store, event: SessionEvent, model: Model | No
 
 
 def per_session_work(store: Store, event: SessionEvent, *, model: Model | None,
-                     budget: Budget = Budget(SESSION_MAX_CALLS, SESSION_MAX_CHARS),
+                     budget: Budget = Budget(SESSION_MAX_CALLS, SESSION_MAX_CHARS),  # noqa: B008 - an immutable tuple
                      project_root: Path | None = None, lock_wait: float = SESSION_LOCK_WAIT) -> SweepReport:
     """The bounded work after a session ends or compacts: capture, then a small focused sweep."""
     capture_from_transcript(store, event, model)

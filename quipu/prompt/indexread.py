@@ -98,7 +98,7 @@ def _sqlite_stems(db: "Connection", words: "Sequence[str]") -> dict[str, str]:
     db.execute("DELETE FROM temp.quipu_q")
     db.executemany("INSERT INTO temp.quipu_q(rowid, w) VALUES (?, ?)", [(i + 1, w) for i, w in enumerate(words)])
     out: dict[str, str] = {}
-    for term, doc, offset in db.execute("SELECT term, doc, offset FROM temp.quipu_qv ORDER BY doc, offset"):
+    for term, doc, _offset in db.execute("SELECT term, doc, offset FROM temp.quipu_qv ORDER BY doc, offset"):
         word = words[doc - 1]
         out.setdefault(word, term)  # a word that splits into several tokens keeps its first
     return out
