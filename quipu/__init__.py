@@ -28,7 +28,7 @@ def _source_checkout_probes() -> None:
         _posix.stat(f"{root}/probes/__init__.py")
     except OSError:
         return
-    __path__.append(root)  # type: ignore[name-defined]  # noqa: F821
+    __path__.append(root)  # noqa: F821 - a package's own __path__
 
 
 _source_checkout_probes()

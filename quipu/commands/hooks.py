@@ -23,14 +23,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     if args.action == "install":
-        result: object = githooks.install(store.root)
-        text = f"Installed: {', '.join(result)}"  # type: ignore[arg-type]
+        installed = githooks.install(store.root)
+        result: object = installed
+        text = f"Installed: {', '.join(installed)}"
     elif args.action == "uninstall":
-        result = githooks.uninstall(store.root)
-        text = f"Removed: {', '.join(result) or 'nothing'}"  # type: ignore[arg-type]
+        removed = githooks.uninstall(store.root)
+        result = removed
+        text = f"Removed: {', '.join(removed) or 'nothing'}"
     else:
-        result = githooks.status(store.root)
-        text = "\n".join(f"{k}: {v}" for k, v in result.items())  # type: ignore[union-attr]
+        status = githooks.status(store.root)
+        result = status
+        text = "\n".join(f"{k}: {v}" for k, v in status.items())
     if args.json:
         print_json(result)
     else:

@@ -184,13 +184,14 @@ class Embedder:
         return cls(load_table(files.weights), pieces or Pieces.from_file(files.tokenizer), bulk=bulk)
 
     def _weighted(self, rows: npt.NDArray[np.float16], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        out = np.asarray(rows, dtype=np.float32)
+        out: npt.NDArray[np.float32] = np.asarray(rows, dtype=np.float32)
         if self.zipf_c:
             out = out * (ids / (ids + self.zipf_c)).astype(np.float32)[:, None]
         return out
 
     def one(self, text: str) -> Vector:
-        return self.many([text])[0]
+        vector: Vector = self.many([text])[0]
+        return vector
 
     def many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit vectors of ``texts`` (rows in the same order)."""

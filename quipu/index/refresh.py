@@ -139,6 +139,7 @@ def apply_change(db: sqlite3.Connection, rel: str, data: bytes, affected: set[st
             f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories WHERE rowid = ?",
             (cur.lastrowid,),
         )
+        assert cur.lastrowid is not None  # an INSERT's row
         note_changed_row(db, cur.lastrowid, "added")
         affected.add(memory.id)
         affected.update(memory.supersedes)

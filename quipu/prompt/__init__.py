@@ -21,6 +21,10 @@ importlib itself makes), unmarshals the code and runs it in a new module. Contra
 """
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only
+    from types import CodeType
+
 try:
     import posix as _posix
 except ImportError:  # pragma: no cover - not a POSIX system: the usual imports only
@@ -32,7 +36,7 @@ PROMPT_PATH = ("_fs", "_fastjson", "locate", "vocabulary", "stem", "query", "tra
                "inject", "evidence", "recall", "hook")
 
 
-def _bytecode(package_dir: str, short: str) -> "object | None":
+def _bytecode(package_dir: str, short: str) -> "CodeType | None":
     """The code object of ``short`` from its cached bytecode, or None if that may not be used."""
     external = sys.modules.get("_frozen_importlib_external")
     tag = sys.implementation.cache_tag
@@ -58,14 +62,15 @@ def _bytecode(package_dir: str, short: str) -> "object | None":
         return None
     import marshal
 
-    return marshal.loads(memoryview(data)[16:])
+    code: CodeType = marshal.loads(memoryview(data)[16:])
+    return code
 
 
-def load_prompt_path(names: "tuple[str, ...]" = PROMPT_PATH) -> list:
+def load_prompt_path(names: "tuple[str, ...]" = PROMPT_PATH) -> "list[str]":
     """Load the prompt hook's modules (see the module's notes); returns those run from bytecode."""
     package = sys.modules[__name__]
     package_dir = package.__path__[0]
-    fast = []
+    fast: "list[str]" = []
     for short in names:
         name = f"{__name__}.{short}"
         if name in sys.modules:
@@ -75,7 +80,7 @@ def load_prompt_path(names: "tuple[str, ...]" = PROMPT_PATH) -> list:
             break
         module = type(sys)(name)
         module.__file__ = f"{package_dir}/{short}.py"
-        module.__cached__ = f"{package_dir}/__pycache__/{short}.{sys.implementation.cache_tag}.pyc"
+        module.__dict__["__cached__"] = f"{package_dir}/__pycache__/{short}.{sys.implementation.cache_tag}.pyc"
         module.__package__ = __name__
         sys.modules[name] = module
         try:

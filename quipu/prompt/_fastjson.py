@@ -15,6 +15,9 @@ N characters: the hook reads a huge prompt's head and tail.
 ``dumps`` writes dicts, lists, tuples, strings, ints, floats, booleans and None as ASCII JSON
 (``\\u`` escapes, surrogate pairs beyond the BMP), like ``json.dumps``.
 """
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: nothing is imported at run time
+    from typing import Any
 _WS = " \t\n\r"
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
@@ -167,8 +170,8 @@ def _number(s: str, i: int) -> "tuple[object, int]":
         raise ValueError(f"bad number at {i}") from None
 
 
-def _object(s: str, i: int) -> "tuple[dict, int]":
-    out: dict = {}
+def _object(s: str, i: int) -> "tuple[dict[str, Any], int]":
+    out: dict[str, Any] = {}
     i = _skip(s, i)
     if s[i] == "}":
         return out, i + 1
@@ -188,8 +191,8 @@ def _object(s: str, i: int) -> "tuple[dict, int]":
         i = _skip(s, i + 1)
 
 
-def _array(s: str, i: int) -> "tuple[list, int]":
-    out: list = []
+def _array(s: str, i: int) -> "tuple[list[Any], int]":
+    out: list[Any] = []
     i = _skip(s, i)
     if s[i] == "]":
         return out, i + 1

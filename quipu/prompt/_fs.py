@@ -18,10 +18,10 @@ straight to it. Contract:
 """
 import sys
 
-try:
+if sys.platform == "win32":  # pragma: no cover - no posix module: os offers the same calls
+    import os as _posix
+else:
     import posix as _posix
-except ImportError:  # pragma: no cover - Windows: os offers the same calls
-    import os as _posix  # type: ignore[no-redef]
 
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
@@ -101,7 +101,7 @@ def write_fd(fd: int, data: bytes) -> None:
         data = data[_posix.write(fd, data):]
 
 
-if _posix.__name__ != "posix":  # pragma: no cover - Windows
+if sys.platform == "win32":  # pragma: no cover - Windows
     import os as _os
 
     environ = lambda: _os.environ  # noqa: E731
@@ -111,11 +111,12 @@ if _posix.__name__ != "posix":  # pragma: no cover - Windows
     makedirs = lambda path: _os.makedirs(path, exist_ok=True)  # noqa: E731
 else:
 
-    def environ() -> dict[str, str]:  # type: ignore[no-redef]
+    def environ() -> dict[str, str]:
         """The process environment as str -> str."""
         os_module = sys.modules.get("os")
         if os_module is not None:
-            return os_module.environ
+            shared: dict[str, str] = os_module.environ  # os.environ: a mapping of str to str
+            return shared
         global _environ_copy
         if _environ_copy is None:
             encoding = sys.getfilesystemencoding()
@@ -125,7 +126,7 @@ else:
             }
         return _environ_copy
 
-    def join(first: str, *rest: str) -> str:  # type: ignore[no-redef]
+    def join(first: str, *rest: str) -> str:
         path = _posix.fspath(first)
         for part in map(_posix.fspath, rest):
             if part.startswith("/"):
@@ -136,13 +137,13 @@ else:
                 path += "/" + part
         return path
 
-    def dirname(path: str) -> str:  # type: ignore[no-redef]
+    def dirname(path: str) -> str:
         head = path[: path.rfind("/") + 1]
         if head and head != "/" * len(head):
             head = head.rstrip("/")
         return head
 
-    def normpath(path: str) -> str:  # type: ignore[no-redef]
+    def normpath(path: str) -> str:
         if not path:
             return "."
         initial = 0
@@ -160,13 +161,13 @@ else:
         out = "/" * initial + "/".join(parts)
         return out or "."
 
-    def abspath(path: str) -> str:  # type: ignore[no-redef]
+    def abspath(path: str) -> str:
         path = _posix.fspath(path)
         if not path.startswith("/"):
             path = join(getcwd(), path)
         return normpath(path)
 
-    def expanduser(path: str) -> str:  # type: ignore[no-redef]
+    def expanduser(path: str) -> str:
         path = _posix.fspath(path)
         if not path.startswith("~"):
             return path
@@ -187,13 +188,13 @@ else:
         except (OSError, ValueError):
             return 0
 
-    def isfile(path: str) -> bool:  # type: ignore[no-redef]
+    def isfile(path: str) -> bool:
         return _mode(path) == _S_IFREG
 
-    def isdir(path: str) -> bool:  # type: ignore[no-redef]
+    def isdir(path: str) -> bool:
         return _mode(path) == _S_IFDIR
 
-    def makedirs(path: str) -> None:  # type: ignore[no-redef]
+    def makedirs(path: str) -> None:
         """Create ``path`` and its missing parents; an existing folder is fine."""
         if isdir(path):
             return

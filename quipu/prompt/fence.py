@@ -30,7 +30,7 @@ def _is_tag(text: str, start: int) -> bool:
     n = len(text)
     while i < n and text[i] in _SKIP:
         i += 1
-    name = []
+    name: list[str] = []
     while i < n and len(name) < len(TAG):
         ch = text[i]
         if ch in _NAME_NOISE:

@@ -106,7 +106,7 @@ class _Session:
 
     def __init__(self, root: str, session_id: str) -> None:
         self.fd = -1
-        self.seen: frozenset = frozenset()
+        self.seen: frozenset[str] = frozenset()
         clean = "".join(c for c in session_id if c in _SESSION_CHARS)[:128]
         if not clean:
             return
@@ -124,7 +124,7 @@ class _Session:
             return
         self.seen = frozenset(line for line in data.decode("utf-8", "replace").split("\n") if line)
 
-    def remember(self, ids: list) -> None:
+    def remember(self, ids: list[str]) -> None:
         """Append ``ids``: one small O_APPEND write."""
         if self.fd < 0:
             return

@@ -17,7 +17,7 @@ def _uri(path: str) -> str:
 
 def _lru_cache(maxsize: int = 128, typed: bool = False) -> "Any":
     """``functools.lru_cache`` as ``_sqlite3`` calls it (positional maxsize), on the same C core."""
-    import _functools
+    import _functools  # type: ignore[import-not-found]  # the C half of functools, no stub
 
     return lambda function: _functools._lru_cache_wrapper(function, maxsize, typed, tuple)
 
@@ -57,7 +57,8 @@ def open_index(path: str) -> "Connection":
     sqlite = sqlite_module()
     if not _fs.isfile(path):
         raise sqlite.OperationalError(f"no index at {path}")
-    return sqlite.connect(_uri(path), uri=True, timeout=0.5, isolation_level=None)
+    db: Connection = sqlite.connect(_uri(path), uri=True, timeout=0.5, isolation_level=None)
+    return db
 
 
 def index_meta(db: "Connection") -> dict[str, str]:

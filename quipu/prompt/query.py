@@ -227,7 +227,7 @@ def _is_path(chunk: str) -> bool:
 
 def _path_words(chunk: str) -> list[str]:
     parts = [p for p in chunk.replace("\\", "/").split("/") if p and p not in (".", "..", "~")]
-    out = []
+    out: list[str] = []
     for part in parts[-3:]:
         out.extend(w for w in _words(part) if _is_content(w) and w not in _PATH_NOISE and w not in _URL_NOISE)
     return out

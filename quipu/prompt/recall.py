@@ -268,9 +268,9 @@ def recall(
     rare = sum(df[c] for c in chosen)
     rest_share = share_of(db, rowids, rest_terms, chosen, raw, rare)
     ctx_matched: dict[int, list[str]] = {r: [] for r in rowids}
-    for term in ctx_chosen:
-        for rowid, _score in rows_matching(db, f"{fts_quote(term)} AND ({match_expr(chosen)})", rowids, rare):
-            ctx_matched[rowid].append(term)
+    for word in ctx_chosen:
+        for rowid, _score in rows_matching(db, f"{fts_quote(word)} AND ({match_expr(chosen)})", rowids, rare):
+            ctx_matched[rowid].append(word)
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
     for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life) in rows:

@@ -52,7 +52,8 @@ def decay(created_ts: float, half_life_days: float | None, now: float) -> float:
     if half_life_days is None or half_life_days <= 0:
         return 1.0
     age_days = max(0.0, (now - created_ts) / _SECONDS_PER_DAY)
-    return 0.5 ** (age_days / half_life_days)
+    kept: float = 0.5 ** (age_days / half_life_days)
+    return kept
 
 
 def carried_scores(raw: dict[int, dict[str, float]], scale: dict[str, float], rarest: int) -> dict[int, float]:

@@ -1,4 +1,7 @@
 """The index's terms in Python: FTS5's tokenizer rules and its Porter stemmer, for the prompt path."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: nothing is imported at run time
+    from typing import Any
 # Recall looks a prompt's words up under the terms the FTS5 index stores ("porter unicode61
 # remove_diacritics 2"); asking SQLite for them (a temporary FTS5 table per process) costs more
 # than the lookups themselves, so ASCII words are stemmed here. The stemmer is the variant
@@ -37,7 +40,7 @@ def _first_token(text: str) -> "str | None":
     return text[start:].lower() if start >= 0 else ""
 
 
-def _consonant_flags(w: str) -> list:
+def _consonant_flags(w: str) -> list[bool]:
     """Per letter, whether it is a consonant; "y" is one first in the word or after a vowel."""
     flags = []
     cons = False
@@ -47,7 +50,7 @@ def _consonant_flags(w: str) -> list:
     return flags
 
 
-def _past_vc(flags: list, start: int) -> int:
+def _past_vc(flags: list[bool], start: int) -> int:
     """The position after the first vowels-then-consonant run from ``start``; 0 when there is none."""
     n = len(flags)
     i = start
@@ -88,7 +91,7 @@ def _has_vowel(w: str) -> bool:
     return any(c in _VOWELS or (c == "y" and i > 0) for i, c in enumerate(w))
 
 
-def _rules(w: str, table: dict, condition: "object") -> str:
+def _rules(w: str, table: "dict[str, tuple[tuple[Any, ...], ...]]", condition: "object") -> str:
     for rule in table.get(w[-2] if len(w) > 1 else "", ()):
         suffix = rule[0]
         if len(w) > len(suffix) and w.endswith(suffix):

@@ -172,7 +172,7 @@ def revert_commits(root: Path, commits: list[str], message_for: dict[str, str]) 
             tree_id = index.write_tree(repo)
             changed = [
                 d.delta.old_file.path if d.delta.status_char() == "D" else d.delta.new_file.path
-                for d in repo.diff(head.tree, repo[tree_id])  # type: ignore[attr-defined]
+                for d in repo.diff(head.tree, repo[tree_id])  # type: ignore[call-overload]  # pygit2's stubs: Object, not Tree
             ]
             return tree_id, changed
 
@@ -255,7 +255,7 @@ def _land(
         # Whatever stopped us, put the worktree and git's index back in line with the branch.
         with contextlib.suppress(Exception):
             ref = branch_ref(repo)
-            _settle(repo, ref.name, paths, repo[ref.target].tree)  # type: ignore[attr-defined]
+            _settle(repo, ref.name, paths, repo[ref.target].peel(pygit2.Tree))
         raise
 
 

@@ -200,6 +200,7 @@ class GitIndexLock:
         and writes only an index quipu.store.gitindex will not rewrite."""
         if cached is not None and isinstance(cached[1], gitindex.IndexFile):
             key, kept, through, since = cached
+            assert isinstance(kept, gitindex.IndexFile)  # checked above; this tells the type checker
             if key == _file_key(self.index) and through == self.lock:
                 return kept
             with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, KeyError, TypeError):

@@ -119,7 +119,7 @@ def _plugins() -> list[Any]:
             get_mapping_from_secret_type_to_class,
         )
 
-        _DETECT_SECRETS = [cls() for cls in get_mapping_from_secret_type_to_class().values()
+        _DETECT_SECRETS = [cls() for cls in get_mapping_from_secret_type_to_class().values()  # type: ignore[misc]
                            if cls.__name__ not in _SKIPPED_PLUGINS]
     return _DETECT_SECRETS
 

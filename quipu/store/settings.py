@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from quipu.prompt import locate
 
@@ -80,7 +80,7 @@ def _table(config: dict[str, Any], name: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -168,7 +168,7 @@ class Store:
         """HEAD's tree; reads work on a detached HEAD too (only writes need the branch)."""
         repo = self.repo
         try:
-            return repo.head.peel(pygit2.Tree)  # type: ignore[no-any-return]
+            return repo.head.peel(pygit2.Tree)
         except (pygit2.GitError, KeyError, ValueError):
             gitstore.branch_ref(repo)  # raises the clear error for an unborn branch
             raise
@@ -197,9 +197,9 @@ class Store:
         except KeyError:
             return []
         out = []
-        for entry in sorted(self.repo[tree.id], key=lambda e: e.name):  # type: ignore[attr-defined]
+        for entry in sorted(self.repo[tree.id], key=lambda e: e.name):  # type: ignore[call-overload]  # a Tree
             try:
-                out.append((entry.name, json.loads(self.repo[entry.id].data)))
+                out.append((entry.name, json.loads(self.repo[entry.id].data)))  # type: ignore[attr-defined]  # a Blob
             except ValueError:
                 continue
         return out

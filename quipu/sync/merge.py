@@ -46,7 +46,7 @@ def undone_paths(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid) -> 
     for commit in walker:
         if len(commit.parents) != 1 or "\nQuipu-Action: undo" not in commit.message:
             continue
-        for delta in repo.diff(commit.parents[0].tree, commit.tree).deltas:
+        for delta in repo.diff(commit.parents[0].tree, commit.tree).deltas:  # type: ignore[call-overload]
             if delta.status_char() == "D":
                 out.add(delta.old_file.path)
     return out
@@ -128,7 +128,7 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
             if path in m_map or path in conflicted:
                 index.remove(path)
         else:
-            index.add(pygit2.IndexEntry(path, want[0], want[1]))
+            index.add(pygit2.IndexEntry(path, want[0], pygit2.enums.FileMode(want[1])))
         if want != o_map.get(path):
             touched.append(path)
     return MergePlan(index.write_tree(repo), touched, refused, kept)

@@ -126,7 +126,7 @@ def default_remote(repo: pygit2.Repository) -> str:
         return str(names[0])
     if not names:
         raise SyncError("the store has no remote to sync with\n- run `quipu sync --set-remote URL` once")
-    raise SyncError(f"the store has several remotes ({', '.join(names)}) and none is called {DEFAULT_REMOTE}\n"
+    raise SyncError(f"the store has several remotes ({', '.join(str(n) for n in names)}) and none is called {DEFAULT_REMOTE}\n"
                     "- name one: `quipu sync REMOTE`")
 
 
@@ -283,7 +283,7 @@ def sync(store: Store, remote: str | None = None, *, push: bool = True, accept_r
                     supersessions += _keep_both(store, name, plan.kept_both)
                 _record(repo, _ref(SYNCED_PREFIX, name, branch), theirs)
                 _record(repo, f"refs/remotes/{name}/{branch}", theirs)
-            head = gitstore.branch_ref(repo).target
+            head = pygit2.Oid(hex=str(gitstore.branch_ref(repo).target))
             if not push or head == theirs:
                 break
             if _push(store, name, branch):
@@ -336,7 +336,7 @@ def _clone_tip(url: str, path: Path, repo: pygit2.Repository) -> pygit2.Commit:
         local = repo.branches.local.create(wanted.split("/", 1)[1], repo[remote_branch.target])  # type: ignore[arg-type]
         local.upstream = remote_branch
         repo.set_head(local.name)
-    return repo.head.peel(pygit2.Commit)  # type: ignore[no-any-return]
+    return repo.head.peel(pygit2.Commit)
 
 
 def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Refusal]]:
