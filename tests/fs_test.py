@@ -38,7 +38,7 @@ def test_file_questions_match_os_path(tmp_path: Path) -> None:
 
 
 def test_environ_is_the_process_environment_without_importing_os() -> None:
-    code = ("import sys; sys.path.append(%r); from quipu import _fs; env = _fs.environ(); "
+    code = ("import sys; sys.path.append(%r); from quipu.prompt import _fs; env = _fs.environ(); "
             "print(env['QUIPU_FS_PROBE'], 'os' in sys.modules)") % str(Path(__file__).resolve().parent.parent)
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True,
                           env={"QUIPU_FS_PROBE": "café", "PATH": os.environ.get("PATH", "")})
