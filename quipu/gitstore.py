@@ -503,7 +503,7 @@ def unfinished_write(gitdir: str) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        return {"paths": [], "step": "unreadable"}
+        return {"paths": [], "unreadable": True}
     pid = pending.get("pid")
     if isinstance(pid, int) and not isinstance(pid, bool) and pid != os.getpid() and _alive(pid):
         return None

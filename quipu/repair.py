@@ -96,8 +96,9 @@ def _unfinished_write(gitdir: Path) -> str | None:
         return None
     paths = [p for p in pending.get("paths", []) if isinstance(p, str)]
     named = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
-    return (f"a write did not finish (stopped at step {str(pending.get('step'))[:40]!r}, its process is gone)"
-            + (f"; the worktree and git's index may not match HEAD for {named}" if paths else ""))
+    how = "its journal cannot be read" if pending.get("unreadable") else \
+        f"stopped at step {str(pending.get('step'))[:40]!r}, its process is gone"
+    return f"a write did not finish ({how})" + (f"; the worktree and git's index may not match HEAD for {named}" if paths else "")
 
 
 def _aside(gitdir: Path, path: Path) -> None:

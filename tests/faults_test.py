@@ -246,3 +246,12 @@ def test_a_write_in_progress_is_not_reported_as_unfinished(tmp_path: Path) -> No
         {"commit": "", "ref": "refs/heads/main", "paths": [], "pid": os.getppid(), "step": "worktree"}) + "\n")
     _code, check = _doctor(store.root)
     assert check["ok"] is True and check["summary"] == "intact"
+
+
+def test_a_journal_cut_short_before_its_first_line_is_named_and_cleared(tmp_path: Path) -> None:
+    store = _store_with_notes(tmp_path)
+    (store.root / ".git" / "quipu-pending.json").write_bytes(b'\n{"commit": "')
+    _code, check = _doctor(store.root)
+    assert check["details"] == ["write: a write did not finish (its journal cannot be read)"]
+    _code, check = _doctor(store.root, "--repair")
+    assert check["ok"] is True and not (store.root / ".git" / "quipu-pending.json").exists()

@@ -1,7 +1,8 @@
 """`quipu verify [ID...|--all]`: check what memories claim; label the ones reality contradicts.
 
 Reads the options, the user's ``[verify.roots]`` and ``[verify] paths`` settings and the
-environment (home, model timeout, ``QUIPU_VERIFY_PATHS``), then calls ``quipu.verify.verify`` and prints a summary table (or JSON).
+environment (home, model timeout, ``QUIPU_VERIFY_PATHS``), then calls ``quipu.verify.verify``
+and prints a summary table (or JSON).
 """
 from __future__ import annotations
 
