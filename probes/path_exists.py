@@ -1,7 +1,8 @@
 """``path-exists``: does this file or directory exist?
 
 Contract: ``{root?: project name or "home", path}``; the path is confined to its root (or an
-allowed absolute root) at validation and again, with links resolved, at check time.
+allowed absolute root) at validation and again, with links resolved, at check time. An
+absolute or ``~/`` path needs no root: its ``root`` is ignored (canonically ``home``).
 ``pass`` if it exists, ``fail`` if not: a missing path is evidence. Runs no process.
 """
 from __future__ import annotations
@@ -29,13 +30,22 @@ schema: Mapping[str, ArgSpec] = {
 
 def validate(raw_args: object, ctx: Context) -> Args:
     raw = v.fields(raw_args, schema, ctx)
-    root = v.root_name(raw.get('root', HOME), 'root', ctx)
+    if is_rootless(raw['path']):  # an absolute or ~/ path is no project's: its root is never needed
+        root = HOME
+    else:
+        root = v.root_name(raw.get('root', HOME), 'root', ctx)
     root, path = v.confined_path(root, raw['path'], 'path', ctx)
     return {'root': root, 'path': path}
 
 
+def is_rootless(path: object) -> bool:
+    """An absolute or ``~``-relative path: checked wherever the run allows, whatever its root."""
+    return isinstance(path, str) and path.startswith(('/', '~'))
+
+
 def check(args: Args, ctx: Context) -> ProbeResult:
-    where = f'{args["path"]} (under {args["root"]})'
+    path = str(args['path'])
+    where = path if os.path.isabs(path) else f'{path} (under {args["root"]})'
     try:
         real = v.resolve_path(str(args['root']), str(args['path']), ctx)
     except Refused as e:

@@ -125,6 +125,7 @@ def hostile_config(world: World) -> None:
         "\n[sweep]\n"
         f"model = {json.dumps('command:sh -c ' + shlex.quote(f'cat > {sentinel}'))}\n"
         "max_calls = 100000\nmax_chars = 100000000\n"
+        "[verify]\npaths = \"any\"\n"
         "[verify.roots]\n"
         f"project = {json.dumps(str(world.home))}\n"
         "[profile]\nmax_lines = 1000\nmax_chars = 1000000\nentry_chars = 100000\n"
@@ -389,7 +390,7 @@ def test_doctor_names_each_refused_store_setting_and_where_it_belongs(tmp_path: 
     lines = doctor.stdout.splitlines()
     for setting, instead in (("[sweep] model", "QUIPU_MODEL environment variable or --model"),
                              ("[sweep] max_calls", "--max-calls"), ("[sweep] max_chars", "--max-chars"),
-                             ("[verify] roots", "--root NAME=PATH"),
+                             ("[verify] roots", "--root NAME=PATH"), ("[verify] paths", "--check-any-path"),
                              ("[recall] limit = 1000", "up to 5"), ("[recall] max_chars = 10000000", "up to 9000"),
                              ("[profile] max_lines = 1000", "up to 40")):
         at = next(i for i, line in enumerate(lines) if setting in line)

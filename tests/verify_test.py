@@ -17,6 +17,7 @@ import pytest
 
 from quipu.index import index
 from quipu.verify.claims import ANSWER_SCHEMA, ClaimCache, DeterministicExtractor, ModelExtractor, cache_path
+from quipu.store.memory import render_memory
 from quipu.model import ScriptedModel
 from quipu.probes import describe
 from quipu.prompt.recall import Options as RecallOptions
@@ -466,3 +467,124 @@ def test_absolute_paths_in_a_memory_are_claims_checked_under_the_allowed_roots(t
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert (summary["passed"], summary["failed"], summary["refused"], summary["labelled"]) == (2, 1, 1, 1), summary
+
+
+def _claims(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["status"], c["detail"]) for r in summary["memories_checked"] for c in r["claims"]]
+
+
+def test_a_store_of_its_own_checks_absolute_and_home_paths_under_your_home(tmp_path: Path, quipu_env: Path) -> None:
+    """Issue 12: absolute paths are the commonest in developer notes. In a store that is no
+    project's, `~/...` and an absolute path under your home are checked (a dead one labels the
+    memory); one elsewhere on the machine is not probed, because a shared store must not learn
+    what exists on it."""
+    (quipu_env / "notes").mkdir()
+    (quipu_env / "notes" / "runbook.md").write_text("steps\n")
+    store = make_store(tmp_path / "store")
+    body = (f"The runbook is `~/notes/runbook.md` (also `{quipu_env}/notes/runbook.md`); the old one, "
+            f"`~/notes/old-runbook.md`, and `{quipu_env}/bin/deploy.sh` are gone. Servers run `/srv/app/deploy.sh`.\n")
+    add_all(store, [memory("home-paths", "Runbook paths", body)])
+
+    proc = quipu("--store", str(store.root), "verify", "--all", "--json")
+
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert _claims(summary) == [
+        ("pass", "notes/runbook.md (under home) exists"),
+        ("pass", f"{quipu_env}/notes/runbook.md exists"),
+        ("fail", "notes/old-runbook.md (under home) does not exist"),
+        ("fail", f"{quipu_env}/bin/deploy.sh does not exist"),
+        ("refused", "path: '/srv/app/deploy.sh' is outside the allowed roots"),
+    ]
+    assert labels(store) == {"home-paths": "path-exists: notes/old-runbook.md (under home) does not exist "
+                                           "(and 1 more failed claim)"}
+
+
+@pytest.mark.parametrize("how", ["flag", "environment", "user config"])
+def test_you_can_have_absolute_paths_checked_anywhere(tmp_path: Path, how: str) -> None:
+    """Issue 12: a dead `/srv/app/deploy.sh` is labelled once you allow paths anywhere, by a flag,
+    the environment or your own config: never by the store."""
+    elsewhere = tmp_path / "srv" / "app"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "run.sh").write_text("#!/bin/sh\n")
+    store = make_store(tmp_path / "store")
+    add_all(store, [memory("srv-paths", "Server scripts",
+                           f"Start with `{elsewhere}/run.sh`; `{elsewhere}/deploy.sh` deploys.\n")])
+    before = json.loads(quipu("--store", str(store.root), "verify", "--all", "--json").stdout)
+    assert [status for status, _ in _claims(before)] == ["refused", "refused"]
+
+    argv, env = ["--store", str(store.root), "verify", "--all", "--json"], {}
+    if how == "flag":
+        argv.append("--check-any-path")
+    elif how == "environment":
+        env["QUIPU_VERIFY_PATHS"] = "any"
+    else:
+        config = Path(os.environ["QUIPU_HOME"]) / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text('[verify]\npaths = "any"\n')
+    proc = quipu(*argv, env=env)
+
+    assert proc.returncode == 0, proc.stderr
+    assert _claims(json.loads(proc.stdout)) == [("pass", f"{elsewhere}/run.sh exists"),
+                                                ("fail", f"{elsewhere}/deploy.sh does not exist")]
+    assert labels(store) == {"srv-paths": f"path-exists: {elsewhere}/deploy.sh does not exist"}
+
+
+def test_a_store_cannot_have_paths_checked_anywhere(tmp_path: Path) -> None:
+    """The setting is yours: a store's quipu.toml that sets it is ignored, and doctor says where it belongs."""
+    store = make_store(tmp_path / "store")
+    (store.root / "quipu.toml").write_text((store.root / "quipu.toml").read_text() + '\n[verify]\npaths = "any"\n')
+    git(store.root, "commit", "-q", "-am", "team settings")
+    add_all(store, [memory("srv-paths", "Server scripts", f"Deploy with `{tmp_path}/srv/deploy.sh`.\n")])
+
+    proc = quipu("--store", str(store.root), "verify", "--all", "--json")
+
+    assert [status for status, _ in _claims(json.loads(proc.stdout))] == ["refused"]
+    assert labels(store) == {}
+    doctor = quipu("--store", str(store.root), "doctor").stdout.splitlines()
+    at = next(i for i, line in enumerate(doctor) if "[verify] paths" in line)
+    assert "ignored" in doctor[at] and "--check-any-path" in doctor[at + 1]
+
+
+def test_a_memory_cannot_make_the_whole_machine_its_project(tmp_path: Path) -> None:
+    """A memory's `project` is the store's word: a folder outside your home and your roots (here
+    `/`) is no root for its relative paths, so `usr/bin/env` is not probed unless you allow it."""
+    store = make_store(tmp_path / "store")
+    add_all(store, [memory("root-project", "Machine", "It has `usr/bin/env` and `usr/bin/quipu-nothing/`.\n",
+                           project="/")])
+
+    proc = quipu("--store", str(store.root), "verify", "--all", "--json")
+
+    assert proc.returncode == 0, proc.stderr
+    checked = _claims(json.loads(proc.stdout))
+    assert [status for status, _ in checked] == ["unknown", "unknown"]
+    assert "--check-any-path" in checked[0][1]
+    allowed = quipu("--store", str(store.root), "verify", "--all", "--json", "--check-any-path")
+    assert [status for status, _ in _claims(json.loads(allowed.stdout))] == ["pass", "fail"]
+
+
+def test_a_path_scope_that_is_not_one_is_refused_with_the_values(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    proc = quipu("--store", str(store.root), "verify", "--all", env={"QUIPU_VERIFY_PATHS": "everywhere"})
+    assert proc.returncode == 1
+    assert "QUIPU_VERIFY_PATHS: 'everywhere' is not a path scope" in proc.stderr and "roots, any" in proc.stderr
+
+
+def test_a_memory_committed_as_a_symlink_out_of_the_store_is_never_read(tmp_path: Path) -> None:
+    """Even with paths checked anywhere, verify reads memories from git's objects: a memory file
+    committed as a symlink to a file outside the store is not followed."""
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(render_memory(memory("zz-link", "Outside", f"`{tmp_path}/gone.sh` is gone.\n")))
+    store = make_store(tmp_path / "store")
+    add_all(store, [memory("real-note", "Real", "Nothing to check.\n")])
+    (store.root / "memories" / "zz").mkdir()
+    (store.root / "memories" / "zz" / "zz-link.md").symlink_to(outside)
+    git(store.root, "add", "memories/zz/zz-link.md")
+    git(store.root, "commit", "-q", "--no-verify", "-m", "a link")
+
+    proc = quipu("--store", str(store.root), "verify", "--all", "--json", "--check-any-path")
+
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert [r["id"] for r in summary["memories_checked"]] == ["real-note"] and summary["extracted"] == 0
+    assert labels(store) == {}

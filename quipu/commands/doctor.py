@@ -28,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     repaired = repair.repair(store.root) if args.repair else []
     findings = repair.diagnose(store.root)
     if findings:
-        checks = [doctor.Check("git repository", False, "damaged; run `quipu doctor --repair`",
+        only_unfinished = all(f.kind == "write" for f in findings)
+        summary = "a write did not finish" if only_unfinished else "damaged"
+        checks = [doctor.Check("git repository", False, f"{summary}; run `quipu doctor --repair`",
                                [f"{f.kind}: {f.detail}" for f in findings] + [f"repaired: {r}" for r in repaired])]
     else:
         summary = "intact" + (f" after repair ({len(repaired)} fix(es))" if repaired else "")

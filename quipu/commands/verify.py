@@ -1,7 +1,8 @@
 """`quipu verify [ID...|--all]`: check what memories claim; label the ones reality contradicts.
 
-Reads the options, the user's ``[verify.roots]`` settings and the environment (home, model
-timeout), then calls ``quipu.verify.verify.verify`` and prints a summary table (or JSON).
+Reads the options, the user's ``[verify.roots]`` and ``[verify] paths`` settings and the
+environment (home, model timeout, ``QUIPU_VERIFY_PATHS``), then calls ``quipu.verify.verify``
+and prints a summary table (or JSON).
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from quipu.verify.verify import Summary
 
 LONG_RUN = 20  # claims or memories; fewer than this shows no progress bar
+PATHS_ENV = "QUIPU_VERIFY_PATHS"
+PATH_SCOPES = ("roots", "any")  # where absolute and ~/ paths are checked: home and the roots, or anywhere
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -52,6 +55,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         metavar="NAME=PATH",
         help="the folder of project NAME (a memory's `project` field; 'project' for memories without one); "
         "repeatable, and settable under [verify.roots] in $QUIPU_HOME/config.toml (never in a store)",
+    )
+    p.add_argument(
+        "--check-any-path",
+        action="store_true",
+        help="check absolute and ~/ paths wherever they point (default: only under your home and the project "
+        f"roots, so a shared store cannot probe your machine); also {PATHS_ENV}=any or [verify] paths = \"any\" "
+        "in $QUIPU_HOME/config.toml (never in a store)",
     )
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per probe (default 10)")
     p.add_argument("--jobs", type=int, default=4, metavar="N", help="probes run at once (default 4)")
@@ -95,6 +105,21 @@ def project_roots(store: Store, options: list[str]) -> dict[str, str]:
     return roots
 
 
+def any_path(flag: bool) -> bool:
+    """Whether absolute and ~/ paths are checked anywhere: the flag, else the environment, else
+    the user's [verify] paths (a store's quipu.toml is never asked)."""
+    if flag:
+        return True
+    for where, value in ((PATHS_ENV, os.environ.get(PATHS_ENV)),
+                         (f"{settings.user_config_path()} [verify] paths", settings.user_setting("verify", "paths"))):
+        if value is None or value == "":
+            continue
+        if value not in PATH_SCOPES:
+            raise FatalError(f"{where}: {value!r} is not a path scope\n- use one of: {', '.join(PATH_SCOPES)}")
+        return value == "any"
+    return False
+
+
 def _extractor(spec: str, store: Store) -> Extractor:
     from quipu import model
     from quipu.verify import claims
@@ -127,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         allow_loopback=args.allow_loopback,
         probe=args.probe,
         jobs=max(1, args.jobs),
+        any_path=any_path(args.check_any_path),
     )
     summary = verifier.verify(store, _extractor(args.model, store), options, ids=args.ids or None, progress=_bar)
     if summary.commits:

@@ -259,6 +259,17 @@ def _land(
         raise
 
 
+def finish_unfinished_write(root: Path) -> list[str]:
+    """Do what the next write would: clean up after a writer that did not finish and bring the
+    worktree and git's index for its paths in line with the branch. Returns those paths."""
+    repo = open_repo(root)
+    with writer_lock(repo):
+        paths = recover(repo)
+        ref = branch_ref(repo)
+        _settle(repo, ref.name, paths, repo[ref.target].peel(pygit2.Tree))
+    return paths
+
+
 def _settle(repo: pygit2.Repository, ref: str, paths: list[str], tree: pygit2.Tree) -> None:
     """Make the worktree and git's index match ``tree`` for ``paths`` (left over by an earlier writer)."""
     journal = Journal(repo, "", ref, paths)

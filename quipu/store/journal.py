@@ -78,6 +78,22 @@ def recover(repo: pygit2.Repository) -> list[str]:
     return paths
 
 
+def unfinished_write(gitdir: str) -> dict[str, Any] | None:
+    """The journal entry of a write that did not finish and whose writer is gone (killed, or
+    stopped by an error it could not clean up after, such as a full disk while git's index was
+    written); None when there is none or its writer is still running."""
+    try:
+        pending = _last_journal_entry(os.path.join(gitdir, JOURNAL_NAME))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"paths": [], "unreadable": True}
+    pid = pending.get("pid")
+    if isinstance(pid, int) and not isinstance(pid, bool) and pid != os.getpid() and alive(pid):
+        return None
+    return pending
+
+
 def _last_journal_entry(path: str) -> dict[str, Any]:
     """The journal's last whole JSON line (a line cut short by a kill is skipped)."""
     with open(path, "rb") as fh:

@@ -9,7 +9,10 @@ empty, an empty branch ref. Another tool can leave a corrupt ``.git/index``. Con
   to the newest commit its reflog names that is still whole. A corrupt git index is rebuilt from
   HEAD (``git read-tree``), then refreshed. Damaged objects are moved aside and written again from
   the worktree (every file's blob, and the trees of the worktree as it stands), which holds every
-  committed memory once the write that was cut short is in it. Returns what it did.
+  committed memory once the write that was cut short is in it. A write that could not finish
+  (its writer killed, or stopped by a full disk while git's index was written) leaves its journal:
+  it is settled as the next write would settle it (the worktree and git's index brought in line
+  with the branch for its paths). Returns what it did.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ _BAD_OBJECT_FILE = re.compile(r"object file (\S+) is empty|(\S+/objects/[0-9a-f]
 
 
 class Finding(NamedTuple):
-    kind: str  # "ref", "index", "objects"
+    kind: str  # "ref", "index", "objects", "write"
     detail: str
 
 
@@ -79,7 +82,23 @@ def diagnose(root: Path) -> list[Finding]:
         lines = [line for line in (fsck.stdout + fsck.stderr).splitlines() if line.strip()]
         if fsck.returncode != 0 or lines:
             found.append(Finding("objects", "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")))
+    unfinished = _unfinished_write(gitdir)
+    if unfinished:
+        found.append(Finding("write", unfinished))
     return found
+
+
+def _unfinished_write(gitdir: Path) -> str | None:
+    from quipu.store import journal
+
+    pending = journal.unfinished_write(str(gitdir))
+    if pending is None:
+        return None
+    paths = [p for p in pending.get("paths", []) if isinstance(p, str)]
+    named = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
+    how = "its journal cannot be read" if pending.get("unreadable") else \
+        f"stopped at step {str(pending.get('step'))[:40]!r}, its process is gone"
+    return f"a write did not finish ({how})" + (f"; the worktree and git's index may not match HEAD for {named}" if paths else "")
 
 
 def _aside(gitdir: Path, path: Path) -> None:
@@ -151,4 +170,13 @@ def repair(root: Path) -> list[str]:
             done.append(_repair_objects(root, gitdir, finding.detail))
         elif finding.kind == "index":
             done.append(_repair_index(root, gitdir))
+    if any(finding.kind == "write" for finding in diagnose(root)):
+        done.append(_finish_write(root))
     return done
+
+
+def _finish_write(root: Path) -> str:
+    from quipu.store import gitstore
+
+    paths = gitstore.finish_unfinished_write(root)
+    return f"the unfinished write was settled: {len(paths)} path(s) brought in line with HEAD"

@@ -18,10 +18,14 @@ Contract:
   verify run set (another commit); a label a person set stays. ``unknown`` changes nothing, and
   no commit is written when the state does not change. ``quipu undo --sweep <run id>`` reverts a
   run's label commits.
+- Absolute and ``~/`` paths are checked only under the home and the run's roots, and a memory's
+  absolute ``project`` folder (the store's word) is a root only inside them; ``Options.any_path``
+  (the user's choice, never a store's) lets paths be checked anywhere.
 - Counts add up: ``extracted == passed + failed + unknown + refused + pr_state_refused``.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -41,7 +45,7 @@ from quipu.verify.claims import ClaimCache, ClaimResult, Extractor
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store.memory import Memory, memory_path, parse_memory
 from quipu.model import BudgetExceeded, ModelError, ModelUnavailable
-from quipu.probes import PROBES, Context, ProbeResult, ProbeSpec, Refused, run, validate_extraction
+from quipu.probes import PROBES, Context, ProbeResult, ProbeSpec, Refused, path_exists, run, validate_extraction
 from quipu.probes.base import HOME, LogEntry
 from quipu.probes.validate import refuse
 from quipu.store.store import Store
@@ -68,6 +72,7 @@ class Options(NamedTuple):
     env: Mapping[str, str] | None = None
     probe: str | None = None  # check only claims of this probe
     jobs: int = 4
+    any_path: bool = False  # check absolute and ~/ paths anywhere, not only under home and the roots
 
 
 @dataclass
@@ -194,7 +199,9 @@ def _unresolved_root(item: dict[str, Any], ctx: Context) -> str | None:
     root = args.get("root")
     if "root" not in PROBES[probe].schema or not isinstance(root, str) or root == HOME:
         return None
-    if ctx.root_path(root) is not None or not claims_mod.ROOT_NAME.fullmatch(root):
+    if probe == "path-exists" and path_exists.is_rootless(args.get("path")):
+        return None  # an absolute or ~/ path needs no project folder
+    if ctx.root_path(root) is not None or not (claims_mod.ROOT_NAME.fullmatch(root) or os.path.isabs(root)):
         return None
     return root
 
@@ -241,6 +248,9 @@ def prepare(raw_claims: Sequence[object], ctx: Context, *, only: str | None = No
         args = _args_text(dict(spec.args))
         if root is not None:
             fix = f"project root {root!r} has no folder in this run: pass --root {root}=PATH"
+            if os.path.isabs(root):
+                fix = (f"project folder {root} is not checked: it does not exist here, or it is outside your "
+                       "home and your verify roots (--check-any-path checks it)")
             out.append(Prepared(idx, spec.probe, args, quote, None, fix, "unresolved"))
         else:
             out.append(Prepared(idx, spec.probe, args, quote, spec, "", "run"))
@@ -324,13 +334,25 @@ def _labelled(store: Store) -> set[str]:
 def _context(memory: Memory, options: Options, log: RunLog) -> Context:
     roots = dict(options.roots)
     project = memory.project
-    if project and os.path.isabs(project) and project not in roots and os.path.isdir(project):
+    # A memory's project folder is the store's word: a root only inside what this run may look at.
+    if project and os.path.isabs(project) and project not in roots and os.path.isdir(project) \
+            and (options.any_path or _inside(project, [options.home, *roots.values()])):
         roots[project] = project
-    allowed = tuple(dict.fromkeys([options.home, *roots.values()]))
+    allowed = (os.sep,) if options.any_path else tuple(dict.fromkeys([options.home, *roots.values()]))
     return Context(
         roots=roots, home=options.home, allowed_roots=allowed, timeout=options.timeout, env=options.env,
         allow_loopback=options.allow_loopback, on_log=log.writer(memory.id),
     )
+
+
+def _inside(folder: str, bases: Iterable[str]) -> bool:
+    """Whether ``folder``, links resolved, is one of ``bases`` or inside one."""
+    real = os.path.realpath(folder)
+    for base in bases:
+        with contextlib.suppress(ValueError):
+            if os.path.commonpath((real, os.path.realpath(base))) == os.path.realpath(base):
+                return True
+    return False
 
 
 class _Work(NamedTuple):

@@ -56,6 +56,16 @@ def test_absolute_path_only_under_allowed_roots(make_ctx, tmp_path: Path) -> Non
     assert _check(allowed, path=str(other / 'nope')).status == 'fail'
 
 
+def test_an_absolute_path_needs_no_project_root(make_ctx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 12: a memory of a project with no folder in this run still has its absolute paths checked."""
+    other = tmp_path / 'other'
+    other.mkdir()
+    allowed = make_ctx(allowed_roots=(str(other),))
+    spec = validate_extraction({'probe': 'path-exists', 'args': {'root': 'no-folder', 'path': str(other / 'gone')}}, allowed)
+    assert dict(spec.args) == {'root': 'home', 'path': str(other / 'gone')}
+    assert run(spec, allowed) == ('fail', f'{other}/gone does not exist')
+
+
 def test_symlink_out_of_the_root_is_refused(ctx: Context, project: Path, tmp_path: Path) -> None:
     outside = tmp_path / 'outside'
     outside.mkdir()
