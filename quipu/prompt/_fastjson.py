@@ -4,7 +4,7 @@
 much as starting the interpreter; even the C accelerator ``_json`` is a shared library whose
 loading costs the hook more than parsing its few small documents here. Strings are cut out with
 ``str.find`` (escapes are rare), so a document costs about one step per value, not per character.
-Offline code that reads whole transcripts uses ``json``.
+Offline code that reads whole transcripts uses ``json``. What it saves: bench/bench_stand_ins.py.
 
 Contract: ``loads`` accepts one JSON value surrounded by optional whitespace and raises
 ``ValueError`` otherwise (NaN and Infinity refused, like ``json.loads(strict=False)``: control

@@ -16,10 +16,16 @@ def _uri(path: str) -> str:
 
 
 def _lru_cache(maxsize: int = 128, typed: bool = False) -> "Any":
-    """``functools.lru_cache`` as ``_sqlite3`` calls it (positional maxsize), on the same C core."""
+    """``functools.lru_cache`` as ``_sqlite3`` calls it (positional maxsize), on the same C core.
+
+    Why a stand-in: ``functools`` costs the hook's process several times what this does
+    (bench/bench_stand_ins.py); ``cache_info()`` gives the same four numbers, as a plain tuple."""
     import _functools  # type: ignore[import-not-found]  # the C half of functools, no stub
 
-    return lambda function: _functools._lru_cache_wrapper(function, maxsize, typed, tuple)
+    def info(*numbers: int) -> "tuple[int, ...]":
+        return numbers
+
+    return lambda function: _functools._lru_cache_wrapper(function, maxsize, typed, info)
 
 
 def sqlite_module() -> "Any":

@@ -22,7 +22,8 @@ _SQRT2 = 1.4142135623730951
 
 def ln(x: float) -> float:
     """The natural logarithm, to double precision, without ``math``: loading that shared library
-    costs the prompt hook more than all of its uses here. x = m * 2**k with m in [1/sqrt 2, sqrt 2),
+    (``math`` is not built into every interpreter; here it is lib-dynload) costs the prompt hook
+    more than all of its uses here (bench/bench_stand_ins.py). x = m * 2**k with m in [1/sqrt 2, sqrt 2),
     then ln m = 2 atanh(s), s = (m - 1) / (m + 1) (|s| < 0.18), summed until the terms vanish."""
     if not x > 0.0 or x == float("inf"):
         raise ValueError(f"ln({x!r}) is not a finite real number")
