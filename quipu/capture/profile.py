@@ -387,8 +387,3 @@ def fit(store: Store, *, limits: Limits | None = None, sweep: str | None = None)
     if change.commits:
         index.ensure_fresh(store)
     return change
-
-
-# ------------------------------------------------------------------------------ rebuild
-
-

@@ -251,12 +251,6 @@ def query(store: Store, read: Callable[[sqlite3.Connection], T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-# ---------------------------------------------------------------- full rebuild
-
-
-# ---------------------------------------------------------------- incremental refresh
-
-
 # ---------------------------------------------------------------- derived state
 
 

@@ -16,8 +16,6 @@ MAX_HIT_CHARS = 700
 MAX_BODY_CHARS = 8_000
 MAX_LIMIT = 25
 DEFAULT_LIMIT = 8
-
-
 _FENCE_TAG = re.compile(r"(?i)quipu\s*-\s*memory")  # the fence's tag, however it is spelt
 
 

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 
 HISTORY_MODULE = "quipu.history"
-
-
 HISTORY_CONTRACT = """\
 quipu.history (cheap to find; imported at the first history call) provides:
   search_history(query: str, *, project: str | None, since: str | None, limit: int) -> list[turn]

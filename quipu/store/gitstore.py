@@ -114,9 +114,6 @@ def writer_lock(repo: pygit2.Repository) -> Iterator[None]:
             held.pop(path, None)
 
 
-# ---------------------------------------------------------------- trees
-
-
 # ---------------------------------------------------------------- writing
 
 
@@ -318,9 +315,6 @@ def _swap(repo: pygit2.Repository, ref: pygit2.Reference, oid: pygit2.Oid, journ
             time.sleep(0.01)
     finally:
         journal.data["ref_lock_at"] = None
-
-
-# ---------------------------------------------------------------- journal and recovery
 
 
 # ---------------------------------------------------------------- worktree and git's index

@@ -29,8 +29,6 @@ _INDEX_CACHE: dict[str, _Cached] = {}
 # "set": [[path, entry]], "rm": [path]}, so that another quipu process catches up with them
 # instead of reading the whole file again.
 INDEX_LOG_NAME = "quipu-index.log"
-
-
 INDEX_LOG_MAX_BYTES = 512 * 1024
 
 

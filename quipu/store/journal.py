@@ -15,8 +15,6 @@ from quipu.store import safepath
 from quipu.store.trees import blob_entry, check_path
 
 JOURNAL_NAME = "quipu-pending.json"
-
-
 DEAD_LOCK_WINDOW = 10.0  # a dead writer creates its lock file within this long after its step began
 
 

@@ -9,8 +9,6 @@ import pygit2
 from quipu.errors import ConflictError, InvalidMemory, NotFound
 
 FILEMODE_BLOB = pygit2.enums.FileMode.BLOB if hasattr(pygit2, "enums") else pygit2.GIT_FILEMODE_BLOB
-
-
 FILEMODE_TREE = pygit2.enums.FileMode.TREE if hasattr(pygit2, "enums") else pygit2.GIT_FILEMODE_TREE
 
 

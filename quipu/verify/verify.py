@@ -27,36 +27,30 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import hashlib
 import json
 import os
-import re
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from quipu.errors import FatalError, InvalidMemory
+from quipu.model import BudgetExceeded, ModelError, ModelUnavailable
+from quipu.probes import PROBES, Context, ProbeResult
+from quipu.probes.base import LogEntry
+from quipu.store.memory import Memory, memory_path, parse_memory
+from quipu.store.store import Store
 from quipu.verify import claims as claims_mod
 from quipu.verify.claims import ClaimCache, ClaimResult, Extractor
-from quipu.errors import FatalError, InvalidMemory
-from quipu.store.memory import Memory, memory_path, parse_memory
-from quipu.model import BudgetExceeded, ModelError, ModelUnavailable
-from quipu.probes import PROBES, Context, ProbeResult, ProbeSpec, Refused, path_exists, run, validate_extraction
-from quipu.probes.base import HOME, LogEntry
-from quipu.probes.validate import refuse
-from quipu.store.store import Store
+from quipu.verify.prepare import Prepared, check_claim, prepare
 
 LABEL = "unverified"
 SOURCE = "verify"  # recorded in the label event, so a later run clears only labels a run set
 LOG_NAME = "verify.log"
-MAX_ARGS_TEXT = 2000  # of a refused claim's arguments kept for `quipu show`
-_PR_STATE_PROBE = re.compile(
-    r"(?:pr|pull[-_]?request)[-_](?:open|opened|closed|close|unmerged|draft|pending|state|status)", re.IGNORECASE
-)
 
 Progress = Callable[[int, int, str], None]
 _COUNTER = {"pass": "passed", "fail": "failed", "unknown": "unknown"}
@@ -162,106 +156,6 @@ class RunLog:
                 fh.write(text)
 
         return write
-
-
-# ---------------------------------------------------------------- one memory's claims
-
-
-class Prepared(NamedTuple):
-    """One raw claim after validation: a spec to run, or why it will not run."""
-
-    idx: int
-    probe: str
-    args: str
-    quote: str
-    spec: ProbeSpec | None
-    detail: str  # the refusal, or the fix for an unresolved root
-    kind: str  # "run", "refused", "pr-state" or "unresolved"
-
-
-def is_pr_state_claim(item: object) -> bool:
-    """A pull request claimed in a state other than merged: a mood, not a fact."""
-    if not isinstance(item, dict) or not isinstance(item.get("probe"), str):
-        return False
-    probe, args = item["probe"], item.get("args")
-    if probe == "pr-merged":
-        state = args.get("state") if isinstance(args, dict) else None
-        return isinstance(state, str) and state.strip().lower() != "merged"
-    return bool(_PR_STATE_PROBE.fullmatch(probe.strip()))
-
-
-def _unresolved_root(item: dict[str, Any], ctx: Context) -> str | None:
-    """The project root an otherwise checkable claim names but this run has no folder for."""
-    args = item.get("args")
-    probe = item.get("probe")
-    if not isinstance(args, dict) or not isinstance(probe, str) or probe not in PROBES:
-        return None
-    root = args.get("root")
-    if "root" not in PROBES[probe].schema or not isinstance(root, str) or root == HOME:
-        return None
-    if probe == "path-exists" and path_exists.is_rootless(args.get("path")):
-        return None  # an absolute or ~/ path needs no project folder
-    if ctx.root_path(root) is not None or not (claims_mod.ROOT_NAME.fullmatch(root) or os.path.isabs(root)):
-        return None
-    return root
-
-
-def _args_text(value: object) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= MAX_ARGS_TEXT else text[: MAX_ARGS_TEXT - 3] + "..."
-
-
-def _placeholder(root: str) -> str:
-    """A folder that does not exist, standing in for an unresolved root during validation."""
-    return os.path.join(os.sep, "nonexistent", "quipu-unresolved-root", hashlib.sha256(root.encode()).hexdigest())
-
-
-def prepare(raw_claims: Sequence[object], ctx: Context, *, only: str | None = None) -> list[Prepared]:
-    """Validate each raw item; nothing here starts a process or opens a connection."""
-    out: list[Prepared] = []
-    for idx, raw in enumerate(raw_claims):
-        item: object = raw
-        quote = ""
-        if isinstance(raw, dict):  # the quote is ours to show, never an argument
-            item = {k: v for k, v in raw.items() if k != "quote"}
-            quote = claims_mod.clean_quote(raw.get("quote"))
-        name = item.get("probe") if isinstance(item, dict) else None
-        probe = claims_mod.clean_quote(name)[:60] or "?"
-        pr_state = is_pr_state_claim(item)
-        if only is not None and probe != only and not (only == "pr-merged" and pr_state):
-            continue
-        args = _args_text(item.get("args") if isinstance(item, dict) else item)
-        root = _unresolved_root(item, ctx) if isinstance(item, dict) else None
-        vctx = ctx if root is None else replace(ctx, roots={**ctx.roots, root: _placeholder(root)})
-        try:
-            if idx >= claims_mod.MAX_CLAIMS:
-                refuse(ctx, f"more than {claims_mod.MAX_CLAIMS} claims in one memory")
-            spec = validate_extraction(item, vctx)
-            if pr_state:  # the probe set refuses it already; a mood is never run, whatever the probes say
-                refuse(ctx, "a pull request is checked only as merged")
-        except Refused as exc:
-            out.append(Prepared(idx, probe, args, quote, None, exc.reason, "pr-state" if pr_state else "refused"))
-            continue
-        args = _args_text(dict(spec.args))
-        if root is not None:
-            fix = f"project root {root!r} has no folder in this run: pass --root {root}=PATH"
-            if os.path.isabs(root):
-                fix = (f"project folder {root} is not checked: it does not exist here, or it is outside your "
-                       "home and your verify roots (--check-any-path checks it)")
-            out.append(Prepared(idx, spec.probe, args, quote, None, fix, "unresolved"))
-        else:
-            out.append(Prepared(idx, spec.probe, args, quote, spec, "", "run"))
-    return out
-
-
-def _check(spec: ProbeSpec, ctx: Context) -> ProbeResult:
-    try:
-        return run(spec, ctx)
-    except Exception as exc:  # noqa: BLE001 - one broken probe must not end the run
-        return ProbeResult("unknown", f"the probe crashed: {type(exc).__name__}: {str(exc)[:160]}")
 
 
 # ---------------------------------------------------------------- labels
@@ -402,7 +296,7 @@ def _check_all(work: Sequence[_Work], jobs: int, progress: Progress | None) -> d
     results: dict[tuple[int, int], ProbeResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {
-            pool.submit(_check, p.spec, w.ctx): (n, p.idx)
+            pool.submit(check_claim, p.spec, w.ctx): (n, p.idx)
             for n, w in enumerate(work) for p in w.items if p.spec is not None
         }
         for done, future in enumerate(as_completed(futures), 1):
