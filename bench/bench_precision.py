@@ -138,9 +138,9 @@ def run_quipu(db_path: Path, cases: Sequence[Case]) -> list[list[str]]:
 _BASELINE_CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from quipu.prompt import recall
-db = indexread.open_index(sys.argv[2])
-options = recall.Options.from_config(indexread.index_config(db))
+from quipu import recall  # the baseline commit's flat layout
+db = recall.open_index(sys.argv[2])
+options = recall.Options.from_config(recall.index_config(db))
 for line in sys.stdin:
     case = json.loads(line)
     print(json.dumps([h.id for h in recall.recall(db, case[0], case[1], options).hits]), flush=True)
