@@ -1,0 +1,211 @@
+"""Meaning vectors of the store's memories: a cache beside the full-text index, rebuilt from it.
+
+Contract:
+- ``<store>/.cache/vectors.sqlite`` holds one unit vector per memory (float32 bytes), keyed by
+  memory id, with the sha1 of the text that was embedded and the index rowid it was read from.
+  It is derived state: deleting it loses nothing, the next search rebuilds it from the index
+  (which is rebuilt from git).
+- ``ensure_vectors(store, db)`` brings it up to the index ``db`` (a connection to a fresh index):
+  a memory whose (id, rowid) pair is new is read and hashed, and embedded only when its text
+  changed; vectors of memories no longer in the index are dropped. An incremental index refresh
+  gives a changed memory a new rowid, so after one commit only that memory is read. A rebuilt
+  index (new ``built_at``) is compared by text hash, so nothing unchanged is embedded again.
+- The encoder is the static embedding of ``quipu.history.embed`` (the same table and the same
+  code as the past-conversation archive); when it is not installed, ``ensure_vectors`` returns
+  None and search runs on words alone.
+- Writers serialise on the index lock's neighbour ``vectors.lock``; a store whose cache cannot be
+  written gets no vectors (search then runs on words alone) rather than an error.
+- numpy is imported here: this module is never on the prompt path.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from quipu.locks import file_lock
+
+if TYPE_CHECKING:
+    from quipu.history.embed import Embedder
+
+FILE_NAME = "vectors.sqlite"
+PIECES_NAME = "pieces.sqlite"
+BATCH = 2_000  # memories embedded and written per transaction during a build
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors(
+    id TEXT PRIMARY KEY,     -- the memory id
+    src INTEGER NOT NULL,    -- the index rowid the text was read from
+    sha TEXT NOT NULL,       -- sha1 of the embedded text
+    vec BLOB NOT NULL        -- float32 little-endian, unit length (all zero: no text)
+);
+"""
+
+Matrix = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """Every memory's vector, rows in ``ids`` order, and how the last sync went."""
+
+    ids: list[str]
+    matrix: Matrix
+    model: str
+    embedded: int  # memories embedded by this sync
+    removed: int  # vectors dropped by this sync
+
+
+def memory_text(title: str, aliases: str, tags: str, description: str, body: str) -> str:
+    """The text a memory is embedded from: what it is about first, then its body."""
+    return "\n".join(part for part in (title, aliases, tags, description, body) if part)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def encoder(cache_dir: Path, *, bulk: bool = False) -> Embedder | None:
+    """The static embedding, or None when it is not installed. The query side reads the
+    tokenizer's merge ranks from a small SQLite copy in the cache (``pieces.sqlite``); a bulk
+    build parses the tokenizer file once instead."""
+    from quipu.history import embed
+
+    files = embed.locate()
+    if files is None:
+        return None
+    if bulk:
+        return embed.Embedder.load(files, bulk=True)
+    pieces = embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer)
+    return embed.Embedder.load(files, embed.Pieces.from_db(pieces))
+
+
+def model_name() -> str:
+    from quipu.history import embed
+
+    return embed.NAME
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    db.execute("PRAGMA busy_timeout = 30000")
+    return db
+
+
+def _open(path: Path, model: str) -> sqlite3.Connection:
+    """The vectors file, emptied when it was made by another model or cannot be read."""
+    try:
+        db = _connect(path)
+        db.executescript(SCHEMA)
+        row = db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+        if row is not None and row[0] == model:
+            return db
+        db.execute("DELETE FROM vectors")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
+        return db
+    except sqlite3.DatabaseError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        db = _connect(path)
+        db.executescript(SCHEMA)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
+        return db
+
+
+def ensure_vectors(cache_dir: Path, index_db: sqlite3.Connection) -> Vectors | None:
+    """Vectors for every memory of ``index_db``, updated incrementally (see the module contract);
+    None when the embedding is not installed or the cache cannot be written."""
+    from quipu.history import embed
+
+    if embed.locate() is None:
+        return None
+    model = model_name()
+    path = cache_dir / FILE_NAME
+    try:
+        with file_lock(cache_dir / "vectors.lock"):
+            db = _open(path, model)
+            try:
+                return _sync(db, cache_dir, index_db, model)
+            finally:
+                db.close()
+    except (OSError, sqlite3.OperationalError):
+        return None
+
+
+def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection, model: str) -> Vectors:
+    current = {mid: rowid for rowid, mid in index_db.execute("SELECT rowid, id FROM memories")}
+    known = {mid: (src, sha) for mid, src, sha in db.execute("SELECT id, src, sha FROM vectors")}
+    gone = [mid for mid in known if mid not in current]
+    stale = [mid for mid, rowid in current.items() if known.get(mid, (None,))[0] != rowid]
+    embedded = 0
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
+        todo: list[tuple[str, int, str, str]] = []
+        for chunk in range(0, len(stale), 500):
+            part = [current[m] for m in stale[chunk:chunk + 500]]
+            marks = ", ".join("?" * len(part))
+            sql = f"SELECT id, rowid, title, aliases, tags, description, body FROM memories WHERE rowid IN ({marks})"
+            for mid, rowid, *fields in index_db.execute(sql, part):
+                text = memory_text(*fields)
+                sha = _sha(text)
+                if known.get(mid, (None, None))[1] == sha:
+                    db.execute("UPDATE vectors SET src = ? WHERE id = ?", (rowid, mid))
+                else:
+                    todo.append((mid, rowid, sha, text))
+        if todo:
+            enc = encoder(cache_dir, bulk=len(todo) > 200)
+            assert enc is not None  # checked by ensure_vectors
+            for start in range(0, len(todo), BATCH):
+                batch = todo[start:start + BATCH]
+                matrix = enc.many([t[3] for t in batch]).astype("<f4")
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                               ((mid, rowid, sha, matrix[i].tobytes()) for i, (mid, rowid, sha, _t) in enumerate(batch)))
+                embedded += len(batch)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return _load(db, model, embedded, len(gone))
+
+
+def _load(db: sqlite3.Connection, model: str, embedded: int, removed: int) -> Vectors:
+    ids: list[str] = []
+    blobs: list[bytes] = []
+    for mid, vec in db.execute("SELECT id, vec FROM vectors ORDER BY id"):
+        ids.append(mid)
+        blobs.append(vec)
+    if not blobs:
+        return Vectors([], np.zeros((0, 0), dtype=np.float32), model, embedded, removed)
+    dim = len(blobs[0]) // 4
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+    return Vectors(ids, matrix, model, embedded, removed)
+
+
+def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> list[tuple[str, float]]:
+    """The ``depth`` memories closest to ``query`` (cosine, best first; ties by id), positive only."""
+    if not vectors.ids or not query.any():
+        return []
+    scores = vectors.matrix @ query.astype(np.float32)
+    depth = min(depth, len(vectors.ids))
+    top = np.argpartition(-scores, depth - 1)[:depth]
+    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), vectors.ids[i]))
+    return [(vectors.ids[i], float(scores[i])) for i in order if scores[i] > 0.0]
+
+
+def remove(cache_dir: Path) -> None:
+    """Drop the vectors file (``quipu index --rebuild`` rebuilds it on the next search)."""
+    for name in (FILE_NAME, f"{FILE_NAME}-journal"):
+        with contextlib.suppress(OSError):
+            os.unlink(cache_dir / name)
+
+
+__all__: Sequence[str] = ["Vectors", "ensure_vectors", "nearest", "encoder", "memory_text", "remove"]
