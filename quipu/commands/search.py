@@ -52,7 +52,7 @@ def _nearest(store: Store, db: sqlite3.Connection) -> deep.Nearest | None:
         return None
 
     def nearest(query: str, depth: int) -> list[tuple[str, float]]:
-        return vectors.nearest(found, encoder.one(query), depth)
+        return vectors.nearest(found, found.embed(encoder, query), depth)
 
     return nearest
 

@@ -168,9 +168,10 @@ class Embedder:
     """Texts to unit vectors with the static table."""
 
     def __init__(self, table: npt.NDArray[np.float16], pieces: Pieces, *, zipf_c: float = ZIPF_C,
-                 bulk: bool = False) -> None:
+                 bulk: bool = False, weights: npt.NDArray[np.float32] | None = None) -> None:
         self.pieces = pieces
         self.zipf_c = zipf_c
+        self.weights = weights  # one weight per piece id, in place of the Zipf weight (quipu.vectors)
         self.dim = int(table.shape[1])
         self._table = table
         # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
@@ -180,12 +181,15 @@ class Embedder:
             self._bulk = np.vstack([weighted, np.zeros((1, self.dim), dtype=np.float32)])
 
     @classmethod
-    def load(cls, files: Files, pieces: Pieces | None = None, *, bulk: bool = False) -> Embedder:
-        return cls(load_table(files.weights), pieces or Pieces.from_file(files.tokenizer), bulk=bulk)
+    def load(cls, files: Files, pieces: Pieces | None = None, *, bulk: bool = False,
+             weights: npt.NDArray[np.float32] | None = None) -> Embedder:
+        return cls(load_table(files.weights), pieces or Pieces.from_file(files.tokenizer), bulk=bulk, weights=weights)
 
     def _weighted(self, rows: npt.NDArray[np.float16], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         out = np.asarray(rows, dtype=np.float32)
-        if self.zipf_c:
+        if self.weights is not None:
+            out = out * self.weights[ids][:, None]
+        elif self.zipf_c:
             out = out * (ids / (ids + self.zipf_c)).astype(np.float32)[:, None]
         return out
 
