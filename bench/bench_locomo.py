@@ -484,7 +484,8 @@ DEEP_MEANING = "meaning only (dense-only: the same vectors, cosine)"
 FLOOR_SYSTEMS = (HOOK, DEEP_FUSED, DEEP_LEXICAL, DEEP_MEANING, "fts5", "rank_bm25")
 # (K, meaning weight, meaning-only floor) tried; the first is what quipu.deep ships.
 FUSION_GRID = [(deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)] + [
-    (k, w, f) for k in (10.0, 30.0, 60.0) for w in (0.1, 0.2, 0.35, 0.5, 1.0) for f in (0.35, float("inf"))]
+    (k, w, deep.MEANING_ONLY_FLOOR) for k in (10.0, 20.0, 40.0, 60.0) for w in (0.1, 0.17, 0.25, 0.5, 1.0)
+] + [(deep.K, deep.MEANING_WEIGHT, float("inf"))]
 
 
 def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, list[float]]) -> None:
@@ -504,7 +505,7 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             lex = deep.lexical(db, terms)
             ids = deep._ids(db, [r for r, _s in lex])
             q.lexical = [ids[r] for r, _s in lex]
-            q.meaning = [] if found is None or encoder is None else vectors.nearest(found, encoder.one(q.text), deep.GATHER)
+            q.meaning = [] if found is None or encoder is None else vectors.nearest(found, found.embed(encoder, q.text), deep.GATHER)
             q.specific = bool(q.meaning and q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
             timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
