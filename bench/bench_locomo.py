@@ -94,6 +94,7 @@ class Question:
     quipu_terms: list[tuple[str, int, bool]] = field(default_factory=list)
     quipu_reason: str = ""
     lexical: list[str] = field(default_factory=list)  # the deep list's lexical gather, best first
+    lexical_scores: list[float] = field(default_factory=list)  # their BM25 (ties share a rank)
     meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
     specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
 
@@ -505,6 +506,7 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             lex = deep.lexical(db, terms)
             ids = deep._ids(db, [r for r, _s in lex])
             q.lexical = [ids[r] for r, _s in lex]
+            q.lexical_scores = [score for _r, score in lex]
             q.meaning = [] if found is None or encoder is None else vectors.nearest(found, found.embed(encoder, q.text), deep.GATHER)
             q.specific = bool(q.meaning and q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
             timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
@@ -517,7 +519,7 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
 
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
     """The deep list's order (no labels, no decay in these stores: the fused order is the list)."""
-    fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
+    fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight, lexical_scores=q.lexical_scores,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]
 

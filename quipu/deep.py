@@ -51,7 +51,9 @@ MEANING_WEIGHT = 0.17
 MEANING_ONLY_FLOOR = 0.35
 SUPERSEDED_PENALTY = recall.SUPERSEDED_PENALTY
 UNVERIFIED_PENALTY = recall.UNVERIFIED_PENALTY
-AGE_TIEBREAK = 0.05
+# Less than one rank step of the fused score near the top (1 / (K + 1) against 1 / (K + 2) is
+# 2.4%), so age orders hits the ranks cannot tell apart and never overtakes better evidence.
+AGE_TIEBREAK = 0.02
 _SECONDS_PER_DAY = 86400.0
 # (id, cosine) of the memories nearest a query, best first, at most ``depth`` of them.
 Nearest = Callable[[str, int], Sequence[tuple[str, float]]]
@@ -119,13 +121,31 @@ def lexical(db: Any, terms: Sequence[str], depth: int = GATHER) -> list[tuple[in
     return [(int(r), float(s)) for r, s in db.execute(sql, (expr, depth))]
 
 
+def ranks(scored: Sequence[tuple[str, float]]) -> dict[str, int]:
+    """1-based ranks of a best-first list; equal scores share a rank (1, 2, 2, 4): the same
+    evidence earns the same fused score, so labels and age alone order such hits."""
+    out: dict[str, int] = {}
+    previous: float | None = None
+    rank = 0
+    for n, (i, score) in enumerate(scored, 1):
+        if previous is None or abs(score - previous) > 1e-9 * max(1.0, abs(score)):
+            rank = n
+        previous = score
+        out[i] = rank
+    return out
+
+
 def fuse(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None, *, k: float = K,
          lexical_weight: float = LEXICAL_WEIGHT, meaning_weight: float = MEANING_WEIGHT,
-         meaning_only_floor: float = MEANING_ONLY_FLOOR) -> list[tuple[str, float, int | None, int | None]]:
-    """(id, fused score, lexical rank, meaning rank), best first; ranks are 1-based. Ties go to
-    the better lexical rank, then the id."""
-    lex = {i: r for r, i in enumerate(lexical_ids, 1)}
-    mean = {i: r for r, (i, _c) in enumerate(meaning or (), 1)}
+         meaning_only_floor: float = MEANING_ONLY_FLOOR, lexical_scores: Sequence[float] | None = None,
+         ) -> list[tuple[str, float, int | None, int | None]]:
+    """(id, fused score, lexical rank, meaning rank), best first; ranks are 1-based (tied scores
+    share one when ``lexical_scores`` are given). Ties go to the better lexical rank, then the id."""
+    if lexical_scores is None:
+        lex = {i: r for r, i in enumerate(lexical_ids, 1)}
+    else:
+        lex = ranks(list(zip(lexical_ids, lexical_scores)))
+    mean = ranks(list(meaning or ()))
     cos = dict(meaning or ())
     out = []
     for i in {*lex, *mean}:
@@ -170,7 +190,7 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
     floor = MEANING_ONLY_FLOOR
     if meaning and lexical_ids and _names_something_specific(db, terms, [r for r, _s in found]):
         floor = float("inf")  # the words have it: meaning re-orders, adds nothing
-    fused = fuse(lexical_ids, meaning, meaning_only_floor=floor)
+    fused = fuse(lexical_ids, meaning, meaning_only_floor=floor, lexical_scores=[bm25[i] for i in lexical_ids])
     if not fused:
         result.reason = "no memory shares a word with the query" + (
             f" nor comes within cosine {MEANING_ONLY_FLOOR:g} of its meaning" if result.meaning else "")

@@ -29,7 +29,6 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +52,7 @@ RECOUNT_FACTOR = 2.0  # the store grew or shrank this much since the counts: bui
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pieces(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);  -- counts in the store
+CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY, ids BLOB NOT NULL) WITHOUT ROWID;  -- int32 pieces
 CREATE TABLE IF NOT EXISTS vectors(
     id TEXT PRIMARY KEY,     -- the memory id
     src INTEGER NOT NULL,    -- the index rowid the text was read from
@@ -64,19 +64,39 @@ CREATE TABLE IF NOT EXISTS vectors(
 Matrix = npt.NDArray[np.float32]
 
 
-@dataclass(frozen=True)
 class Vectors:
-    """Every memory's vector, rows in ``ids`` order, and how the last sync went."""
+    """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync went."""
 
-    ids: list[str]
-    matrix: Matrix
-    model: str
-    embedded: int  # memories embedded by this sync
-    removed: int  # vectors dropped by this sync
-    weights: npt.NDArray[np.float32] | None = None  # per piece id, from the store's counts
+    def __init__(self, path: Path, ids: list[str], model: str, embedded: int, removed: int,
+                 weights: npt.NDArray[np.float32]) -> None:
+        self.path = path
+        self.ids = ids
+        self.model = model
+        self.embedded = embedded  # memories embedded by this sync
+        self.removed = removed  # vectors dropped by this sync
+        self.weights = weights  # per piece id, from the store's counts
+        self._matrix: Matrix | None = None
+
+    @property
+    def matrix(self) -> Matrix:
+        if self._matrix is None:
+            db = _connect(self.path)
+            try:
+                blobs = [row[0] for row in db.execute("SELECT vec FROM vectors ORDER BY id")]
+            finally:
+                db.close()
+            dim = len(blobs[0]) // 4 if blobs else 0
+            self._matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+        return self._matrix
 
     def embed(self, encoder: Embedder, text: str) -> npt.NDArray[np.float32]:
-        """``text``'s vector, weighed by the same counts as the memories'."""
+        """``text``'s vector, weighed by the same counts as the memories' (and tokenized with
+        the words the build already split, so a query reads few merge ranks)."""
+        db = _connect(self.path)
+        try:
+            _prime(encoder.pieces, db, text.split())
+        finally:
+            db.close()
         encoder.weights = self.weights
         return encoder.one(text)
 
@@ -175,18 +195,36 @@ def _weights(db: sqlite3.Connection, size: int) -> npt.NDArray[np.float32]:
     return weights
 
 
-def _recount(db: sqlite3.Connection, index_db: sqlite3.Connection, pieces: Pieces, count: int) -> None:
-    """Count every piece of every memory's text, and drop every vector (they are built again)."""
+def _prime(pieces: Pieces, db: sqlite3.Connection, words: Sequence[str]) -> None:
+    """Tell ``pieces`` the pieces of those ``words`` the words table has."""
+    wanted = sorted(set(words))
+    known: dict[str, tuple[int, ...]] = {}
+    for chunk in range(0, len(wanted), 500):
+        part = wanted[chunk:chunk + 500]
+        marks = ", ".join("?" * len(part))
+        for word, ids in db.execute(f"SELECT word, ids FROM words WHERE word IN ({marks})", part):
+            known[word] = tuple(np.frombuffer(ids, dtype="<i4").tolist())
+    pieces.known(known)
+
+
+def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: Pieces) -> dict[str, list[int]]:
+    """Count every piece of every memory's text, keep the words' pieces, and drop every vector
+    (they are built again); returns each memory's pieces."""
     counts: dict[int, int] = {}
-    sql = "SELECT title, aliases, tags, description, body FROM memories"
-    for fields in index_db.execute(sql):
-        for piece in pieces.text(memory_text(*fields)):
+    split: dict[str, list[int]] = {}
+    for mid, (_rowid, text) in texts.items():
+        ids = split[mid] = pieces.text(text)
+        for piece in ids:
             counts[piece] = counts.get(piece, 0) + 1
     db.execute("DELETE FROM pieces")
     db.executemany("INSERT INTO pieces VALUES (?, ?)", counts.items())
+    db.execute("DELETE FROM words")
+    db.executemany("INSERT INTO words VALUES (?, ?)",
+                   ((w, np.array(ids, dtype="<i4").tobytes()) for w, ids in pieces._cache.items()))
     db.execute("DELETE FROM vectors")
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                   (("pieces_total", str(sum(counts.values()))), ("counted_memories", str(count))))
+                   (("pieces_total", str(sum(counts.values()))), ("counted_memories", str(len(texts)))))
+    return split
 
 
 def _pieces(cache_dir: Path, many: bool) -> Pieces:
@@ -200,6 +238,9 @@ def _pieces(cache_dir: Path, many: bool) -> Pieces:
     return embed.Pieces.from_db(embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer))
 
 
+_TEXT_SQL = "SELECT id, rowid, title, aliases, tags, description, body FROM memories"
+
+
 def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection, model: str) -> Vectors:
     from quipu.history import embed
 
@@ -210,10 +251,13 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     counted = _meta_int(db, "counted_memories")
     recount = not counted or not (counted / RECOUNT_FACTOR <= len(current) <= counted * RECOUNT_FACTOR)
     pieces: Pieces | None = None
+    split: dict[str, list[int]] = {}
+    texts: dict[str, tuple[int, str]] = {}
     if recount and current:
+        texts = {mid: (rowid, memory_text(*fields)) for mid, rowid, *fields in index_db.execute(_TEXT_SQL)}
         pieces = _pieces(cache_dir, len(current) > 200)
         db.execute("BEGIN IMMEDIATE")
-        _recount(db, index_db, pieces, len(current))
+        split = _recount(db, texts, pieces)
         db.execute("COMMIT")
     known = {mid: (src, sha) for mid, src, sha in db.execute("SELECT id, src, sha FROM vectors")}
     gone = [mid for mid in known if mid not in current]
@@ -224,52 +268,49 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
         todo: list[tuple[str, int, str, str]] = []
-        for chunk in range(0, len(stale), 500):
-            part = [current[m] for m in stale[chunk:chunk + 500]]
-            marks = ", ".join("?" * len(part))
-            sql = f"SELECT id, rowid, title, aliases, tags, description, body FROM memories WHERE rowid IN ({marks})"
-            for mid, rowid, *fields in index_db.execute(sql, part):
-                text = memory_text(*fields)
-                sha = _sha(text)
-                if known.get(mid, (None, None))[1] == sha:
-                    db.execute("UPDATE vectors SET src = ? WHERE id = ?", (rowid, mid))
-                else:
-                    todo.append((mid, rowid, sha, text))
+        if not texts:
+            for chunk in range(0, len(stale), 500):
+                part = [current[m] for m in stale[chunk:chunk + 500]]
+                sql = f"{_TEXT_SQL} WHERE rowid IN ({', '.join('?' * len(part))})"
+                texts.update((mid, (rowid, memory_text(*fields))) for mid, rowid, *fields in index_db.execute(sql, part))
+        for mid in stale:
+            if mid not in texts:
+                continue
+            rowid, text = texts[mid]
+            sha = _sha(text)
+            if known.get(mid, (None, None))[1] == sha:
+                db.execute("UPDATE vectors SET src = ? WHERE id = ?", (rowid, mid))
+            else:
+                todo.append((mid, rowid, sha, text))
         if todo:
             many = len(todo) > 200
-            enc = embed.Embedder(table, pieces or _pieces(cache_dir, many), bulk=many, weights=weights)
+            if pieces is None:
+                pieces = _pieces(cache_dir, many)
+                _prime(pieces, db, [w for t in todo for w in t[3].split()])
+            enc = embed.Embedder(table, pieces, bulk=many, weights=weights)
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
-                matrix = enc.many([t[3] for t in batch]).astype("<f4")
+                matrix = enc.many([t[3] for t in batch], [split.get(t[0]) or pieces.text(t[3]) for t in batch])
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
-                               ((mid, rowid, sha, matrix[i].tobytes()) for i, (mid, rowid, sha, _t) in enumerate(batch)))
+                               ((mid, rowid, sha, matrix[i].astype("<f4").tobytes())
+                                for i, (mid, rowid, sha, _t) in enumerate(batch)))
                 embedded += len(batch)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return _load(db, model, embedded, len(gone), weights)
-
-
-def _load(db: sqlite3.Connection, model: str, embedded: int, removed: int,
-          weights: npt.NDArray[np.float32]) -> Vectors:
-    ids: list[str] = []
-    blobs: list[bytes] = []
-    for mid, vec in db.execute("SELECT id, vec FROM vectors ORDER BY id"):
-        ids.append(mid)
-        blobs.append(vec)
-    if not blobs:
-        return Vectors([], np.zeros((0, 0), dtype=np.float32), model, embedded, removed, weights)
-    dim = len(blobs[0]) // 4
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
-    return Vectors(ids, matrix, model, embedded, removed, weights)
+    ids = [row[0] for row in db.execute("SELECT id FROM vectors ORDER BY id")]
+    return Vectors(cache_dir / FILE_NAME, ids, model, embedded, len(gone), weights)
 
 
 def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> list[tuple[str, float]]:
     """The ``depth`` memories closest to ``query`` (cosine, best first; ties by id), positive only."""
     if not vectors.ids or not query.any():
         return []
-    scores = vectors.matrix @ query.astype(np.float32)
+    matrix = vectors.matrix
+    if matrix.shape[0] != len(vectors.ids):  # changed by another process since: read it again
+        return []
+    scores = matrix @ query.astype(np.float32)
     depth = min(depth, len(vectors.ids))
     top = np.argpartition(-scores, depth - 1)[:depth]
     order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), vectors.ids[i]))
