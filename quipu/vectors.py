@@ -67,26 +67,39 @@ Matrix = npt.NDArray[np.float32]
 class Vectors:
     """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync went."""
 
-    def __init__(self, path: Path, ids: list[str], model: str, embedded: int, removed: int,
-                 weights: npt.NDArray[np.float32]) -> None:
+    def __init__(self, path: Path, model: str, embedded: int, removed: int,
+                 weights: npt.NDArray[np.float32] | None) -> None:
         self.path = path
-        self.ids = ids
         self.model = model
         self.embedded = embedded  # memories embedded by this sync
         self.removed = removed  # vectors dropped by this sync
         self.weights = weights  # per piece id, from the store's counts
+        self._ids: list[str] = []
         self._matrix: Matrix | None = None
+
+    def _read(self) -> None:
+        db = _connect(self.path)
+        try:
+            rows = db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
+            if self.weights is None:
+                self.weights = _weights(db, _table_rows())
+        finally:
+            db.close()
+        self._ids = [r[0] for r in rows]
+        dim = len(rows[0][1]) // 4 if rows else 0
+        self._matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
+
+    @property
+    def ids(self) -> list[str]:
+        if self._matrix is None:
+            self._read()
+        return self._ids
 
     @property
     def matrix(self) -> Matrix:
         if self._matrix is None:
-            db = _connect(self.path)
-            try:
-                blobs = [row[0] for row in db.execute("SELECT vec FROM vectors ORDER BY id")]
-            finally:
-                db.close()
-            dim = len(blobs[0]) // 4 if blobs else 0
-            self._matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+            self._read()
+        assert self._matrix is not None
         return self._matrix
 
     def embed(self, encoder: Embedder, text: str) -> npt.NDArray[np.float32]:
@@ -95,6 +108,8 @@ class Vectors:
         db = _connect(self.path)
         try:
             _prime(encoder.pieces, db, text.split())
+            if self.weights is None:
+                self.weights = _weights(db, _table_rows())
         finally:
             db.close()
         encoder.weights = self.weights
@@ -210,21 +225,38 @@ def _prime(pieces: Pieces, db: sqlite3.Connection, words: Sequence[str]) -> None
 def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: Pieces) -> dict[str, list[int]]:
     """Count every piece of every memory's text, keep the words' pieces, and drop every vector
     (they are built again); returns each memory's pieces."""
-    counts: dict[int, int] = {}
-    split: dict[str, list[int]] = {}
-    for mid, (_rowid, text) in texts.items():
-        ids = split[mid] = pieces.text(text)
-        for piece in ids:
-            counts[piece] = counts.get(piece, 0) + 1
+    split = {mid: pieces.text(text) for mid, (_rowid, text) in texts.items()}
+    flat = np.fromiter((p for ids in split.values() for p in ids), dtype=np.int64)
+    tally = np.bincount(flat) if flat.size else np.zeros(0, dtype=np.int64)
+    present = np.flatnonzero(tally)
     db.execute("DELETE FROM pieces")
-    db.executemany("INSERT INTO pieces VALUES (?, ?)", counts.items())
+    db.executemany("INSERT INTO pieces VALUES (?, ?)", zip(present.tolist(), tally[present].tolist()))
     db.execute("DELETE FROM words")
     db.executemany("INSERT INTO words VALUES (?, ?)",
                    ((w, np.array(ids, dtype="<i4").tobytes()) for w, ids in pieces._cache.items()))
     db.execute("DELETE FROM vectors")
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                   (("pieces_total", str(sum(counts.values()))), ("counted_memories", str(len(texts)))))
+                   (("pieces_total", str(int(flat.size))), ("counted_memories", str(len(texts)))))
     return split
+
+
+def _table_rows() -> int:
+    from quipu.history import embed
+
+    files = embed.locate()
+    return int(embed.load_table(files.weights).shape[0]) if files is not None else 0
+
+
+def _main_file(db: sqlite3.Connection) -> str:
+    return next(str(row[2]) for row in db.execute("PRAGMA database_list") if row[1] == "main")
+
+
+def _shas(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for chunk in range(0, len(ids), 500):
+        part = ids[chunk:chunk + 500]
+        out += db.execute(f"SELECT id, sha FROM vectors WHERE id IN ({', '.join('?' * len(part))})", part).fetchall()
+    return out
 
 
 def _pieces(cache_dir: Path, many: bool) -> Pieces:
@@ -247,30 +279,38 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     files = embed.locate()
     assert files is not None  # checked by ensure_vectors
     table = embed.load_table(files.weights)
-    current = {mid: rowid for rowid, mid in index_db.execute("SELECT rowid, id FROM memories")}
+    count = int(index_db.execute("SELECT count(*) FROM memories").fetchone()[0])
     counted = _meta_int(db, "counted_memories")
-    recount = not counted or not (counted / RECOUNT_FACTOR <= len(current) <= counted * RECOUNT_FACTOR)
+    recount = not counted or not (counted / RECOUNT_FACTOR <= count <= counted * RECOUNT_FACTOR)
     pieces: Pieces | None = None
     split: dict[str, list[int]] = {}
     texts: dict[str, tuple[int, str]] = {}
-    if recount and current:
+    if recount and count:
         texts = {mid: (rowid, memory_text(*fields)) for mid, rowid, *fields in index_db.execute(_TEXT_SQL)}
-        pieces = _pieces(cache_dir, len(current) > 200)
+        pieces = _pieces(cache_dir, count > 200)
         db.execute("BEGIN IMMEDIATE")
         split = _recount(db, texts, pieces)
         db.execute("COMMIT")
-    known = {mid: (src, sha) for mid, src, sha in db.execute("SELECT id, src, sha FROM vectors")}
-    gone = [mid for mid in known if mid not in current]
-    stale = [mid for mid, rowid in current.items() if known.get(mid, (None,))[0] != rowid]
+    # What changed, found by SQLite across the two files: memories whose (id, rowid) pair has no
+    # vector, and vectors whose memory is gone.
+    db.execute("ATTACH DATABASE ? AS idx", (_main_file(index_db),))
+    try:
+        stale = dict(db.execute("SELECT m.id, m.rowid FROM idx.memories m LEFT JOIN vectors v ON v.id = m.id"
+                                " WHERE v.src IS NOT m.rowid").fetchall())
+        gone = [r[0] for r in db.execute("SELECT id FROM vectors WHERE id NOT IN (SELECT id FROM idx.memories)")]
+    finally:
+        db.execute("DETACH DATABASE idx")
+    known = {mid: sha for mid, sha in _shas(db, list(stale))}
     embedded = 0
-    weights = _weights(db, int(table.shape[0]))
+    weights = None
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
         todo: list[tuple[str, int, str, str]] = []
         if not texts:
-            for chunk in range(0, len(stale), 500):
-                part = [current[m] for m in stale[chunk:chunk + 500]]
+            rows = list(stale.values())
+            for chunk in range(0, len(rows), 500):
+                part = rows[chunk:chunk + 500]
                 sql = f"{_TEXT_SQL} WHERE rowid IN ({', '.join('?' * len(part))})"
                 texts.update((mid, (rowid, memory_text(*fields))) for mid, rowid, *fields in index_db.execute(sql, part))
         for mid in stale:
@@ -278,11 +318,12 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
                 continue
             rowid, text = texts[mid]
             sha = _sha(text)
-            if known.get(mid, (None, None))[1] == sha:
+            if known.get(mid) == sha:
                 db.execute("UPDATE vectors SET src = ? WHERE id = ?", (rowid, mid))
             else:
                 todo.append((mid, rowid, sha, text))
         if todo:
+            weights = _weights(db, int(table.shape[0]))
             many = len(todo) > 200
             if pieces is None:
                 pieces = _pieces(cache_dir, many)
@@ -299,8 +340,7 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    ids = [row[0] for row in db.execute("SELECT id FROM vectors ORDER BY id")]
-    return Vectors(cache_dir / FILE_NAME, ids, model, embedded, len(gone), weights)
+    return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), weights)
 
 
 def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> list[tuple[str, float]]:
