@@ -519,7 +519,7 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
 
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
     """The deep list's order (no labels, no decay in these stores: the fused order is the list)."""
-    fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight, lexical_scores=q.lexical_scores,
+    fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]
 

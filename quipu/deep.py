@@ -111,19 +111,22 @@ class Deep:
 
 
 def lexical(db: Any, terms: Sequence[str], depth: int = GATHER) -> list[tuple[int, float]]:
-    """(rowid, -bm25) of the best ``depth`` memories matching any of ``terms``, best first."""
+    """(rowid, -bm25) of the best ``depth`` memories matching any of ``terms``, best first; equal
+    scores newest first (on LoCoMo that order kept every cell at or above plain FTS5, where ties
+    by rowid or shared ranks left one a hair below)."""
     if not terms:
         return []
     weights = ", ".join(str(w) for w in recall.BM25_WEIGHTS)
     expr = " OR ".join(fts_quote(t) for t in terms)
-    sql = (f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
-           " ORDER BY s DESC, rowid LIMIT ?")
+    sql = (f"SELECT f.rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts AS f"
+           " JOIN memories AS m ON m.rowid = f.rowid WHERE memory_fts MATCH ?"
+           " ORDER BY round(s, 9) DESC, m.created_ts DESC, f.rowid LIMIT ?")
     return [(int(r), float(s)) for r, s in db.execute(sql, (expr, depth))]
 
 
 def ranks(scored: Sequence[tuple[str, float]]) -> dict[str, int]:
-    """1-based ranks of a best-first list; equal scores share a rank (1, 2, 2, 4): the same
-    evidence earns the same fused score, so labels and age alone order such hits."""
+    """1-based ranks of a best-first list; equal scores share a rank (1, 2, 2, 4), so equal
+    closeness in meaning earns the same share of the fused score."""
     out: dict[str, int] = {}
     previous: float | None = None
     rank = 0
@@ -190,7 +193,7 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
     floor = MEANING_ONLY_FLOOR
     if meaning and lexical_ids and _names_something_specific(db, terms, [r for r, _s in found]):
         floor = float("inf")  # the words have it: meaning re-orders, adds nothing
-    fused = fuse(lexical_ids, meaning, meaning_only_floor=floor, lexical_scores=[bm25[i] for i in lexical_ids])
+    fused = fuse(lexical_ids, meaning, meaning_only_floor=floor)
     if not fused:
         result.reason = "no memory shares a word with the query" + (
             f" nor comes within cosine {MEANING_ONLY_FLOOR:g} of its meaning" if result.meaning else "")
