@@ -85,6 +85,6 @@ def _explain(hit: deep.Hit) -> str:
     parts = [lexical, meaning, f"fused {hit.fused:.4f}"]
     if hit.label_factor != 1.0:
         parts.append(f"labels x{hit.label_factor:g}")
-    if hit.age_factor != 1.0:
+    if hit.age_factor < 0.9995:  # what shows at three decimals
         parts.append(f"age x{hit.age_factor:.3f}")
     return "; ".join(parts)
