@@ -81,8 +81,6 @@ class Vectors:
         db = _connect(self.path)
         try:
             rows = db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
-            if self.weights is None:
-                self.weights = _weights(db, _table_rows())
         finally:
             db.close()
         self._ids = [r[0] for r in rows]
@@ -108,11 +106,9 @@ class Vectors:
         db = _connect(self.path)
         try:
             _prime(encoder.pieces, db, text.split())
-            if self.weights is None:
-                self.weights = _weights(db, _table_rows())
+            encoder.weights = _weights(db, _table_rows(), encoder.pieces.text(text))
         finally:
             db.close()
-        encoder.weights = self.weights
         return encoder.one(text)
 
 
@@ -149,6 +145,8 @@ def model_name() -> str:
 def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
     db.execute("PRAGMA busy_timeout = 30000")
+    # A cache: a file a crash left damaged is dropped and built again (``_open``), so no fsync.
+    db.execute("PRAGMA synchronous = OFF")
     return db
 
 
@@ -197,12 +195,21 @@ def _meta_int(db: sqlite3.Connection, key: str) -> int:
     return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
 
 
-def _weights(db: sqlite3.Connection, size: int) -> npt.NDArray[np.float32]:
-    """SIF weights per piece id from the stored counts (a piece the store lacks weighs 1)."""
+def _weights(db: sqlite3.Connection, size: int, only: Sequence[int] | None = None) -> npt.NDArray[np.float32]:
+    """SIF weights per piece id from the stored counts (a piece the store lacks weighs 1); with
+    ``only``, just those pieces' (the rest stay 1: a few texts need no more)."""
     weights = np.ones(size, dtype=np.float32)
     total = _meta_int(db, "pieces_total")
     if total:
-        rows = db.execute("SELECT id, n FROM pieces").fetchall()
+        if only is None:
+            rows = db.execute("SELECT id, n FROM pieces").fetchall()
+        else:
+            wanted = sorted(set(only))
+            rows = []
+            for chunk in range(0, len(wanted), 500):
+                part = wanted[chunk:chunk + 500]
+                rows += db.execute(f"SELECT id, n FROM pieces WHERE id IN ({', '.join('?' * len(part))})",
+                                   part).fetchall()
         if rows:
             ids, counts = np.array(rows, dtype=np.int64).T
             keep = ids < size
@@ -303,6 +310,8 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     known = {mid: sha for mid, sha in _shas(db, list(stale))}
     embedded = 0
     weights = None
+    if not stale and not gone:
+        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None)
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
@@ -323,15 +332,16 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
             else:
                 todo.append((mid, rowid, sha, text))
         if todo:
-            weights = _weights(db, int(table.shape[0]))
             many = len(todo) > 200
             if pieces is None:
                 pieces = _pieces(cache_dir, many)
                 _prime(pieces, db, [w for t in todo for w in t[3].split()])
+            lists = {t[0]: split.get(t[0]) or pieces.text(t[3]) for t in todo}
+            weights = _weights(db, int(table.shape[0]), None if many else [p for ids in lists.values() for p in ids])
             enc = embed.Embedder(table, pieces, bulk=many, weights=weights)
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
-                matrix = enc.many([t[3] for t in batch], [split.get(t[0]) or pieces.text(t[3]) for t in batch])
+                matrix = enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
                                ((mid, rowid, sha, matrix[i].astype("<f4").tobytes())
                                 for i, (mid, rowid, sha, _t) in enumerate(batch)))
