@@ -5,11 +5,13 @@ Contract:
   memory id, with the sha1 of the text that was embedded and the index rowid it was read from.
   It is derived state: deleting it loses nothing, the next search rebuilds it from the index
   (which is rebuilt from git).
-- ``ensure_vectors(store, db)`` brings it up to the index ``db`` (a connection to a fresh index):
-  a memory whose (id, rowid) pair is new is read and hashed, and embedded only when its text
-  changed; vectors of memories no longer in the index are dropped. An incremental index refresh
-  gives a changed memory a new rowid, so after one commit only that memory is read. A rebuilt
-  index (new ``built_at``) is compared by text hash, so nothing unchanged is embedded again.
+- ``ensure_vectors(cache_dir, db)`` brings it up to the index ``db`` (a connection to a fresh
+  index): a memory whose (id, rowid) pair has no vector is read and hashed, and embedded only when
+  its text changed; vectors of memories no longer in the index are dropped. SQLite finds both
+  across the two files (the index attached), so an unchanged store costs two queries. An
+  incremental index refresh gives a changed memory a new rowid, so after one commit only that
+  memory is read; a rebuilt index renumbers every row, and the text hashes keep anything
+  unchanged from being embedded again.
 - The encoder is the static embedding of ``quipu.history.embed`` (the same table and the same
   code as the past-conversation archive); when it is not installed, ``ensure_vectors`` returns
   None and search runs on words alone.
@@ -121,17 +123,15 @@ def _sha(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
 
 
-def encoder(cache_dir: Path, *, bulk: bool = False) -> Embedder | None:
-    """The static embedding, or None when it is not installed. The query side reads the
-    tokenizer's merge ranks from a small SQLite copy in the cache (``pieces.sqlite``); a bulk
-    build parses the tokenizer file once instead."""
+def encoder(cache_dir: Path) -> Embedder | None:
+    """The static embedding for queries, or None when it is not installed: it reads the
+    tokenizer's merge ranks from a small SQLite copy in the cache (``pieces.sqlite``), never the
+    whole tokenizer file."""
     from quipu.history import embed
 
     files = embed.locate()
     if files is None:
         return None
-    if bulk:
-        return embed.Embedder.load(files, bulk=True)
     pieces = embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer)
     return embed.Embedder.load(files, embed.Pieces.from_db(pieces))
 
@@ -186,7 +186,12 @@ def ensure_vectors(cache_dir: Path, index_db: sqlite3.Connection) -> Vectors | N
                 return _sync(db, cache_dir, index_db, model)
             finally:
                 db.close()
-    except (OSError, sqlite3.OperationalError):
+    except sqlite3.OperationalError:  # locked, read-only, full: words alone this time
+        return None
+    except sqlite3.DatabaseError:  # damaged under us: dropped, built again by the next search
+        remove(cache_dir)
+        return None
+    except OSError:
         return None
 
 

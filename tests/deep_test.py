@@ -108,6 +108,18 @@ def test_vectors_follow_the_index_one_memory_at_a_time(store: Store) -> None:
     assert (third.matrix == second.matrix).all()
 
 
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_vectors_file_never_breaks_search(store: Store, damage: str) -> None:
+    if vectors.encoder(store.cache_dir) is None:
+        pytest.skip("the static embedding (wordllama) is not installed")
+    assert ids(store, "pipeline") == ["deploy-note"]
+    path = index.index_file(store).parent / vectors.FILE_NAME
+    data = path.read_bytes()
+    path.write_bytes(b"not a database at all " * 400 if damage == "garbage" else data[: len(data) // 3])
+    assert ids(store, "pipeline") == ["deploy-note"]
+    assert ids(store, "pipeline") == ["deploy-note"] and search(store, "pipeline").meaning
+
+
 def test_a_specific_word_the_store_has_is_answered_by_words(store: Store) -> None:
     """A query naming an identifier the store has lists only the memories with it."""
     assert ids(store, "xdist") == ["pytest-note"]
