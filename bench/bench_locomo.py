@@ -21,6 +21,11 @@ Baselines in the same run, per conversation:
   words quoted and OR-ed, ``ORDER BY bm25()`` (the orientation figure was recall@5 0.549);
 - ``rank_bm25.BM25Okapi`` over lower-cased word tokens without stop words (no stemming).
 
+The deep list (issue 15), in the same run: ``quipu.deep``'s lexical gather on each store's index,
+its meaning gather on the store's vectors (``quipu.vectors``, built here) and the two fused as
+``quipu search`` fuses them, to depth 10, beside plain FTS5 and rank_bm25 to the same depth, with a
+grid of fusion constants (section ``bench_locomo_deep``).
+
 Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
 questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
 hit@k = at least one evidence turn in the top k.
