@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 import bench_locomo as L  # noqa: E402
 
-from quipu.history import embed, feed, index, search  # noqa: E402
+from quipu.index import embed, feed, index, search  # noqa: E402
 from quipu.history.archive import Layout  # noqa: E402
 
 PYTHON = sys.executable  # the interpreter quipu is installed for (numpy and wordllama are its packages)

@@ -21,6 +21,11 @@ Baselines in the same run, per conversation:
   words quoted and OR-ed, ``ORDER BY bm25()`` (the orientation figure was recall@5 0.549);
 - ``rank_bm25.BM25Okapi`` over lower-cased word tokens without stop words (no stemming).
 
+The deep list (issue 15), in the same run: ``quipu.index.deep``'s lexical gather on each store's index,
+its meaning gather on the store's vectors (``quipu.index.vectors``, built here) and the two fused as
+``quipu search`` fuses them, to depth 10, beside plain FTS5 and rank_bm25 to the same depth, with a
+grid of fusion constants (section ``bench_locomo_deep``).
+
 Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
 questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
 hit@k = at least one evidence turn in the top k.
@@ -45,9 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu.index import index  # noqa: E402
-from quipu.prompt import recall
-from quipu.prompt import indexread
+from quipu.index import deep, index, vectors  # noqa: E402
+from quipu.prompt import recall  # noqa: E402
+from quipu.prompt import indexread  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
 from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.store import Store  # noqa: E402
@@ -95,6 +100,10 @@ class Question:
     ranked: dict[str, list[str]] = field(default_factory=dict)  # system -> top ids
     quipu_terms: list[tuple[str, int, bool]] = field(default_factory=list)
     quipu_reason: str = ""
+    lexical: list[str] = field(default_factory=list)  # the deep list's lexical gather, best first
+    lexical_scores: list[float] = field(default_factory=list)  # their BM25 (ties share a rank)
+    meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
+    specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
 
 
 # ------------------------------------------------------------------ data
@@ -245,6 +254,7 @@ def summarize(questions: Sequence[Question], system: str) -> dict[str, dict[str,
             "r1": sum(recall_at(q.ranked[system], q.evidence, 1) for q in qs) / n,
             "r2": sum(recall_at(q.ranked[system], q.evidence, 2) for q in qs) / n,
             "r5": sum(recall_at(q.ranked[system], q.evidence, 5) for q in qs) / n,
+            "r10": sum(recall_at(q.ranked[system], q.evidence, 10) for q in qs) / n,
             "h2": sum(hit_at(q.ranked[system], q.evidence, 2) for q in qs) / n,
             "h5": sum(hit_at(q.ranked[system], q.evidence, 5) for q in qs) / n,
             "silent": sum(1 for q in qs if not q.ranked[system]),
@@ -335,6 +345,8 @@ def build_and_rank(conversations: list[tuple[str, list[Turn], list[Question]]], 
             run_quipu(db, questions, system, overrides, timing.setdefault(system, []),
                       keep_explain and system == "quipu", now)
         db.close()
+        if keep_explain:
+            gather_deep(root, questions, timing)
     return time.perf_counter() - start
 
 
@@ -347,10 +359,10 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
         fts, okapi = PlainFts(turns), RankBm25(turns)
         for q in qs:
             start = time.perf_counter()
-            q.ranked["fts5"] = fts.search(q.text, K)
+            q.ranked["fts5"] = fts.search(q.text, DEEP_K)
             timing.setdefault("fts5", []).append(time.perf_counter() - start)
             start = time.perf_counter()
-            q.ranked["rank_bm25"] = okapi.search(q.text, K)
+            q.ranked["rank_bm25"] = okapi.search(q.text, DEEP_K)
             timing.setdefault("rank_bm25", []).append(time.perf_counter() - start)
             # Decomposition: the plain engine fed with quipu's terms, and with the rarest-3 rule.
             mine = [t.text for t in extract_terms(q.text)]
@@ -360,6 +372,7 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
                 q.ranked[system] = fts.search_terms(terms, K, rarest)
                 timing.setdefault(system, []).append(time.perf_counter() - start)
 
+    deep_body = deep_report(questions)
     diagnostics = [DIAG_QUIPU_TERMS, DIAG_RAREST, DIAG_BOTH]
     summary = {s: summarize(questions, s)
                for s in ["quipu", "fts5", "rank_bm25", *list(quipu_variants())[1:], *diagnostics]}
@@ -460,10 +473,103 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
                    "baseline terms quipu treats as stop words", "cause", "FTS5 rank of evidence"], example_rows)
     )
     print(body)
+    print(deep_body)
     if args.write_results:
         C.update_results("bench_locomo", "LoCoMo evidence recall (issue 3 quality): bench/bench_locomo.py", body,
                          command=C.command_line(), machine_line=machine)
+        C.update_results("bench_locomo_deep", "LoCoMo through the deep list (issue 15): bench/bench_locomo.py",
+                         deep_body, command=C.command_line(), machine_line=machine)
     return 0
+
+
+# ------------------------------------------------------------------ the deep list (issue 15)
+
+DEEP_K = 10
+DEEP_FUSED = "quipu search: fused (deep list)"
+DEEP_LEXICAL = "quipu search --words-only (lexical gather)"
+DEEP_MEANING = "meaning only (dense-only: the same vectors, cosine)"
+FLOOR_SYSTEMS = (HOOK, DEEP_FUSED, DEEP_LEXICAL, DEEP_MEANING, "fts5", "rank_bm25")
+# (K, meaning weight, meaning-only floor) tried; the first is what quipu.index.deep ships.
+FUSION_GRID = [(deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)] + [
+    (k, w, deep.MEANING_ONLY_FLOOR) for k in (10.0, 20.0, 40.0, 60.0) for w in (0.1, 0.17, 0.25, 0.5, 1.0)
+] + [(deep.K, deep.MEANING_WEIGHT, float("inf"))]
+
+
+def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, list[float]]) -> None:
+    """Both gathers of the deep list for each question, on the store's own index and vectors
+    (built here, timed as the deep list's first search would)."""
+    store = Store(root)
+    cache = index.index_file(store).parent
+    db = index.connect(index.index_file(store))
+    try:
+        start = time.perf_counter()
+        found = vectors.ensure_vectors(cache, db)
+        timing.setdefault("vectors build", []).append(time.perf_counter() - start)
+        encoder = vectors.encoder(cache)
+        for q in questions:
+            start = time.perf_counter()
+            terms = [t.text for t in extract_terms(q.text)]
+            lex = deep.lexical(db, terms)
+            ids = deep._ids(db, [r for r, _s in lex])
+            q.lexical = [ids[r] for r, _s in lex]
+            q.lexical_scores = [score for _r, score in lex]
+            q.meaning = [] if found is None or encoder is None else vectors.nearest(found, found.embed(encoder, q.text), deep.GATHER)
+            q.specific = bool(q.meaning and q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
+            timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
+            q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
+            q.ranked[DEEP_MEANING] = [i for i, _c in q.meaning[:DEEP_K]]
+            q.ranked[DEEP_FUSED] = fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
+    finally:
+        db.close()
+
+
+def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
+    """The deep list's order (no labels, no decay in these stores: the fused order is the list)."""
+    fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
+                      meaning_only_floor=float("inf") if q.specific else floor)
+    return [i for i, *_r in fused[:DEEP_K]]
+
+
+def deep_report(questions: Sequence[Question]) -> str:
+    summary = {s: summarize(questions, s) for s in FLOOR_SYSTEMS}
+    labels = {"fts5": "plain FTS5 BM25, OR of terms", "rank_bm25": "rank_bm25 BM25Okapi",
+              HOOK: "quipu hook path (its options, limit 2)"}
+    rows = []
+    failed: list[str] = []
+    for cat in [*CATEGORIES.values(), "all"]:
+        for system in FLOOR_SYSTEMS:
+            m = summary[system][cat]
+            rows.append([cat if system == FLOOR_SYSTEMS[0] else "", labels.get(system, system), m["n"],
+                         fmt(m["r1"]), fmt(m["r2"]), fmt(m["r5"]), fmt(m["r10"]), fmt(m["h2"])])
+        fused, plain = summary[DEEP_FUSED][cat], summary["fts5"][cat]
+        failed += [f"{cat} {d}" for d in ("r1", "r2", "r5", "r10") if fused[d] < plain[d]]
+    grid_rows = []
+    base = summary["fts5"]["all"]
+    for n, (k, w, f) in enumerate(FUSION_GRID):
+        name = f"grid {k:g}/{w:g}/{f:g}"
+        for q in questions:
+            q.ranked[name] = fused_ids(q, k, w, f)
+        m = summarize(questions, name)
+        below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < summary["fts5"][cat][d])
+        grid_rows.append([f"{k:g}", f"{w:g}", "off" if f == float("inf") else f"{f:g}", fmt(m["all"]["r1"]),
+                          fmt(m["all"]["r2"]), fmt(m["all"]["r5"]), fmt(m["all"]["r10"]), below,
+                          "shipped" if n == 0 else ""])
+    f_all, h_all = summary[DEEP_FUSED]["all"], summary[HOOK]["all"]
+    only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i not in q.lexical)
+    return (
+        "#### Per category (recall@k over evidence turns; hit@2)\n\n"
+        + C.table(["category", "system", "n", "R@1", "R@2", "R@5", "R@10", "hit@2"], rows)
+        + f"\n\nReading: the deep list's fused R@5 {fmt(f_all['r5'])} / R@10 {fmt(f_all['r10'])} against plain "
+        f"FTS5's {fmt(base['r5'])} / {fmt(base['r10'])} (goal R@5 >= 0.70: {'met' if f_all['r5'] >= 0.70 else 'NOT met'}). "
+        f"Floor, the deep list at or above plain FTS5 at every depth in every category: "
+        f"{'met' if not failed else 'NOT met (' + ', '.join(failed) + ')'}. The hook's hit@2 {fmt(h_all['h2'])} against "
+        f"plain FTS5's {fmt(base['h2'])} ({'met' if h_all['h2'] >= base['h2'] else 'NOT met'}: at or above). "
+        f"Hits found by meaning alone in the fused top 5: {only_meaning}. The hook path lists at most 5 here, so its "
+        "R@10 is its R@5.\n\n"
+        "#### Fusion grid (reciprocal rank: K, meaning weight, cosine floor for meaning-only hits)\n\n"
+        + C.table(["K", "meaning weight", "meaning-only floor", "R@1", "R@2", "R@5", "R@10",
+                   "cells below plain FTS5 (of 24)", ""], grid_rows)
+    )
 
 
 def miss_cause(q: Question) -> str:

@@ -153,7 +153,7 @@ def _meaning(db: sqlite3.Connection, layout: Layout, query: str, where: str, par
     row = db.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()
     if row is None or row[0] == "none" or not layout.vectors.is_file():
         return None
-    from quipu.history import embed
+    from quipu.index import embed
 
     files = embed.locate()
     if files is None:

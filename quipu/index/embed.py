@@ -43,6 +43,7 @@ _CHUNK_PIECES = 65_536  # rows gathered at once while embedding many texts (64 M
 # conversation, 1,982 questions: R@5 0.238 with plain means, 0.256 with ZIPF_C = 3000; 1000 and
 # 10000 were no better, and removing stop words or the common direction made it worse.
 ZIPF_C = 3000.0
+_NO_RANK = 1 << 62  # a pair with no merge
 MAX_WORDS = 2_000  # words of one text that count (a pasted log says nothing more after that)
 
 Vector = npt.NDArray[np.float32]
@@ -115,16 +116,21 @@ class Pieces:
         if cached is not None:
             return cached
         symbols = list(_SPACE + word)
-        while len(symbols) > 1:
-            best = None
-            best_rank = None
-            for i in range(len(symbols) - 1):
-                r = self._rank(f"{symbols[i]} {symbols[i + 1]}")
-                if r is not None and (best_rank is None or r < best_rank):
-                    best, best_rank = i, r
-            if best is None:
+        # Each step merges the adjacent pair of lowest rank (the leftmost on a tie); only the two
+        # pairs beside a merge change, so only they are looked up again.
+        rank = self._rank
+        ranks = [_NO_RANK if (r := rank(f"{a} {b}")) is None else r for a, b in zip(symbols, symbols[1:], strict=False)]
+        while ranks:
+            best_rank = min(ranks)
+            if best_rank == _NO_RANK:
                 break
+            best = ranks.index(best_rank)
             symbols[best:best + 2] = [symbols[best] + symbols[best + 1]]
+            del ranks[best]
+            if best < len(ranks):
+                ranks[best] = _NO_RANK if (r := rank(f"{symbols[best]} {symbols[best + 1]}")) is None else r
+            if best > 0:
+                ranks[best - 1] = _NO_RANK if (r := rank(f"{symbols[best - 1]} {symbols[best]}")) is None else r
         ids: list[int] = []
         for s in symbols:
             found = self._id(s)
@@ -142,9 +148,15 @@ class Pieces:
 
     def text(self, text: str) -> list[int]:
         ids: list[int] = []
+        cache = self._cache
         for w in text.split()[:MAX_WORDS]:
-            ids.extend(self.word(w))
+            found = cache.get(w)
+            ids.extend(self.word(w) if found is None else found)
         return ids
+
+    def known(self, words: dict[str, tuple[int, ...]]) -> None:
+        """Words whose pieces are known already (a cache kept elsewhere)."""
+        self._cache.update(words)
 
 
 def pieces_db(path: Path, tokenizer: Path) -> sqlite3.Connection:
@@ -168,9 +180,10 @@ class Embedder:
     """Texts to unit vectors with the static table."""
 
     def __init__(self, table: npt.NDArray[np.float16], pieces: Pieces, *, zipf_c: float = ZIPF_C,
-                 bulk: bool = False) -> None:
+                 bulk: bool = False, weights: npt.NDArray[np.float32] | None = None) -> None:
         self.pieces = pieces
         self.zipf_c = zipf_c
+        self.weights = weights  # one weight per piece id, in place of the Zipf weight (quipu.index.vectors)
         self.dim = int(table.shape[1])
         self._table = table
         # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
@@ -180,12 +193,15 @@ class Embedder:
             self._bulk = np.vstack([weighted, np.zeros((1, self.dim), dtype=np.float32)])
 
     @classmethod
-    def load(cls, files: Files, pieces: Pieces | None = None, *, bulk: bool = False) -> Embedder:
-        return cls(load_table(files.weights), pieces or Pieces.from_file(files.tokenizer), bulk=bulk)
+    def load(cls, files: Files, pieces: Pieces | None = None, *, bulk: bool = False,
+             weights: npt.NDArray[np.float32] | None = None) -> Embedder:
+        return cls(load_table(files.weights), pieces or Pieces.from_file(files.tokenizer), bulk=bulk, weights=weights)
 
     def _weighted(self, rows: npt.NDArray[np.float16], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         out: npt.NDArray[np.float32] = np.asarray(rows, dtype=np.float32)
-        if self.zipf_c:
+        if self.weights is not None:
+            out = out * self.weights[ids][:, None]
+        elif self.zipf_c:
             out = out * (ids / (ids + self.zipf_c)).astype(np.float32)[:, None]
         return out
 
@@ -193,10 +209,11 @@ class Embedder:
         vector: Vector = self.many([text])[0]
         return vector
 
-    def many(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Unit vectors of ``texts`` (rows in the same order)."""
+    def many(self, texts: Sequence[str], pieces: list[list[int]] | None = None) -> npt.NDArray[np.float32]:
+        """Unit vectors of ``texts`` (rows in the same order); ``pieces``: their pieces, when known."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        pieces = [self.pieces.text(t) for t in texts]
+        if pieces is None:
+            pieces = [self.pieces.text(t) for t in texts]
         if self._bulk is None:
             for i, ids in enumerate(pieces):
                 if ids:

