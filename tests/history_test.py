@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from quipu import cli
-from quipu.history import archive, embed, search_history
+from quipu.history import archive, search_history
+from quipu.index import embed
 from quipu.history.archive import Layout
 from quipu.history.feed import append_transcript
 from quipu.history.search import search
