@@ -119,8 +119,8 @@ def _plugins() -> list[Any]:
             get_mapping_from_secret_type_to_class,
         )
 
-        _DETECT_SECRETS = [cls() for cls in get_mapping_from_secret_type_to_class().values()  # type: ignore[misc]
-                           if cls.__name__ not in _SKIPPED_PLUGINS]
+        plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())  # secret type -> plugin class
+        _DETECT_SECRETS = [cls() for cls in plugins.values() if cls.__name__ not in _SKIPPED_PLUGINS]
     return _DETECT_SECRETS
 
 
