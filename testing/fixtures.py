@@ -169,3 +169,12 @@ def quipu_read_only(read_only: Sequence[Path], *args: str, env: dict[str, str] |
          *map(str, read_only), "--", sys.executable, "-m", "quipu", *args],
         capture_output=True, text=True, env={**os.environ, **(env or {})}, input=input,
     )
+
+
+# Four short notes on different topics (id, title): the store most index and search tests start from.
+TOPIC_NOTES = [
+    ("deploy-note", "Production deploys go through the blue green pipeline"),
+    ("pytest-note", "Run the tests with pytest and the xdist plugin"),
+    ("docker-note", "The docker images are built nightly by the release job"),
+    ("yaml-note", "YAML is read with the safe loader only"),
+]

@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from quipu.store.store import Store
+from testing.fixtures import TOPIC_NOTES, add_all, make_store, memory
+
 
 @pytest.fixture(autouse=True)
 def quipu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -27,3 +30,11 @@ def quipu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
     return tmp_path / "store"
+
+
+@pytest.fixture
+def store(store_path: Path) -> Store:
+    """Four short notes on different topics (``TOPIC_NOTES``), where most index and search scenarios start."""
+    store = make_store(store_path)
+    add_all(store, [memory(mid, title, f"{title}. More words about {mid}.") for mid, title in TOPIC_NOTES])
+    return store

@@ -13,19 +13,6 @@ from quipu.commands.search import search
 from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
 
-NOTES = [
-    ("deploy-note", "Production deploys go through the blue green pipeline"),
-    ("pytest-note", "Run the tests with pytest and the xdist plugin"),
-    ("docker-note", "The docker images are built nightly by the release job"),
-    ("yaml-note", "YAML is read with the safe loader only"),
-]
-
-
-@pytest.fixture
-def store(store_path: Path) -> Store:
-    store = make_store(store_path)
-    add_all(store, [memory(mid, title, f"{title}. More words about {mid}.") for mid, title in NOTES])
-    return store
 
 
 def cli_search(store: Store, query: str) -> list[str]:

@@ -80,11 +80,7 @@ class Hit:
     age_factor: float
 
     def label_text(self) -> str:
-        out = []
-        if self.status == "superseded":
-            out.append(f"superseded by {self.superseded_by}" if self.superseded_by else "superseded")
-        out.extend(self.labels)
-        return ", ".join(out)
+        return recall.label_text(self.status, self.superseded_by, self.labels)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -51,7 +51,7 @@ from quipu.prompt.scoring import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-
+    from collections.abc import Sequence
     from sqlite3 import Connection
     from typing import Any
 
@@ -78,6 +78,15 @@ DEFAULT_MIN_SCORE = 1.0
 # copy of the settings is clamped again here, so even a forged index cannot lift them.
 HARD_LIMIT = 5
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
+
+
+def label_text(status: str, superseded_by: "str | None", labels: "Sequence[str]") -> str:
+    """A hit's labels as shown to a person or the model: "superseded by X", then the rest."""
+    out = []
+    if status == "superseded":
+        out.append(f"superseded by {superseded_by}" if superseded_by else "superseded")
+    out.extend(labels)
+    return ", ".join(out)
 
 
 class Hit:
@@ -107,11 +116,7 @@ class Hit:
         return f"Hit({self.id!r}, score={self.score:.3f})"
 
     def label_text(self) -> str:
-        out = []
-        if self.status == "superseded":
-            out.append(f"superseded by {self.superseded_by}" if self.superseded_by else "superseded")
-        out.extend(self.labels)
-        return ", ".join(out)
+        return label_text(self.status, self.superseded_by, self.labels)
 
     def to_json(self) -> "dict[str, Any]":
         return {
