@@ -12,6 +12,8 @@ Contract:
 - ``spawn_timed`` runs one process with ``posix_spawn`` and ``wait4``: wall seconds, the child's
   own peak RSS, its exit status.
 - ``update_results`` replaces (or appends) one marked section of bench/RESULTS.md.
+- ``compile_quipu`` writes quipu's bytecode, as installing the wheel does, so a timed ``quipu``
+  process is not also compiling its own source (PYTHONDONTWRITEBYTECODE may be set here).
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ FIXED_CREATED = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT00:00:00Z"
 
 
 # ------------------------------------------------------------------ environment
+
+
+def compile_quipu(python: str = sys.executable) -> None:
+    subprocess.run([python, "-m", "compileall", "-q", str(REPO / "quipu")], check=True, stdout=subprocess.DEVNULL)
 
 
 def isolate(scratch: Path) -> dict[str, str]:

@@ -7,7 +7,8 @@ embedding sees unknown words split into pieces, as it would see identifiers) in 
   (median of ``--repeat``); goal: both together <= 3 s at 10,000.
 - incremental: one ``Store.add``, then the index refresh and the vectors update it causes
   (median of ``--commits`` commits); goal <= 50 ms.
-- search: ``python -m quipu search QUERY --json`` as a fresh process, interleaved with
+- search: ``python -m quipu search QUERY --json`` as a fresh process (quipu's bytecode written
+  first, as a wheel install has it), interleaved with
   ``python -c "import numpy"``, ``--words-only`` and ``python -c pass`` (p50 of ``--runs``);
   goal: <= 1.5x the numpy import.
 
@@ -92,6 +93,7 @@ def run(args: argparse.Namespace, scratch: Path, env: dict[str, str]) -> str:
     queries = [f"how does {words[i]} relate to {words[i + 1]} and the {words[i + 2]}" for i in range(0, len(words) - 3, 3)]
     search_t, words_t, numpy_t, bare_t = [], [], [], []
     base = [PYTHON, "-m", "quipu", "--store", str(store.root), "search"]
+    C.compile_quipu(PYTHON)
     C.spawn_timed([*base, "warm up", "--json"], env=env)
     for i in range(args.runs):
         q = queries[i % len(queries)]

@@ -5,7 +5,6 @@ import datetime as _dt
 import json
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,6 +64,8 @@ def crash_log(exc: BaseException, argv: Sequence[str]) -> str:
         path = os.path.join(directory, "crash.log")
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(argv)}\n")
+            import traceback
+
             fh.write("".join(traceback.format_exception(exc)))
         return path
     except OSError:

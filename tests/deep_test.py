@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from quipu.index import deep
 from quipu.index import index
+from quipu.index import matrix
 from quipu.index import vectors
 from quipu.commands.search import search
 from quipu.store.store import Store
@@ -99,15 +101,62 @@ def test_vectors_follow_the_index_one_memory_at_a_time(store: Store) -> None:
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_a_damaged_vectors_file_never_breaks_search(store: Store, damage: str) -> None:
+@pytest.mark.parametrize("name", [vectors.FILE_NAME, matrix.FILE_NAME])
+def test_a_damaged_vectors_file_never_breaks_search(store: Store, damage: str, name: str) -> None:
     if vectors.encoder(store.cache_dir) is None:
         pytest.skip("the static embedding (wordllama) is not installed")
     assert ids(store, "pipeline") == ["deploy-note"]
-    path = index.index_file(store).parent / vectors.FILE_NAME
+    path = index.index_file(store).parent / name
     data = path.read_bytes()
     path.write_bytes(b"not a database at all " * 400 if damage == "garbage" else data[: len(data) // 3])
     assert ids(store, "pipeline") == ["deploy-note"]
     assert ids(store, "pipeline") == ["deploy-note"] and search(store, "pipeline").meaning
+
+
+def test_searches_read_one_flat_copy_of_the_vectors_and_never_a_stale_one(store: Store) -> None:
+    """The first search after a change writes every vector out as one file; later searches map
+    it. A copy made before a commit is never read after it."""
+    if vectors.encoder(store.cache_dir) is None:
+        pytest.skip("the static embedding (wordllama) is not installed")
+    flat = store.cache_dir / matrix.FILE_NAME
+
+    def synced() -> vectors.Vectors:
+        db = index.open_fresh(store)
+        try:
+            found = vectors.ensure_vectors(store.cache_dir, db)
+        finally:
+            db.close()
+        assert found is not None
+        return found
+
+    def ranked(query: str) -> list[tuple[str, int | None, float | None]]:
+        return [(h.id, h.meaning_rank, h.cosine) for h in search(store, query).hits]
+
+    first = ranked("docker images")
+    assert flat.is_file() and any(cosine for _i, _r, cosine in first)
+    made = flat.stat().st_mtime_ns
+    assert ranked("docker images") == first and flat.stat().st_mtime_ns == made
+    copy = matrix.read(flat, synced().generation)
+    rows = sqlite3.connect(store.cache_dir / vectors.FILE_NAME).execute("SELECT id, vec FROM vectors ORDER BY id")
+    assert copy is not None and [(i, bytes(v)) for i, v in rows] == [
+        (i, row.astype("<f4").tobytes()) for i, row in zip(*copy, strict=True)]
+    stale = flat.read_bytes()
+    add_all(store, [memory("cron-note", "Cron runs at midnight", "The cron job runs at midnight UTC.")])
+    flat.write_bytes(stale)  # as if the commit had landed between a search's two reads
+    now = synced()
+    assert now.embedded == 1 and "cron-note" in now.ids and now.matrix.shape[0] == len(NOTES) + 1
+    assert flat.read_bytes() != stale  # written again, with the new memory
+    assert "cron-note" in [i for i, _r, _c in ranked("when does the cron job run")]
+
+
+def test_a_search_on_a_fresh_index_never_loads_the_git_library(store: Store) -> None:
+    """pygit2 costs a search about as much as the rest of it; reading HEAD from git's files is
+    enough to know the index is fresh."""
+    index.ensure_fresh(store)
+    done = quipu("--store", str(store.root), "search", "pipeline", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0 and "deploy-note" in done.stdout, done.stderr
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "quipu.index.deep" in loaded and "pygit2" not in loaded
 
 
 def test_a_specific_word_the_store_has_is_answered_by_words(store: Store) -> None:

@@ -150,3 +150,20 @@ def test_a_bad_hand_committed_file_is_skipped_named_and_listed_never_breaking_a_
 
     recalled = quipu(*at, "recall", "--json", "how do deploys go through the pipeline?")
     assert recalled.returncode == 0, recalled.stderr
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(st.text(), st.text().map(json.dumps), st.text().map(lambda t: json.dumps(t, ensure_ascii=False))))
+def test_a_field_read_without_json_reads_as_json_would(value: str) -> None:
+    """The frontmatter reader takes a plain quoted string as it is, without json.loads: for any
+    value at all it must read what json.loads reads, or send the file to YAML as before."""
+    from quipu.store.memory import _fast_fields
+
+    if "\n" in value:
+        return
+    try:
+        expected: object = json.loads(value)
+    except (ValueError, RecursionError):
+        expected = None
+    got = _fast_fields(f"title: {value}")
+    assert (None if got is None else got["title"]) == expected

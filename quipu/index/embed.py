@@ -22,6 +22,7 @@ Contract:
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import sqlite3
@@ -176,6 +177,32 @@ def pieces_db(path: Path, tokenizer: Path) -> sqlite3.Connection:
     return sqlite3.connect(path)
 
 
+class Bag(NamedTuple):
+    """Texts as lists of word numbers, and each distinct word's pieces: splitting a word into
+    pieces and adding up its rows are then paid once per distinct word, not once per occurrence
+    (a text has about a third as many words as pieces)."""
+
+    rows: list[list[int]]  # each text's words (at most MAX_WORDS), by number
+    words: list[tuple[int, ...]]  # each numbered word's pieces
+
+    @classmethod
+    def of(cls, texts: Sequence[str], pieces: Pieces) -> Bag:
+        split = [t.split()[:MAX_WORDS] for t in texts]
+        distinct = list(dict.fromkeys(itertools.chain.from_iterable(split)))
+        number = {w: n for n, w in enumerate(distinct)}
+        return cls([list(map(number.__getitem__, words)) for words in split], [pieces.word(w) for w in distinct])
+
+    def piece_counts(self) -> npt.NDArray[np.int64]:
+        """How often each piece id occurs over all the texts (index: piece id)."""
+        flat = np.fromiter(itertools.chain.from_iterable(self.words), dtype=np.int64)
+        if not flat.size:
+            return np.zeros(0, dtype=np.int64)
+        uses = np.bincount(np.fromiter(itertools.chain.from_iterable(self.rows), dtype=np.int64),
+                           minlength=len(self.words))
+        lengths = np.fromiter(map(len, self.words), dtype=np.int64, count=len(self.words))
+        return np.rint(np.bincount(flat, weights=np.repeat(uses, lengths))).astype(np.int64)
+
+
 class Embedder:
     """Texts to unit vectors with the static table."""
 
@@ -188,7 +215,7 @@ class Embedder:
         self._table = table
         # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
         self._bulk: npt.NDArray[np.float32] | None = None
-        if bulk:  # plus one zero row, the padding of _sum_bulk
+        if bulk:  # plus one zero row, the padding of _gather_sum
             weighted = self._weighted(table, np.arange(table.shape[0]))
             self._bulk = np.vstack([weighted, np.zeros((1, self.dim), dtype=np.float32)])
 
@@ -211,6 +238,9 @@ class Embedder:
 
     def many(self, texts: Sequence[str], pieces: list[list[int]] | None = None) -> npt.NDArray[np.float32]:
         """Unit vectors of ``texts`` (rows in the same order); ``pieces``: their pieces, when known."""
+        if self._bulk is not None and pieces is None:
+            bag = Bag.of(texts, self.pieces)
+            return self.of_bag(self.word_rows(bag), bag.rows)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if pieces is None:
             pieces = [self.pieces.text(t) for t in texts]
@@ -220,26 +250,45 @@ class Embedder:
                     flat = np.array(ids, dtype=np.int64)
                     out[i] = self._weighted(self._table[flat], flat).sum(axis=0)
         else:
-            self._sum_bulk(pieces, out)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        out /= norms
-        return out
+            _gather_sum(self._bulk, pieces, out)
+        return _unit(out)
 
-    def _sum_bulk(self, pieces: list[list[int]], out: npt.NDArray[np.float32]) -> None:
-        """Row sums for many texts: texts sorted by length, each group padded to its longest with
-        the table's extra zero row, gathered into one (group, length, dim) array and summed
-        (ten times faster than ``np.add.reduceat`` over ragged segments)."""
+    def word_rows(self, bag: Bag) -> npt.NDArray[np.float32]:
+        """Each of the bag's words as the weighted sum of its pieces' rows, plus a zero row last
+        (the padding of ``of_bag``). Bulk embedders only."""
         assert self._bulk is not None
-        pad = self._bulk.shape[0] - 1
-        order = sorted((i for i in range(len(pieces)) if pieces[i]), key=lambda i: len(pieces[i]))
-        pos = 0
-        while pos < len(order):
-            longest = len(pieces[order[min(pos + 255, len(order) - 1)]])
-            group = order[pos:pos + max(1, min(256, _CHUNK_PIECES // max(longest, 1)))]
-            longest = len(pieces[group[-1]])
-            idx = np.full((len(group), longest), pad, dtype=np.int64)
-            for row, i in enumerate(group):
-                idx[row, :len(pieces[i])] = pieces[i]
-            out[group] = self._bulk[idx].sum(axis=1)
-            pos += len(group)
+        words = np.zeros((len(bag.words) + 1, self.dim), dtype=np.float32)
+        _gather_sum(self._bulk, bag.words, words[:-1])
+        return words
+
+    def of_bag(self, word_rows: npt.NDArray[np.float32], rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """Unit vectors of texts given as word numbers, from ``word_rows`` of their bag."""
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        _gather_sum(word_rows, rows, out)
+        return _unit(out)
+
+
+def _unit(out: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out /= norms
+    return out
+
+
+def _gather_sum(source: npt.NDArray[np.float32], lists: Sequence[Sequence[int]], out: npt.NDArray[np.float32]) -> None:
+    """``out[i]`` = the sum of ``source``'s rows ``lists[i]``, for many lists: sorted by length,
+    each group padded to its longest with ``source``'s last row (zero), gathered into one
+    (group, length, dim) array and summed (ten times faster than ``np.add.reduceat`` over ragged
+    segments). Rows of empty lists are left as they are."""
+    pad = source.shape[0] - 1
+    order = sorted((i for i in range(len(lists)) if lists[i]), key=lambda i: len(lists[i]))
+    pos = 0
+    while pos < len(order):
+        longest = len(lists[order[min(pos + 255, len(order) - 1)]])
+        group = order[pos:pos + max(1, min(256, _CHUNK_PIECES // max(longest, 1)))]
+        longest = len(lists[group[-1]])
+        idx = np.full((len(group), longest), pad, dtype=np.int64)
+        for row, i in enumerate(group):
+            idx[row, :len(lists[i])] = lists[i]
+        out[group] = source[idx].sum(axis=1)
+        pos += len(group)

@@ -28,10 +28,8 @@ import atexit
 import contextlib
 import errno
 import os
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,8 +38,6 @@ from typing import Any, TypeVar
 
 from quipu.errors import FatalError
 from quipu.index.derive import fold_events
-from quipu.index.rebuild import rebuild_index
-from quipu.index.refresh import refresh_changed
 from quipu.index.schema import SCHEMA, SCHEMA_VERSION, connect, read_meta
 from quipu.prompt import locate
 from quipu.store.locks import file_lock
@@ -85,6 +81,9 @@ def _is_unwritable(exc: BaseException) -> bool:
 
 
 def _use_private_index(store: Store, exc: BaseException) -> None:
+    import shutil
+    import tempfile
+
     folder = tempfile.mkdtemp(prefix="quipu-index-")
     atexit.register(shutil.rmtree, folder, True)
     _PRIVATE[str(store.root)] = Path(folder) / store.index_path.name
@@ -213,6 +212,9 @@ def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
                 if indexed == head:
                     db.close()
                     return RefreshResult("fresh", head, 0, 0, time.perf_counter() - start)
+                # Loaded only when the index must change (it reads git through pygit2).
+                from quipu.index.refresh import refresh_changed
+
                 changed = refresh_changed(store, db, indexed, head)
                 problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
                 db.close()
@@ -222,6 +224,8 @@ def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
             except sqlite3.DatabaseError:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()
+        from quipu.index.rebuild import rebuild_index
+
         count, problems = rebuild_index(store, head, index_file(store))
         _write_stamp(store)
         return RefreshResult("rebuilt", head, count, problems, time.perf_counter() - start)

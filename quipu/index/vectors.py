@@ -22,6 +22,14 @@ Contract:
   vector is built again (with new counts) once the store has halved or doubled since.
 - Writers serialise on the index lock's neighbour ``vectors.lock``; a store whose cache cannot be
   written gets no vectors (search then runs on words alone) rather than an error.
+- ``vectors.sqlite`` records the index state it was last brought up to (the index's head and
+  build time), so a search on an unchanged store skips even the two queries; and every change
+  gives it a new random ``generation``.
+- Reading every vector out of SQLite row by row costs more than the rest of a search, so the
+  first search after a change writes them out once more as one flat file,
+  ``vectors.matrix`` (a header line naming the generation, the ids, then float32 rows), and
+  later searches read that file in one go. A file whose generation is not the database's is
+  never used: it is written again. Commits never pay for it.
 - numpy is imported here: this module is never on the prompt path.
 """
 from __future__ import annotations
@@ -37,10 +45,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from quipu.index import matrix as matrix_file
 from quipu.store.locks import file_lock
 
 if TYPE_CHECKING:
-    from quipu.index.embed import Embedder, Pieces
+    from quipu.index.embed import Bag, Embedder, Pieces
 
 FILE_NAME = "vectors.sqlite"
 PIECES_NAME = "pieces.sqlite"
@@ -70,24 +79,34 @@ class Vectors:
     """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync went."""
 
     def __init__(self, path: Path, model: str, embedded: int, removed: int,
-                 weights: npt.NDArray[np.float32] | None) -> None:
+                 weights: npt.NDArray[np.float32] | None, generation: str = "") -> None:
         self.path = path
         self.model = model
         self.embedded = embedded  # memories embedded by this sync
         self.removed = removed  # vectors dropped by this sync
         self.weights = weights  # per piece id, from the store's counts
+        self.generation = generation  # the database's, when this sync ended
         self._ids: list[str] = []
         self._matrix: Matrix | None = None
 
     def _read(self) -> None:
-        db = _connect(self.path)
-        try:
-            rows = db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
-        finally:
-            db.close()
-        self._ids = [r[0] for r in rows]
-        dim = len(rows[0][1]) // 4 if rows else 0
-        self._matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
+        matrix_path = self.path.with_name(matrix_file.FILE_NAME)
+        flat = matrix_file.read(matrix_path, self.generation) if self.generation else None
+        if flat is None:
+            db = _connect(self.path)
+            try:
+                db.execute("BEGIN")
+                generation = _meta_text(db, "generation")
+                rows = db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
+                db.execute("COMMIT")
+            finally:
+                db.close()
+            dim = len(rows[0][1]) // 4 if rows else 0
+            flat = ([r[0] for r in rows],
+                    np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim))
+            if generation:
+                matrix_file.write(matrix_path, generation, *flat)
+        self._ids, self._matrix = flat
 
     @property
     def ids(self) -> list[str]:
@@ -159,6 +178,7 @@ def _open(path: Path, model: str) -> sqlite3.Connection:
         if row is not None and row[0] == model:
             return db
         db.execute("DELETE FROM vectors")
+        db.execute("DELETE FROM meta WHERE key IN ('synced', 'generation')")
         db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
         return db
     except sqlite3.DatabaseError:
@@ -193,6 +213,17 @@ def ensure_vectors(cache_dir: Path, index_db: sqlite3.Connection) -> Vectors | N
         return None
     except OSError:
         return None
+
+
+def _meta_text(db: sqlite3.Connection, key: str) -> str:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row is not None else ""
+
+
+def _index_mark(index_db: sqlite3.Connection) -> str:
+    """What identifies the index's state: the commit it is at and when it was last written."""
+    meta = dict(index_db.execute("SELECT key, value FROM meta WHERE key IN ('head', 'built_at', 'count')"))
+    return f"{meta.get('head', '')} {meta.get('built_at', '')} {meta.get('count', '')}" if meta else ""
 
 
 def _meta_int(db: sqlite3.Connection, key: str) -> int:
@@ -234,12 +265,14 @@ def _prime(pieces: Pieces, db: sqlite3.Connection, words: Sequence[str]) -> None
     pieces.known(known)
 
 
-def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: Pieces) -> dict[str, list[int]]:
+def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: Pieces) -> Bag:
     """Count every piece of every memory's text, keep the words' pieces, and drop every vector
-    (they are built again); returns each memory's pieces."""
-    split = {mid: pieces.text(text) for mid, (_rowid, text) in texts.items()}
-    flat = np.fromiter((p for ids in split.values() for p in ids), dtype=np.int64)
-    tally = np.bincount(flat) if flat.size else np.zeros(0, dtype=np.int64)
+    (they are built again); returns the memories' texts as a bag of words (rows in ``texts``
+    order)."""
+    from quipu.index.embed import Bag
+
+    bag = Bag.of([text for _rowid, text in texts.values()], pieces)
+    tally = bag.piece_counts()
     present = np.flatnonzero(tally)
     db.execute("DELETE FROM pieces")
     db.executemany("INSERT INTO pieces VALUES (?, ?)", zip(present.tolist(), tally[present].tolist(), strict=True))
@@ -248,8 +281,8 @@ def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: 
                    ((w, np.array(ids, dtype="<i4").tobytes()) for w, ids in pieces._cache.items()))
     db.execute("DELETE FROM vectors")
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                   (("pieces_total", str(int(flat.size))), ("counted_memories", str(len(texts)))))
-    return split
+                   (("pieces_total", str(int(tally.sum()))), ("counted_memories", str(len(texts)))))
+    return bag
 
 
 def _table_rows() -> int:
@@ -294,14 +327,19 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     count = int(index_db.execute("SELECT count(*) FROM memories").fetchone()[0])
     counted = _meta_int(db, "counted_memories")
     recount = not counted or not (counted / RECOUNT_FACTOR <= count <= counted * RECOUNT_FACTOR)
+    mark = _index_mark(index_db)
+    generation = _meta_text(db, "generation")
+    if not recount and mark and generation and _meta_text(db, "synced") == mark:
+        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None, generation)  # nothing changed since
     pieces: Pieces | None = None
-    split: dict[str, list[int]] = {}
+    bag: Bag | None = None
     texts: dict[str, tuple[int, str]] = {}
     if recount and count:
         texts = {mid: (rowid, memory_text(*fields)) for mid, rowid, *fields in index_db.execute(_TEXT_SQL)}
         pieces = _pieces(cache_dir, count > 200)
         db.execute("BEGIN IMMEDIATE")
-        split = _recount(db, texts, pieces)
+        bag = _recount(db, texts, pieces)
+        generation = _new_generation(db)
         db.execute("COMMIT")
     # What changed, found by SQLite across the two files: memories whose (id, rowid) pair has no
     # vector, and vectors whose memory is gone.
@@ -316,7 +354,11 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     embedded = 0
     weights = None
     if not stale and not gone:
-        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None)
+        db.execute("BEGIN IMMEDIATE")
+        generation = generation or _new_generation(db)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('synced', ?)", (mark,))
+        db.execute("COMMIT")
+        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None, generation)
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
@@ -341,21 +383,42 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
             if pieces is None:
                 pieces = _pieces(cache_dir, many)
                 _prime(pieces, db, [w for t in todo for w in t[3].split()])
-            lists = {t[0]: split.get(t[0]) or pieces.text(t[3]) for t in todo}
-            weights = _weights(db, int(table.shape[0]), None if many else [p for ids in lists.values() for p in ids])
+            lists = None if many else {t[0]: pieces.text(t[3]) for t in todo}
+            weights = _weights(db, int(table.shape[0]), None if lists is None else [p for ids in lists.values() for p in ids])
             enc = embed.Embedder(table, pieces, bulk=many, weights=weights)
+            if many and bag is None:
+                bag = embed.Bag.of([t[3] for t in todo], pieces)
+                number = {t[0]: n for n, t in enumerate(todo)}
+            else:
+                number = {mid: n for n, mid in enumerate(texts)}
+            words = enc.word_rows(bag) if many and bag is not None else None
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
-                matrix = enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
+                if words is not None and bag is not None:
+                    matrix = enc.of_bag(words, [bag.rows[number[t[0]]] for t in batch])
+                else:
+                    assert lists is not None
+                    matrix = enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
                                ((mid, rowid, sha, matrix[i].astype("<f4").tobytes())
                                 for i, (mid, rowid, sha, _t) in enumerate(batch)))
                 embedded += len(batch)
+        if gone or todo or not generation:
+            generation = _new_generation(db)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('synced', ?)", (mark,))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), weights)
+    return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), weights, generation)
+
+
+def _new_generation(db: sqlite3.Connection) -> str:
+    """Mark the vectors as changed (inside the caller's transaction): a flat copy of another
+    generation is never read again."""
+    generation = os.urandom(8).hex()
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (generation,))
+    return generation
 
 
 def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> list[tuple[str, float]]:
@@ -374,7 +437,7 @@ def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int) -> lis
 
 def remove(cache_dir: Path) -> None:
     """Drop the vectors file (``quipu index --rebuild`` rebuilds it on the next search)."""
-    for name in (FILE_NAME, f"{FILE_NAME}-journal"):
+    for name in (FILE_NAME, f"{FILE_NAME}-journal", matrix_file.FILE_NAME):
         with contextlib.suppress(OSError):
             os.unlink(cache_dir / name)
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
-import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -83,7 +83,7 @@ REQUIRED = ("id", "title", "class", "created")
 
 def new_id() -> str:
     """A fresh random id; its first two characters spread memories over 256 shard folders."""
-    return secrets.token_hex(6)
+    return os.urandom(6).hex()  # secrets.token_hex, without importing hmac and hashlib
 
 
 def memory_path(memory_id: str) -> str:
@@ -359,6 +359,10 @@ def _fast_fields(head: str) -> dict[str, Any] | None:
         key, sep, value = line.partition(": ")
         if not sep or not key.isidentifier():
             return None
+        if value[:1] == '"' and value[-1:] == '"' and len(value) > 1 and value.isprintable() \
+                and '"' not in value[1:-1] and "\\" not in value:
+            out[key] = value[1:-1]  # a plain JSON string, as most are: what json.loads would give
+            continue
         try:
             out[key] = json.loads(value)
         except (ValueError, RecursionError):

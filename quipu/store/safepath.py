@@ -18,14 +18,18 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-
-import pygit2
+from typing import TYPE_CHECKING
 
 from quipu.errors import UnsafeStore
 
+if TYPE_CHECKING:
+    import pygit2
+
 CACHE = ".cache"
-_LINK = pygit2.enums.FileMode.LINK
-_COMMIT = pygit2.enums.FileMode.COMMIT
+# git's modes of a symlink and a submodule (pygit2.enums.FileMode.LINK, .COMMIT): written out so
+# that finding the cache, on every search, never imports pygit2.
+_LINK = 0o120000
+_COMMIT = 0o160000
 
 
 def _refuse(root: Path, rel: str, what: str) -> UnsafeStore:
@@ -98,6 +102,8 @@ def cache_dir(root: Path) -> Path:
 
 def special_entries(repo: pygit2.Repository) -> list[str]:
     """Committed symlinks and submodules in HEAD's tree, as 'path (kind)'."""
+    import pygit2
+
     try:
         tree = repo.head.peel(pygit2.Tree)
     except (pygit2.GitError, KeyError, ValueError):

@@ -17,17 +17,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import secrets
-import shutil
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import pygit2
+from typing import TYPE_CHECKING, Any
 
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 from quipu.prompt import locate
-from quipu.store import assets, gitstore, indexlock, secrets_scan, trees
 from quipu.store.memory import (
     Memory,
     check_id,
@@ -43,8 +38,14 @@ from quipu.store.trailers import (
     trailer_stamp,
 )
 
+if TYPE_CHECKING:
+    import pygit2
+
+# pygit2 (about 40 ms to import), the git writer and the secret scanner load at their first use:
+# a search on a fresh index reads HEAD from git's files and never needs them.
+
 CONFIG_NAME = "quipu.toml"
-LINK_MODE = pygit2.enums.FileMode.LINK  # a committed symlink is never read as a memory
+LINK_MODE = 0o120000  # git's mode of a symlink (FileMode.LINK): a committed symlink is never read as a memory
 
 
 class Store:
@@ -87,6 +88,10 @@ class Store:
     @classmethod
     def init(cls, path: Path) -> tuple[Store, bool]:
         """Create a store at ``path`` from the template; returns (store, created)."""
+        import pygit2
+
+        from quipu.store import assets, gitstore, indexlock, trees
+
         path = Path(path).expanduser().absolute()
         if (path / CONFIG_NAME).is_file() and locate.git_dir(str(path)):
             return cls(path, "init"), False
@@ -132,6 +137,8 @@ class Store:
 
     @property
     def repo(self) -> pygit2.Repository:
+        from quipu.store import gitstore
+
         if self._repo is None:
             self._repo = gitstore.open_repo(self.root)
         return self._repo
@@ -166,6 +173,10 @@ class Store:
 
     def _head_tree(self) -> pygit2.Tree:
         """HEAD's tree; reads work on a detached HEAD too (only writes need the branch)."""
+        import pygit2
+
+        from quipu.store import gitstore
+
         repo = self.repo
         try:
             return repo.head.peel(pygit2.Tree)
@@ -232,6 +243,8 @@ class Store:
 
         Nothing that looks like a secret is committed, in any file or in the message: a secret in
         git history is there for good (``SecretRefused``, and nothing is written)."""
+        from quipu.store import gitstore, secrets_scan
+
         message = format_message(summary, trailers)
         secrets_scan.refuse_secrets(changes, message)
         sha = gitstore.commit_files(
@@ -288,12 +301,14 @@ class Store:
         also_require: Collection[str] = (),
     ) -> str:
         """Commit one new event file about ``memory_id`` (and ``also_require`` ids) that must exist."""
+        from quipu.store import secrets_scan
+
         if not self.exists(memory_id):
             raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
         # Decisions carry a model's or a person's words (a reason, a detail): redacted, not refused.
         event = secrets_scan.redact_values({"memory": memory_id, "at": _now(), **event})
         summary = secrets_scan.redact(summary)
-        name = f"{event_dir(memory_id)}/{trailer_stamp()}-{secrets.token_hex(3)}.json"
+        name = f"{event_dir(memory_id)}/{trailer_stamp()}-{os.urandom(3).hex()}.json"
         data = (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
         return self.commit(
             {name: data},
@@ -358,6 +373,10 @@ class Store:
         action: str | None = None,
         limit: int | None = None,
     ) -> list[LogEntry]:
+        import pygit2
+
+        from quipu.store import gitstore
+
         repo = self.repo
         out: list[LogEntry] = []
         try:
@@ -380,61 +399,12 @@ class Store:
 
     def undo(self, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> list[str]:
         """Revert one commit, a memory's last action, or every commit of a sweep (newest first)."""
-        history = self.log()
-        reverted = {e.trailers.get("Quipu-Reverts") for e in history if e.action == "undo"}
-        if sum(x is not None for x in (commit, memory, sweep)) != 1:
-            raise InvalidMemory("undo needs exactly one of a commit, --memory ID or --sweep ID")
-        targets: list[LogEntry]
-        if commit:
-            try:
-                full = str(self.repo.revparse_single(commit).peel(pygit2.Commit).id)
-            except (KeyError, ValueError, pygit2.GitError):
-                raise NotFound(f"no commit {commit!r} in the store\n- run `quipu log` to see commits") from None
-            targets = [e for e in history if e.commit == full]
-            if not targets:
-                raise NotFound(f"commit {commit} is not on the store's branch")
-        elif memory:
-            check_id(memory)
-            mine = [e for e in history if e.memory == memory and e.action not in ("undo", "init")]
-            mine = [e for e in mine if e.commit not in reverted]
-            if not mine:
-                raise NotFound(f"memory {memory!r} has no action left to undo\n- run `quipu log --memory {memory}`")
-            targets = mine[:1]
-        else:
-            targets = [e for e in history if e.trailers.get("Quipu-Sweep") == sweep and e.action != "undo"]
-            targets = [e for e in targets if e.commit not in reverted]
-            if not targets:
-                raise NotFound(f"sweep {sweep!r} has no commits left to undo\n- run `quipu log --sweep {sweep}`")
-        for entry in targets:
-            if entry.commit in reverted:
-                raise ConflictError(f"commit {entry.commit[:12]} was already undone")
-            if entry.action == "init":
-                raise ConflictError("the store's first commit cannot be undone")
-        messages = {
-            e.commit: format_message(
-                f"quipu: undo {e.summary.removeprefix('quipu: ')}",
-                {
-                    "Quipu-Action": "undo",
-                    "Quipu-Memory": e.memory or "store",
-                    "Quipu-Reverts": e.commit,
-                    "Quipu-Undo-Sweep": sweep,
-                },
-                body=f'This reverts commit {e.commit}.',
-            )
-            for e in targets
-        }
-        return gitstore.revert_commits(self.root, [e.commit for e in targets], messages)
+        from quipu.store import undo
 
+        return undo.undo(self, commit=commit, memory=memory, sweep=sweep)
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def install_template_file(store: Store, rel: str) -> None:
-    """Copy one template file into an existing store (used by ``doctor --fix``)."""
-    src = assets.template_dir() / rel
-    if src.is_file():
-        shutil.copyfile(src, store.root / rel)
 
 
 def is_store(path: str) -> bool:
