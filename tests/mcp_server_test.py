@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from quipu.index import index
+from quipu.index import index, schema, vectors
 from quipu.curate import review
-from quipu.mcp.tools import MAX_SEARCH_CHARS
+from quipu.mcp.tools import MAX_SEARCH_CHARS, Service
 from quipu.mcp.answers import MAX_ANSWER_CHARS
+from quipu.prompt import recall
 from quipu.prompt.inject import FENCE_CLOSE, FENCE_OPEN
 from quipu.store.store import Store
 from quipu.store.trailers import parse_trailers
 from testing.transcripts import Transcript
-from testing.fixtures import REPO_ROOT, add_all, example_store, git, memory, quipu
+from testing.fixtures import REPO_ROOT, add_all, example_memories, example_store, git, memory, quipu
 
 LAUNCHER = REPO_ROOT / "hooks" / "quipu_mcp.py"
 MEMORY_TOOLS = ["search_memory", "get_memory", "remember", "propose_supersession"]
@@ -84,7 +85,8 @@ def test_the_server_loads_no_store_layer_before_the_first_tool_call(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr[-2000:]  # the client went away at once: a clean exit
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert {"quipu.mcp.server", "mcp.server.lowlevel"} <= imported
-    assert not {"pygit2", "yaml", "sqlite3", "quipu.store.store", "quipu.index.index", "quipu.prompt.recall", "jsonschema"} & imported
+    assert not {"pygit2", "yaml", "sqlite3", "numpy", "quipu.store.store", "quipu.index.index", "quipu.index.deep",
+                "quipu.index.vectors", "quipu.prompt.recall", "jsonschema"} & imported
 
 
 def test_lists_the_memory_and_history_tools_with_schemas(params: StdioServerParameters) -> None:
@@ -137,6 +139,57 @@ def test_search_memory_filters_by_class_and_leaves_superseded_out_unless_asked(s
     assert "(id deploy-procedure, rule, " in everything and "superseded by deploy-procedure-v2" in everything
     ids = [line.split("(id ", 1)[1].split(",", 1)[0] for line in body_of(rules).splitlines() if line.startswith("[")]
     assert ids == ["deploy-procedure-v2"]
+
+
+def test_search_memory_finds_a_memory_by_a_common_topic_word_the_hooks_rarest_terms_would_drop(
+        shop: Store, params: StdioServerParameters) -> None:
+    names = ["Amarantha", "Bjornstad", "Chiarello", "Dmitrievna", "Esterhazy", "Faridoun", "Gretchenko",
+             "Hiroshige", "Ingeborga", "Joaquinez", "Kofiwaa", "Leilani"]
+    add_all(shop, [memory(f"owner-{n.lower()}", f"{n} owns a service", f"{n} is the owner of one service.")
+                   for n in names] + [
+        memory("invoice-run", "Invoices go out on the first working day",
+               "Finance sends the invoices in one batch.", cls="reference"),
+        memory("invoice-format", "Invoices are PDF only", "Customers receive invoices as PDF files.", cls="reference"),
+    ])
+    query = f"I met {', '.join(names)} today; what do we do about invoices?"
+    loosened = recall.Options(limit=recall.CANDIDATES, min_score=0.0, rarest=8, fact_slots=None, require_topic=False)
+    db = schema.connect(shop.index_path)
+    try:  # the hook's precision layer, loosened as far as it goes
+        hook_ids = {h.id for h in recall.recall(db, query, "", loosened).hits}
+    finally:
+        db.close()
+    assert "invoice-run" not in hook_ids  # twelve rarer names fill its gather: the common word never searches
+
+    [(error, text)] = call(params, ("search_memory", {"query": query, "limit": 25}))
+
+    assert not error
+    inside = body_of(text)
+    assert "(id invoice-run, reference, " in inside and "(id invoice-format, reference, " in inside
+    assert "Finance sends the invoices in one batch." in inside  # its excerpt
+
+
+def test_a_warm_server_keeps_its_vectors_until_the_store_or_the_vectors_change(shop: Store) -> None:
+    if vectors.encoder(shop.cache_dir) is None:
+        pytest.skip("the static embedding (wordllama) is not installed")
+    service = Service(explicit_store=str(shop.root))
+    ask = lambda query: service.call("search_memory", {"query": query, "limit": 25}).text  # noqa: E731
+
+    ask("deploy shop-api")
+    kept = service.meaning.vectors
+    ask("billing limits")
+
+    assert service.meaning.syncs == 1 and service.meaning.vectors is kept  # nothing changed: no sync, no read
+    assert sorted(kept.ids) == sorted(m.id for m in example_memories())
+
+    add_all(shop, [memory("lighthouse", "The lighthouse keeper rota", "Keepers change every Monday.")])
+    assert "(id lighthouse, " in ask("lighthouse keeper")
+    assert service.meaning.syncs == 2 and "lighthouse" in service.meaning.vectors.ids
+
+    add_all(shop, [memory("harbour-pilot", "The harbour pilot roster", "Pilots board at the outer buoy.")])
+    assert quipu("--store", str(shop.root), "search", "harbour pilot").returncode == 0  # embeds it first
+    assert "(id harbour-pilot, " in ask("harbour pilot")
+    assert "harbour-pilot" in service.meaning.vectors.ids  # the file changed under the server: read again
+    service.close()
 
 
 def test_get_memory_returns_the_whole_memory_with_labels_and_history(shop: Store, params: StdioServerParameters) -> None:

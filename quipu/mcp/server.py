@@ -8,7 +8,11 @@ Contract:
 - A tool's failure is a tool result with ``isError`` set and a message that ends with the fix;
   it never ends the server. Tool calls run one at a time in a worker thread, so the event loop
   keeps answering (pings, cancellations) while git or SQLite work.
-- Nothing of the store, pygit2 or SQLite is loaded before the first tool call.
+- Nothing of the store, pygit2, SQLite or numpy is loaded before the first tool call.
+- numpy's OpenBLAS runs on one thread here (unless ``OPENBLAS_NUM_THREADS`` says otherwise): a
+  search multiplies one query vector by the store's, where waking its threads costs more than
+  they save (on two cores a warm search took 13 ms p50 with them and 4 ms without, 10,000
+  memories, bench/bench_mcp.py).
 """
 from __future__ import annotations
 
@@ -83,6 +87,7 @@ async def _serve(service: Service) -> None:
 
 def serve(explicit_store: str | None = None, cwd: str | None = None) -> int:
     """Serve on stdin/stdout until the client goes away; returns the exit code."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read when numpy loads, at the first search
     service = Service(explicit_store=explicit_store, cwd=cwd, history=has_history(),
                       conversation=conversation_id(os.environ))
     try:

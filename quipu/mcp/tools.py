@@ -22,6 +22,10 @@ Contract:
   ``proposal``) on the old memory naming the new one, for ``quipu review`` to accept or reject.
   The same open proposal twice adds nothing.
 - The index stays open between calls and is brought up to HEAD when HEAD has moved.
+- ``search_memory`` reads the deep list (``quipu.index.deep``: every content word by BM25 and
+  meaning, fused by rank), not the prompt hook's precision layer; the class and superseded
+  filters apply to the whole fused list before the cut. Meaning search loads at the first search
+  and stays loaded (``quipu.mcp.meaning``); without the embedding, words alone.
 - ``search_history`` and ``show_history`` are offered only when ``quipu.history`` exists
   (``has_history``); see ``HISTORY_CONTRACT`` for what it must provide.
 """
@@ -49,9 +53,12 @@ from quipu.mcp.answers import (
     object_schema,
 )
 from quipu.mcp.history_tools import HISTORY_TOOLS
+from quipu.mcp.meaning import Meaning
 
 if TYPE_CHECKING:
     import sqlite3
+
+    from quipu.index.deep import Nearest
 
 # A fact note needs a subject and a value and updates itself (``quipu fact set``); remember
 # writes plain claims only.
@@ -73,6 +80,7 @@ class Service:
     _store: Any = None
     _db: sqlite3.Connection | None = None
     _db_key: tuple[str | None, int] = (None, 0)
+    meaning: Meaning = field(default_factory=Meaning)  # the encoder and vectors, kept between searches
 
     @property
     def store(self) -> Any:
@@ -96,6 +104,12 @@ class Service:
             self._db = schema.connect(store.index_path, any_thread=True)  # calls are serialised
             self._db_key = (head, self._inode())
         return self._db
+
+    def nearest(self, db: sqlite3.Connection) -> Nearest | None:
+        """Meaning search on the open index ``db`` (None: words alone); see ``quipu.mcp.meaning``."""
+        from quipu.index import index
+
+        return self.meaning.nearest(index.index_file(self.store).parent, db, self._db_key)
 
     def _inode(self) -> int:
         try:
@@ -176,16 +190,16 @@ def _hit_line(n: int, hit: Any, created: str) -> str:
 
 
 def search_memory(service: Service, args: dict[str, Any]) -> Answer:
-    from quipu.prompt import recall
+    from quipu.index import deep
 
     query, limit = args["query"], args.get("limit", DEFAULT_LIMIT)
     cls, superseded = args.get("class"), args.get("include_superseded", False)
     filtered = cls is not None or not superseded
-    options = recall.Options(limit=recall.CANDIDATES if filtered else limit, min_score=0.0, rarest=8,
-                             fact_slots=None, require_topic=False)
 
     def read(db: sqlite3.Connection) -> tuple[list[Any], str, dict[str, float]]:
-        result = recall.recall(db, query, "", options)
+        # Filters apply to the whole fused list (each gather brings at most GATHER), then the cut.
+        result = deep.search(db, query, limit=2 * deep.GATHER if filtered else limit,
+                             nearest=service.nearest(db))
         hits = [h for h in result.hits
                 if (cls is None or h.cls == cls) and (superseded or h.status != "superseded")]
         ids = [h.id for h in hits[:limit]]
@@ -284,7 +298,7 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
     Tool(
         "search_memory", "Search quipu memory",
         "Search the user's quipu memory store (notes, rules, preferences, facts the user or earlier "
-        "sessions saved) by words, ranked best first. Use it when a past decision, convention or "
+        "sessions saved) by words and by meaning, ranked best first. Use it when a past decision, convention or "
         "known problem may matter (\"what did we decide about the retry policy?\"). Each result has "
         "its id, title, one-line description, class, date, an excerpt and labels (unverified: a "
         "claim failed a check). Superseded memories are left out unless include_superseded is true. "

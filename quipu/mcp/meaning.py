@@ -1,0 +1,70 @@
+"""Meaning search for the long-lived server: the encoder and the store's vectors kept between calls.
+
+Contract:
+- Nothing here is imported at the server's start beyond the standard library: numpy, the
+  encoder and the vectors load at the first ``nearest`` call.
+- The vectors are brought up to the index (``vectors.ensure_vectors``) only when the index may
+  have changed (the server reopened it: HEAD moved or the file was replaced) or the vectors file
+  changed under the server; a call where neither happened costs no sync. The vectors read into
+  memory are kept, and read again only when a sync embedded or removed something, or the file
+  changed since the last sync (another process synced it first).
+- The encoder is loaded once. When the embedding is not installed, or the vectors cannot be kept
+  this time, ``nearest`` returns None and search runs on words alone.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from quipu.index.deep import Nearest
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+@dataclass
+class Meaning:
+    vectors: Any = None  # the kept ``vectors.Vectors``
+    syncs: int = 0  # how many times they were brought up to the index
+    _encoder: Any = None
+    _synced: tuple[object, tuple[int, int, int] | None] | None = None  # (index key, vectors file) last synced
+
+    def nearest(self, cache_dir: Path, db: sqlite3.Connection, key: object) -> Nearest | None:
+        """Meaning search over the vectors of the index ``db``, or None (words alone). ``key``
+        names the index's state (it changes when the index may have): with the same key and an
+        untouched vectors file, the kept vectors answer without a sync."""
+        from quipu.index import vectors
+
+        path = cache_dir / vectors.FILE_NAME
+        if self.vectors is None or self._synced != (key, _stamp(path)):
+            synced = vectors.ensure_vectors(cache_dir, db)
+            self.syncs += 1
+            if synced is None:
+                self._synced = None
+                return None
+            stamp = _stamp(path)
+            last = self._synced[1] if self._synced is not None else None
+            if self.vectors is None or synced.embedded or synced.removed or stamp != last:
+                self.vectors = synced  # its rows are read at the first search
+            self._synced = (key, stamp)
+        if self._encoder is None:
+            self._encoder = vectors.encoder(cache_dir)
+            if self._encoder is None:  # pragma: no cover - ensure_vectors checked it
+                return None
+        kept, encoder = self.vectors, self._encoder
+
+        def nearest(query: str, depth: int) -> Sequence[tuple[str, float]]:
+            return vectors.nearest(kept, kept.embed(encoder, query), depth)
+
+        return nearest
