@@ -3,6 +3,7 @@ no session)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 
 from quipu.index import deep
@@ -59,6 +60,9 @@ def _nearest(store: Store, db: sqlite3.Connection) -> deep.Nearest | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # One query vector against the store's: waking OpenBLAS's threads (at numpy's import and at
+    # the product) costs more than they save; read when numpy loads (bench/bench_deep.py).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     store = open_store(args)
     result = search(store, args.query, limit=args.limit, words_only=args.words_only)
     if args.json:
