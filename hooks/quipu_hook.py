@@ -102,6 +102,7 @@ def _in_process(command: str, data: bytes) -> bytes | None:
             _log(f"{command}: this quipu has no `{command}` command; nothing done")
             return b""
         cli.build_parser(command)  # imports that command module, so missing dependencies show here
+        cli.check_dependencies()  # and those it loads only when it writes
     except Exception as exc:  # noqa: BLE001 - missing dependencies mean "try elsewhere"
         _log(f"{command}: quipu is not importable by {sys.executable}: {type(exc).__name__}: {exc}")
         return None

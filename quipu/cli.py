@@ -90,6 +90,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def check_dependencies() -> None:
+    """Import what every write to a store needs, which the commands load only at their first use
+    (ImportError when it is missing): a launcher asks before it runs a command in-process."""
+    import pygit2  # noqa: F401
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from quipu.output import CleanWriter
 
