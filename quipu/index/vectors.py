@@ -132,7 +132,7 @@ class Vectors:
         if self._centre is None:
             self._centre = (CENTRE * matrix.mean(axis=0, dtype=np.float64)).astype(np.float32)
             self._to_centre = matrix @ self._centre
-            self._empty = ~matrix.any(axis=1)
+            self._empty = np.logical_not(matrix.any(axis=1)).astype(np.bool_)
         c, mc = self._centre, self._to_centre
         assert mc is not None
         cc = float(c @ c)
