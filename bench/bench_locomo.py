@@ -104,6 +104,7 @@ class Question:
     lexical_scores: list[float] = field(default_factory=list)  # their BM25 (ties share a rank)
     meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
     specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
+    shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (deep.shares)
 
 
 # ------------------------------------------------------------------ data
@@ -513,8 +514,10 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             ids = deep._ids(db, [r for r, _s in lex])
             q.lexical = [ids[r] for r, _s in lex]
             q.lexical_scores = [score for _r, score in lex]
-            q.meaning = [] if found is None or encoder is None else vectors.nearest(found, found.embed(encoder, q.text), deep.GATHER)
-            q.specific = bool(q.meaning and q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
+            q.specific = bool(q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
+            q.meaning = [] if found is None or encoder is None else vectors.nearest(
+                found, found.embed(encoder, q.text), deep.GATHER, not q.specific)
+            q.shares = deep.shares(db, terms, [r for r, _s in lex])
             timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
             q.ranked[DEEP_MEANING] = [i for i, _c in q.meaning[:DEEP_K]]
@@ -525,6 +528,8 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
 
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
     """The deep list's order (no labels, no decay in these stores: the fused order is the list)."""
+    if (k, weight, floor) == (deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR):  # what quipu ships
+        return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares)[:DEEP_K]]
     fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]

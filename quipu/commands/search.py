@@ -53,8 +53,8 @@ def _nearest(store: Store, db: sqlite3.Connection) -> deep.Nearest | None:
     if encoder is None:  # pragma: no cover - ensure_vectors checked it
         return None
 
-    def nearest(query: str, depth: int) -> list[tuple[str, float]]:
-        return vectors.nearest(found, found.embed(encoder, query), depth)
+    def nearest(query: str, depth: int, centred: bool) -> list[tuple[str, float]]:
+        return vectors.nearest(found, found.embed(encoder, query), depth, centred)
 
     return nearest
 
