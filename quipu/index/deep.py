@@ -14,7 +14,7 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
   index's lexicon of ordinary English, such as an identifier, a tool or a project, that some
   memory contains) is answered by the words: meaning (the plain cosine) only re-orders them and
   adds nothing. Any other query may mean more than its words say: meaning is gathered about the
-  store's mean (``quipu.index.vectors.CENTRE``), a memory it finds may enter with a closeness of
+  store's mean (``quipu.index.closeness.CENTRE``), a memory it finds may enter with a closeness of
   at least ``OPEN_FLOOR`` and weighs twice a lexical hit holding every word, and each lexical
   hit counts by the share of the query it holds (the query's IDF mass its matched terms carry,
   squared): a memory that matches only "user" of "where does the user live now" is weak

@@ -20,10 +20,8 @@ Contract:
   (a proxy for its frequency in Llama-2's training text). The counts are taken when every vector
   is built and kept with them; queries and incremental updates use the same counts, and every
   vector is built again (with new counts) once the store has halved or doubled since.
-- ``nearest`` ranks by the plain cosine, or (``centred``) by the cosine about ``CENTRE`` times
-  the memories' mean vector, taken from the stored vectors when they are read (nothing more is
-  kept): what every memory of the store shares then counts for nothing. A query is embedded in
-  the first person (``first_person``: "the user" -> "I"), as people write about themselves.
+- ``nearest`` (from ``quipu.index.closeness``) ranks the memories by closeness to a query, plain
+  or about the store's mean; a query is embedded in the first person (``first_person``).
 - Writers serialise on the index lock's neighbour ``vectors.lock``; a store whose cache cannot be
   written gets no vectors (search then runs on words alone) rather than an error.
 - ``vectors.sqlite`` records the index state it was last brought up to (the index's head and
@@ -41,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,7 +47,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from quipu.index import closeness
 from quipu.index import matrix as matrix_file
+from quipu.index.closeness import first_person, nearest
 from quipu.store.locks import file_lock
 
 if TYPE_CHECKING:
@@ -65,15 +64,6 @@ BATCH = 2_000  # memories embedded and written per transaction during a build
 # store and counts (bench_locomo): 3e-4 0.502, 5e-4 0.517, 1e-3 0.527 (R@10 0.600 / 0.614 / 0.616),
 # and 1e-3 ranks facts asked without their words higher among the real notes (median 12.5 -> 9).
 SIF_A = 1e-3
-# Meaning search that must find what the words missed measures closeness about this multiple of
-# the memories' mean vector (``Vectors.centred_scores``). Twelve facts asked without their words
-# among the 1,811 real notes (the cases of bench/bench_paraphrase.py in one store), median rank
-# by meaning (of 12, how many in the top ten): plain cosine 36.5 (3), about the mean x1.0 12 (6),
-# x1.5 9 (6), x2.0 7.5 (7, but the project cases lower); removing the first 1, 2, 4 or 8
-# principal components instead, or the mean of the table, did not help. On LoCoMo's questions the
-# plain cosine ranks better (dense R@10 0.616 against 0.605 at x1.5), so the deep list re-orders
-# what the words found by the plain one.
-CENTRE = 1.5
 RECOUNT_FACTOR = 2.0  # the store grew or shrank this much since the counts: build every vector again
 
 SCHEMA = """
@@ -104,9 +94,7 @@ class Vectors:
         self.generation = generation  # the database's, when this sync ended
         self._ids: list[str] = []
         self._matrix: Matrix | None = None
-        self._centre: npt.NDArray[np.float32] | None = None  # the mean of the memories' vectors
-        self._to_centre: npt.NDArray[np.float32] | None = None  # each memory's product with it
-        self._empty: npt.NDArray[np.bool_] | None = None  # memories with no text
+        self._centre: closeness.Centre | None = None
 
     def _read(self) -> None:
         matrix_path = self.path.with_name(matrix_file.FILE_NAME)
@@ -140,30 +128,12 @@ class Vectors:
         assert self._matrix is not None
         return self._matrix
 
-    def centred_scores(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Cosines of ``query`` with every memory, both taken about ``c``, ``CENTRE`` times the
-        memories' mean vector: ``(m - c) . (q - c) / (|m - c| |q - c|)`` for unit ``m`` and ``q``,
-        from two products with the stored matrix (the mean and each memory's product with it are
-        kept for the next query). What every memory of the store shares (SIF's common component;
-        the mean measured better here than removing the first principal components) then counts
-        for nothing, so a text unlike the rest of the store stands out."""
-        matrix = self.matrix
+    @property
+    def centre(self) -> closeness.Centre:
+        """What every memory of the store shares (``quipu.index.closeness``), kept for the next query."""
         if self._centre is None:
-            self._centre = (CENTRE * matrix.mean(axis=0, dtype=np.float64)).astype(np.float32)
-            self._to_centre = matrix @ self._centre
-            self._empty = np.logical_not(matrix.any(axis=1)).astype(np.bool_)
-        c, mc = self._centre, self._to_centre
-        assert mc is not None
-        cc = float(c @ c)
-        q = query - c
-        q_norm = float(np.linalg.norm(q))
-        if q_norm == 0.0:
-            return np.zeros(matrix.shape[0], dtype=np.float32)
-        m_norm = np.sqrt(np.maximum(1.0 - 2.0 * mc + cc, 1e-12))
-        # A memory with no text (the zero row) is at -c: it gets no score.
-        scores: npt.NDArray[np.float32] = ((matrix @ query - mc - float(c @ query) + cc) / (m_norm * q_norm)).astype(np.float32)
-        scores[self._empty] = 0.0
-        return scores
+            self._centre = closeness.Centre.of(self.matrix)
+        return self._centre
 
     def embed(self, encoder: Embedder, text: str) -> npt.NDArray[np.float32]:
         """``text``'s vector, weighed by the same counts as the memories' (and tokenized with
@@ -176,17 +146,6 @@ class Vectors:
         finally:
             db.close()
         return encoder.one(text)
-
-
-_USER = re.compile(r"\b(?:the )?user(?:'s|s')?(?=\W|$)", re.IGNORECASE)
-
-
-def first_person(query: str) -> str:
-    """A question about "the user" as the memories say it: in the first person ("where does the
-    user live" -> "where does I live", "the user's" -> "my"), so a question about the person
-    meets what they wrote about themselves ("users" stays). On the twelve paraphrase cases the
-    median rank by meaning went from 16.5 to 9; LoCoMo's questions name people, not "the user"."""
-    return _USER.sub(lambda m: "my" if m.group(0).lower().endswith(("'s", "s'")) else "I", query)
 
 
 def memory_text(title: str, aliases: str, tags: str, description: str, body: str) -> str:
@@ -477,23 +436,6 @@ def _new_generation(db: sqlite3.Connection) -> str:
     return generation
 
 
-def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int,
-            centred: bool = False) -> list[tuple[str, float]]:
-    """The ``depth`` memories closest to ``query`` (cosine, best first; ties by id), positive only;
-    ``centred``: about the store's mean (``Vectors.centred_scores``)."""
-    if not vectors.ids or not query.any():
-        return []
-    matrix = vectors.matrix
-    if matrix.shape[0] != len(vectors.ids):  # changed by another process since: read it again
-        return []
-    query = query.astype(np.float32)
-    scores = vectors.centred_scores(query) if centred else matrix @ query
-    depth = min(depth, len(vectors.ids))
-    top = np.argpartition(-scores, depth - 1)[:depth]
-    order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), vectors.ids[i]))
-    return [(vectors.ids[i], float(scores[i])) for i in order if scores[i] > 0.0]
-
-
 def remove(cache_dir: Path) -> None:
     """Drop the vectors file (``quipu index --rebuild`` rebuilds it on the next search)."""
     for name in (FILE_NAME, f"{FILE_NAME}-journal", matrix_file.FILE_NAME):
@@ -501,4 +443,4 @@ def remove(cache_dir: Path) -> None:
             os.unlink(cache_dir / name)
 
 
-__all__: Sequence[str] = ["Vectors", "ensure_vectors", "nearest", "encoder", "memory_text", "remove"]
+__all__: Sequence[str] = ["Vectors", "ensure_vectors", "nearest", "first_person", "encoder", "memory_text", "remove"]

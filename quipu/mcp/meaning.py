@@ -64,7 +64,7 @@ class Meaning:
                 return None
         kept, encoder = self.vectors, self._encoder
 
-        def nearest(query: str, depth: int) -> Sequence[tuple[str, float]]:
-            return vectors.nearest(kept, kept.embed(encoder, query), depth)
+        def nearest(query: str, depth: int, centred: bool) -> Sequence[tuple[str, float]]:
+            return vectors.nearest(kept, kept.embed(encoder, query), depth, centred)
 
         return nearest
