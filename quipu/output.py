@@ -16,7 +16,7 @@ from quipu.prompt import locate
 def print_json(value: Any) -> None:
     """``value`` as JSON: the exact text, with every character a terminal could act on escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    if any(fence.unsafe(ch) for ch in text):  # C1 and bidi controls: json leaves them raw
+    if fence.has_unsafe(text):  # C1 and bidi controls: json leaves them raw
         text = "".join(f"\\u{ord(ch):04x}" if fence.unsafe(ch) else ch for ch in text)
     sys.stdout.write(text + "\n")
 

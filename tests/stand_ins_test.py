@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quipu.prompt import indexread
@@ -28,3 +28,11 @@ def test_the_lru_cache_stand_in_caches_and_evicts_as_functools_does(calls: list[
     assert [cached_ours(x) for x in calls] == [cached_theirs(x) for x in calls]
     assert seen_ours == seen_theirs  # the same misses, so the same evictions
     assert cached_ours.cache_info() == cached_theirs.cache_info()
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8")))
+def test_the_quick_look_for_terminal_controls_agrees_with_the_character_by_character_one(text: str) -> None:
+    from quipu.prompt import fence
+
+    assert fence.has_unsafe(text) == any(fence.unsafe(ch) for ch in text)

@@ -87,8 +87,16 @@ def unsafe(ch: str) -> bool:
     return (code < 32 and ch not in "\n\t") or 127 <= code < 160 or ch in _BIDI
 
 
+def has_unsafe(text: str) -> bool:
+    """Whether any character of ``text`` is ``unsafe``: every one of them is unprintable, so
+    printable text (tabs and newlines aside) is answered without a look at each character."""
+    if text.replace("\n", "").replace("\t", "").isprintable():
+        return False
+    return any(unsafe(ch) for ch in text)
+
+
 def clean(text: str) -> str:
-    if not any(unsafe(ch) for ch in text):
+    if not has_unsafe(text):
         return text
     out = []
     i = 0
