@@ -515,8 +515,9 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             q.lexical = [ids[r] for r, _s in lex]
             q.lexical_scores = [score for _r, score in lex]
             q.specific = bool(q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
-            q.meaning = [] if found is None or encoder is None else vectors.nearest(
-                found, found.embed(encoder, q.text), deep.GATHER, not q.specific)
+            q.meaning = [] if found is None or encoder is None else deep.gather_meaning(
+                db, q.text, lambda text, depth, centred: vectors.nearest(found, found.embed(encoder, text), depth, centred),
+                q.specific)
             q.shares = deep.shares(db, terms, [r for r, _s in lex])
             timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]

@@ -42,6 +42,13 @@ CASES = [
     ("ship", "Releases", "Deploy with fly deploy from main.", "how do we ship to production"),
     ("backend", "Stack", "The server side is all Rust with Axum.", "what language is the backend written in"),
     ("approve", "Billing changes", "Ask Priya to look over anything touching billing before merge.", "who should approve my PR"),
+    # The move again, told and asked otherwise.
+    ("moved-note", "Note", "I just moved to Melbourne.", "where does the user live now"),
+    ("moved-city", "Melbourne", "I just moved to Melbourne.", "where does the user live now"),
+    ("moved-based", "Relocation", "I just moved to Melbourne, so schedule things in AEST.", "where is the user based"),
+    ("moved-home", "Relocation", "I just moved to Melbourne, so schedule things in AEST.", "has the user's home changed"),
+    ("moved-flat", "Flat", "My new flat is in Toronto, near the lake.", "where does the user live now"),
+    ("moved-berlin", "Berlin", "We relocated to Berlin last month.", "where does the user live now"),
 ]
 
 

@@ -6,13 +6,10 @@ Contract:
   from the stored vectors when they are read; nothing more is kept on disk): what every memory of
   the store shares then counts for nothing, so a text unlike the rest of the store stands out.
   Positive scores only, best first, ties by id.
-- ``first_person`` puts a question about "the user" in the first person before it is embedded,
-  as people write about themselves.
 - numpy is imported here: this module is never on the prompt path.
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -29,7 +26,6 @@ if TYPE_CHECKING:
 # the mean of the table, did not help. On LoCoMo's questions the plain cosine ranks better (dense
 # R@10 0.616 against 0.605 at x1.5), so the deep list re-orders what the words found by the plain one.
 CENTRE = 1.5
-_USER = re.compile(r"\b(?:the )?user(?:'s|s')?(?=\W|$)", re.IGNORECASE)
 
 
 class Centre(NamedTuple):
@@ -60,14 +56,6 @@ def centred_scores(matrix: Matrix, centre: Centre, query: npt.NDArray[np.float32
     scores: npt.NDArray[np.float32] = ((matrix @ query - mc - float(c @ query) + cc) / (m_norm * q_norm)).astype(np.float32)
     scores[centre.empty] = 0.0  # a memory with no text sits at -c: it gets no score
     return scores
-
-
-def first_person(query: str) -> str:
-    """A question about "the user" as the memories say it: in the first person ("where does the
-    user live" -> "where does I live", "the user's" -> "my"), so a question about the person
-    meets what they wrote about themselves ("users" stays). On the twelve paraphrase cases the
-    median rank by meaning went from 16.5 to 9; LoCoMo's questions name people, not "the user"."""
-    return _USER.sub(lambda m: "my" if m.group(0).lower().endswith(("'s", "s'")) else "I", query)
 
 
 def nearest(vectors: Vectors, query: npt.NDArray[np.float32], depth: int,

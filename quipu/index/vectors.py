@@ -49,7 +49,8 @@ import numpy.typing as npt
 
 from quipu.index import closeness
 from quipu.index import matrix as matrix_file
-from quipu.index.closeness import first_person, nearest
+from quipu.index.closeness import nearest
+from quipu.index.person import first_person
 from quipu.store.locks import file_lock
 
 if TYPE_CHECKING:
