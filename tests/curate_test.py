@@ -324,9 +324,69 @@ def test_candidates_come_from_shared_subjects_and_title_overlap_not_all_pairs(tm
     assert ("tag-a", "tag-b") in keys
     assert ("title-a", "title-b") in keys
     assert not any("lonely" in k for k in keys)
-    assert not any(a.startswith("gen-") and b.startswith("gen-") for a, b in keys)  # "work" is too generic
+    # "work" is too generic to pair on: the generic notes pair only as alike in meaning (their text is)
+    assert not any(p.a.startswith("gen-") and p.b.startswith("gen-") and not p.close_in_meaning for p in pairs)
     n = len(generic) + 5
     assert len(pairs) <= candidates.PER_MEMORY * n < n * (n - 1) // 2
+
+
+UNRELATED = [
+    memory("tabs", "Go files are indented with tabs", "gofmt decides the indentation; never spaces.", topics=["go"]),
+    memory("oncall", "Pager rotation changes on Mondays", "The on-call engineer hands over the pager at 10am Monday.",
+           topics=["oncall"]),
+    memory("colours", "Brand colours for the storefront", "Primary teal #0f766e, accent amber; no gradients.",
+           topics=["design"]),
+    memory("flaky", "Checkout integration tests are flaky", "Retry once with the rerun workflow before paging anyone.",
+           topics=["ci"]),
+    memory("cdn", "Images are served from CloudFront", "Product images go through the CDN with a one-day cache.",
+           topics=["cdn"]),
+]
+
+
+def test_a_pair_saying_the_same_in_other_words_is_a_candidate_by_meaning(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    add_all(store, [
+        memory("backup-old", "Postgres backups run nightly", "The Postgres database is backed up every night at 2am.",
+               created="2026-01-01"),
+        memory("backup-new", "The primary DB is snapshotted each evening", "Each evening a snapshot of the database is taken.",
+               created="2026-03-01"),
+        *UNRELATED,
+    ])
+    pairs = candidates.candidate_pairs(store, load(store))
+    # No topic, entity or title word in common: meaning alone relates them, and nothing else.
+    assert [(p.a, p.b, p.shared, p.title_overlap, p.close_in_meaning) for p in pairs] == [
+        ("backup-old", "backup-new", (), False, True)]
+    assert pairs[0].score == candidates.MEANING_BONUS
+    assert pairs[0].to_json()["close_in_meaning"] is True
+
+
+def test_meaning_adds_to_a_pair_that_shares_a_subject_and_ranks_it_first(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    add_all(store, [
+        memory("backup-old", "Postgres backups run nightly", "The Postgres database is backed up every night at 2am.",
+               topics=["ops"], created="2026-01-01"),
+        memory("backup-new", "The primary DB is snapshotted each evening", "Each evening a snapshot of the database is taken.",
+               topics=["ops"], created="2026-03-01"),
+        memory("pager", "Pager rotation changes on Mondays", "The on-call engineer hands over the pager at 10am Monday.",
+               topics=["ops"], created="2026-02-01"),
+    ])
+    pairs = candidates.candidate_pairs(store, load(store))
+    assert [(p.a, p.b) for p in pairs][0] == ("backup-old", "backup-new")
+    assert pairs[0].close_in_meaning and not any(p.close_in_meaning for p in pairs[1:])
+    assert math.isclose(pairs[0].score - pairs[1].score, candidates.MEANING_BONUS)
+    assert pairs[1:] == sorted(pairs[1:], key=lambda p: (-p.score, p.a, p.b))
+
+
+def test_memories_alike_in_meaning_stay_within_the_linear_bound(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    alike = [memory(f"note-{i:02d}", f"Note {i} about thing{i}", f"body {i}") for i in range(40)]
+    add_all(store, [*alike, *UNRELATED])
+    first = candidates.candidate_pairs(store, load(store))
+    n = len(alike) + len(UNRELATED)
+    assert all(p.close_in_meaning for p in first) and len(first) >= len(alike)  # all alike in meaning, ...
+    assert len(first) <= candidates.PER_MEMORY * n < n * (n - 1) // 2  # ... yet linear in the store
+    assert not any({p.a, p.b} & {m.id for m in UNRELATED} for p in first)
+    assert candidates.candidate_pairs(store, load(store)) == first  # the same store, the same list
 
 
 def test_focus_limits_pairs_to_the_sessions_memories(tmp_path: Path) -> None:
