@@ -8,7 +8,7 @@ Contract:
   static embedding is installed (``quipu.index.vectors``), when one is among the other's
   ``MEANING_NEIGHBOURS`` nearest memories by the plain cosine of their vectors, at least
   ``MEANING_FLOOR`` (``quipu.index.closeness.neighbours``: products in blocks of rows, memory
-  bounded at any size). Without the embedding nothing of it loads (numpy neither).
+  bounded at any size); numpy and the vectors load only when pairs are made.
 - A pair's score is the idf-weighted sum of the subjects it shares plus ``FTS_BONUS`` for a title
   overlap and ``MEANING_BONUS`` for closeness in meaning. A subject
   carried by more than ``MAX_POSTING`` memories is too generic to pair on by itself (it still
@@ -108,7 +108,7 @@ def _title_overlaps(store: Store, entries: Sequence[Entry], known: set[str]) -> 
 
 def _meaning_neighbours(store: Store, entries: Sequence[Entry], known: set[str]) -> set[tuple[str, str]]:
     """Pairs of memories close in meaning (see the module contract); none without the embedding."""
-    from quipu.index import closeness, vectors  # numpy loads only for stores with the embedding
+    from quipu.index import closeness, vectors  # numpy: only when pairs are made
 
     db = indexread.open_index(str(store.index_path))
     try:
