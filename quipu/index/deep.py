@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from quipu.index import person
-from quipu.prompt import inject, recall, scoring
+from quipu.prompt import indexread, inject, recall, scoring
 from quipu.prompt.query import extract_terms, fts_quote
 from quipu.prompt.stem import fts_term
 
@@ -228,7 +228,8 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         meaning = gather_meaning(db, query, nearest, specific)
         result.meaning = True
     cosine = dict(meaning or ())
-    fused = rank(lexical_ids, meaning, specific, shares(db, terms, [r for r, _s in found]) if meaning else None)
+    query_shares = shares(db, terms, [r for r, _s in found]) if meaning and not specific else None
+    fused = rank(lexical_ids, meaning, specific, query_shares)
     if not fused:
         result.reason = "no memory shares a word with the query" + (" nor is near its meaning" if result.meaning else "")
         return result
@@ -268,15 +269,15 @@ def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
     ``terms`` it matches over that of them all (a term no memory has counts in the whole)."""
     if not rowids or not terms:
         return [0.0] * len(rowids)
-    total = int(db.execute("SELECT count(*) FROM memories").fetchone()[0])
+    total = indexread.store_size_of(db)
+    df = indexread.document_frequencies(db, list(dict.fromkeys(terms)))
     marks = ", ".join("?" * len(rowids))
     held = [0.0] * len(rowids)
     place = {r: n for n, r in enumerate(rowids)}
     whole = 0.0
-    for term in dict.fromkeys(terms):
+    for term, n in df.items():
         quoted = fts_quote(term)
-        df = int(db.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (quoted,)).fetchone()[0])
-        idf = math.log((total + 1) / (df + 0.5))
+        idf = math.log((total + 1) / (n + 0.5))
         whole += idf
         for (rowid,) in db.execute(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})",
                                    [quoted, *rowids]):

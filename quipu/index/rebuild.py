@@ -23,7 +23,8 @@ from quipu.index.schema import (
     memory_row,
     optimize_fts,
 )
-from quipu.store.store import LINK_MODE, Store
+from quipu.store.safepath import LINK_MODE
+from quipu.store.store import Store
 
 
 def lexicon_words() -> list[str]:

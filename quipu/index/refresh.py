@@ -22,7 +22,8 @@ from quipu.index.schema import (
     read_meta,
 )
 from quipu.prompt.stem import TOKENIZE
-from quipu.store.store import LINK_MODE, Store
+from quipu.store.safepath import LINK_MODE
+from quipu.store.store import Store
 
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
 

@@ -85,13 +85,11 @@ Matrix = npt.NDArray[np.float32]
 class Vectors:
     """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync went."""
 
-    def __init__(self, path: Path, model: str, embedded: int, removed: int,
-                 weights: npt.NDArray[np.float32] | None, generation: str = "") -> None:
+    def __init__(self, path: Path, model: str, embedded: int, removed: int, generation: str = "") -> None:
         self.path = path
         self.model = model
         self.embedded = embedded  # memories embedded by this sync
         self.removed = removed  # vectors dropped by this sync
-        self.weights = weights  # per piece id, from the store's counts
         self.generation = generation  # the database's, when this sync ended
         self._ids: list[str] = []
         self._matrix: Matrix | None = None
@@ -346,7 +344,7 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     mark = _index_mark(index_db)
     generation = _meta_text(db, "generation")
     if not recount and mark and generation and _meta_text(db, "synced") == mark:
-        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None, generation)  # nothing changed since
+        return Vectors(cache_dir / FILE_NAME, model, 0, 0, generation)  # nothing changed since
     pieces: Pieces | None = None
     bag: Bag | None = None
     texts: dict[str, tuple[int, str]] = {}
@@ -368,13 +366,12 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
         db.execute("DETACH DATABASE idx")
     known = {mid: sha for mid, sha in _shas(db, list(stale))}
     embedded = 0
-    weights = None
     if not stale and not gone:
         db.execute("BEGIN IMMEDIATE")
         generation = generation or _new_generation(db)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('synced', ?)", (mark,))
         db.execute("COMMIT")
-        return Vectors(cache_dir / FILE_NAME, model, 0, 0, None, generation)
+        return Vectors(cache_dir / FILE_NAME, model, 0, 0, generation)
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
@@ -399,22 +396,28 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
             if pieces is None:
                 pieces = _pieces(cache_dir, many)
                 _prime(pieces, db, [w for t in todo for w in t[3].split()])
-            lists = None if many else {t[0]: pieces.text(t[3]) for t in todo}
-            weights = _weights(db, int(table.shape[0]), None if lists is None else [p for ids in lists.values() for p in ids])
-            enc = embed.Embedder(table, pieces, bulk=many, weights=weights)
-            if many and bag is None:
-                bag = embed.Bag.of([t[3] for t in todo], pieces)
-                number = {t[0]: n for n, t in enumerate(todo)}
+            if many:  # each distinct word's rows added up once (``embed.Bag``)
+                enc = embed.Embedder(table, pieces, bulk=True, weights=_weights(db, int(table.shape[0])))
+                if bag is None:  # no recount: the bag of these texts alone
+                    bag = embed.Bag.of([t[3] for t in todo], pieces)
+                    number = {t[0]: n for n, t in enumerate(todo)}
+                else:  # the recount's bag, in ``texts`` order
+                    number = {mid: n for n, mid in enumerate(texts)}
+                words, rows = enc.word_rows(bag), bag.rows
+
+                def vectors_of(batch: list[tuple[str, int, str, str]]) -> Matrix:
+                    return enc.of_bag(words, [rows[number[t[0]]] for t in batch])
             else:
-                number = {mid: n for n, mid in enumerate(texts)}
-            words = enc.word_rows(bag) if many and bag is not None else None
+                lists = {t[0]: pieces.text(t[3]) for t in todo}
+                weights = _weights(db, int(table.shape[0]), [p for ids in lists.values() for p in ids])
+                enc = embed.Embedder(table, pieces, weights=weights)
+
+                def vectors_of(batch: list[tuple[str, int, str, str]]) -> Matrix:
+                    return enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
+
             for start in range(0, len(todo), BATCH):
                 batch = todo[start:start + BATCH]
-                if words is not None and bag is not None:
-                    matrix = enc.of_bag(words, [bag.rows[number[t[0]]] for t in batch])
-                else:
-                    assert lists is not None
-                    matrix = enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
+                matrix = vectors_of(batch)
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
                                ((mid, rowid, sha, matrix[i].astype("<f4").tobytes())
                                 for i, (mid, rowid, sha, _t) in enumerate(batch)))
@@ -426,7 +429,7 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), weights, generation)
+    return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), generation)
 
 
 def _new_generation(db: sqlite3.Connection) -> str:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 CACHE = ".cache"
 # git's modes of a symlink and a submodule (pygit2.enums.FileMode.LINK, .COMMIT): written out so
 # that finding the cache, on every search, never imports pygit2.
-_LINK = 0o120000
-_COMMIT = 0o160000
+LINK_MODE = 0o120000
+SUBMODULE_MODE = 0o160000
 
 
 def _refuse(root: Path, rel: str, what: str) -> UnsafeStore:
@@ -113,14 +113,14 @@ def special_entries(repo: pygit2.Repository) -> list[str]:
     def walk(tree: pygit2.Tree, prefix: str) -> None:
         for entry in tree:
             path = f"{prefix}{entry.name}"
-            if entry.filemode == _LINK:
+            if entry.filemode == LINK_MODE:
                 out.append(f"{path} (symlink)")
-            elif entry.filemode == _COMMIT:
+            elif entry.filemode == SUBMODULE_MODE:
                 out.append(f"{path} (submodule)")
             elif entry.type_str == "tree":
                 walk(repo[entry.id], path + "/")  # type: ignore[arg-type]
             if path == CACHE or path.startswith(CACHE + "/"):
-                if entry.type_str == "blob" and entry.filemode != _LINK:
+                if entry.type_str == "blob" and entry.filemode != LINK_MODE:
                     out.append(f"{path} (committed cache file)")
 
     walk(tree, "")

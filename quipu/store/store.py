@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 from quipu.prompt import locate
+from quipu.store.safepath import LINK_MODE  # a committed symlink is never read as a memory
 from quipu.store.memory import (
     Memory,
     check_id,
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 # a search on a fresh index reads HEAD from git's files and never needs them.
 
 CONFIG_NAME = "quipu.toml"
-LINK_MODE = 0o120000  # git's mode of a symlink (FileMode.LINK): a committed symlink is never read as a memory
 
 
 class Store:
@@ -137,9 +137,9 @@ class Store:
 
     @property
     def repo(self) -> pygit2.Repository:
-        from quipu.store import gitstore
-
         if self._repo is None:
+            from quipu.store import gitstore
+
             self._repo = gitstore.open_repo(self.root)
         return self._repo
 
