@@ -24,7 +24,9 @@ Baselines in the same run, per conversation:
 The deep list (issue 15), in the same run: ``quipu.index.deep``'s lexical gather on each store's index,
 its meaning gather on the store's vectors (``quipu.index.vectors``, built here) and the two fused as
 ``quipu search`` fuses them, to depth 10, beside plain FTS5 and rank_bm25 to the same depth, with a
-grid of fusion constants (section ``bench_locomo_deep``).
+grid of fusion constants (section ``bench_locomo_deep``), how much of the evidence the two gathers
+hold (the ceiling of any re-ranking of them), and three re-rankings by the conversation's structure
+(a turn's neighbours, its session) that a store of notes cannot use.
 
 Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
 questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
@@ -562,6 +564,16 @@ def deep_report(questions: Sequence[Question]) -> str:
                           "shipped" if n == 0 else ""])
     f_all, h_all = summary[DEEP_FUSED]["all"], summary[HOOK]["all"]
     only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i not in q.lexical)
+    within = sum(len(q.evidence & gathered(q)) / len(q.evidence) for q in questions) / len(questions)
+    ceiling = sum(min(5, len(q.evidence & gathered(q))) / len(q.evidence) for q in questions) / len(questions)
+    structure_rows = []
+    for name, weights in STRUCTURE_RERANKS:
+        for q in questions:
+            q.ranked[name] = structure_rerank(q, *weights)
+        m = summarize(questions, name)
+        below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < summary["fts5"][cat][d])
+        structure_rows.append([name, fmt(m["all"]["r1"]), fmt(m["all"]["r2"]), fmt(m["all"]["r5"]),
+                               fmt(m["all"]["r10"]), below])
     return (
         "#### Per category (recall@k over evidence turns; hit@2)\n\n"
         + C.table(["category", "system", "n", "R@1", "R@2", "R@5", "R@10", "hit@2"], rows)
@@ -575,7 +587,46 @@ def deep_report(questions: Sequence[Question]) -> str:
         "#### Fusion grid (reciprocal rank: K, meaning weight, cosine floor for meaning-only hits)\n\n"
         + C.table(["K", "meaning weight", "meaning-only floor", "R@1", "R@2", "R@5", "R@10",
                    "cells below plain FTS5 (of 24)", ""], grid_rows)
+        + "\n\n#### What is left to re-rank\n\n"
+        f"Evidence inside the two gathers (the lexical top {deep.GATHER} and the meaning top {deep.GATHER}): "
+        f"{fmt(within)}; the best R@5 any re-ordering of them could reach: {fmt(ceiling)}, against the shipped "
+        f"{fmt(f_all['r5'])}. The rows below re-order the same fused list by the conversation's structure, which "
+        "a store of notes does not have (so quipu does not ship them): a turn gains a share of the fused score "
+        "of the turn before and after it (an answer follows its question), or of the best turn of its "
+        "session.\n\n"
+        + C.table(["re-ranking of the fused list", "R@1", "R@2", "R@5", "R@10", "cells below plain FTS5 (of 24)"],
+                  structure_rows)
     )
+
+
+# (name, (share of the previous turn's score, of the next turn's, of the session's best)).
+# The best R@5 of a grid (0 to 0.2 of each neighbour, 0 to 2 of the session's best) is the last.
+STRUCTURE_RERANKS = [
+    ("fused + 0.05 of the turn before and of the turn after", (0.05, 0.05, 0.0)),
+    ("fused + 2 x the session's best turn", (0.0, 0.0, 2.0)),
+    ("fused + 0.2 of the turn before, 0.1 of the turn after, 2 x the session's best", (0.2, 0.1, 2.0)),
+]
+
+
+def gathered(q: Question) -> frozenset[str]:
+    return frozenset(q.lexical[:deep.GATHER]) | {i for i, _c in q.meaning[:deep.GATHER]}
+
+
+def structure_rerank(q: Question, before: float, after: float, session: float) -> list[str]:
+    """The fused list re-scored with its neighbours' scores (turn ids end in ``-d<session>-<turn>``)."""
+    fused = {i: score for i, score, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares)}
+    place: dict[str, tuple[str, int]] = {}
+    best: dict[str, float] = defaultdict(float)
+    for i, score in fused.items():
+        head, turn = i.rsplit("-", 1)
+        place[i] = (head, int(turn))
+        best[head] = max(best[head], score)
+    scored = []
+    for i, score in fused.items():
+        head, turn = place[i]
+        near = before * fused.get(f"{head}-{turn - 1}", 0.0) + after * fused.get(f"{head}-{turn + 1}", 0.0)
+        scored.append((score + near + session * best[head], i))
+    return [i for _s, i in sorted(scored, key=lambda x: (-x[0], x[1]))[:DEEP_K]]
 
 
 def miss_cause(q: Question) -> str:
