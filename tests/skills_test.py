@@ -148,8 +148,16 @@ def test_three_sessions_make_one_inert_draft_and_promote_makes_it_loadable(
     assert cli.main(["--store", str(store_path), "skills", "list"]) == 0
     assert f"draft    rebase-with-local-changes  (3 sessions)  promoted to {target}" in capsys.readouterr().out
 
+    # A revert would drop the record and leave the file loaded: undo points at demote instead.
+    assert cli.main(["--store", str(store_path), "undo", entry.commit]) == 1
+    assert "quipu skills demote rebase-with-local-changes" in capsys.readouterr().err
+    assert store.log(limit=1)[0].commit == entry.commit and target.exists()
+
     assert cli.main(["--store", str(store_path), "skills", "demote", "rebase-with-local-changes"]) == 0
     assert loaded_skill_files(person, project) == [] and drafts[0].exists()
+    demoted = store.log(limit=1)[0]
+    assert cli.main(["--store", str(store_path), "undo", demoted.commit]) == 1
+    assert "quipu skills promote rebase-with-local-changes" in capsys.readouterr().err
 
 
 def test_promotion_is_refused_inside_claude_code_and_over_an_existing_skill(

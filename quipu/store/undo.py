@@ -3,7 +3,8 @@
 Contract: exactly one of ``commit``, ``memory`` and ``sweep``. The reverts are made newest first
 by ``quipu.store.gitstore.revert_commits``; each carries ``Quipu-Action: undo`` and
 ``Quipu-Reverts`` (and ``Quipu-Undo-Sweep`` for a sweep). A commit already undone and the
-store's first commit are refused.
+store's first commit are refused, and so is a skill's promotion or demotion (the file it wrote
+or removed is outside the store: ``quipu skills demote`` or ``promote`` takes it back).
 """
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ from quipu.store.trailers import LogEntry, format_message
 
 if TYPE_CHECKING:
     from quipu.store.store import Store
+
+# Commits that record a change made outside the store (a promoted SKILL.md), and the command
+# that takes that change back: reverting the commit alone would leave the file in place.
+OUTSIDE_THE_STORE = {"skill-promote": "demote", "skill-demote": "promote"}
 
 
 def undo(store: Store, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> list[str]:
@@ -52,6 +57,11 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
             raise ConflictError(f"commit {entry.commit[:12]} was already undone")
         if entry.action == "init":
             raise ConflictError("the store's first commit cannot be undone")
+        if entry.action in OUTSIDE_THE_STORE:
+            name = entry.trailers.get("Quipu-Skill", "NAME")
+            raise ConflictError(f"commit {entry.commit[:12]} {entry.action.split('-')[1]}d skill {name!r}, a file "
+                                "outside the store, which a revert cannot take back\n"
+                                f"- run `quipu skills {OUTSIDE_THE_STORE[entry.action]} {name}` instead")
     messages = {
         e.commit: format_message(
             f"quipu: undo {e.summary.removeprefix('quipu: ')}",
