@@ -102,6 +102,7 @@ def main() -> int:
     args = parser.parse_args()
     scratch = C.scratch_dir(args.keep, "always-on")
     C.isolate(scratch)
+    C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     standing = {m.id for m in example_memories() if m.cls in ("rule", "preference")}
     scenarios = [
         ("(a) example store as shipped", dict(mark=set(), lines=[])),

@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     machine_line = C.machine()
     scratch = C.scratch_dir(args.keep, "import")
     env = C.isolate(scratch)
+    C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     try:
         folder = scratch / "notes"
         write_notes(folder, args.notes)

@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = C.machine()
     scratch = C.scratch_dir(args.keep, "bench-mcp")
     env = C.isolate(scratch)
+    C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     try:
         corpus = C.Corpus(seed=17)
         memories = corpus.memories(args.memories)

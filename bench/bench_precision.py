@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = C.machine()
     scratch = C.scratch_dir(args.keep, "bench-precision")
     env = C.isolate(scratch)
+    C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     try:
         return _run(args, data, scratch, env, machine)
     finally:

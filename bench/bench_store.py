@@ -364,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = C.machine()
     scratch = C.scratch_dir(args.keep, "bench-store")
     C.isolate(scratch)
+    C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     sections: list[str] = []
     try:
         base = scratch / "base"

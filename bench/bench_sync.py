@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _common as C  # noqa: E402
 from quipu.sync import sync  # noqa: E402
 from testing.fixtures import git, make_store, memory  # noqa: E402
 
@@ -64,6 +66,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memories", type=int, default=1000)
     args = parser.parse_args()
+    C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     for merge in (False, True):
         qs, gs = [], []
         for r in range(args.rounds):
