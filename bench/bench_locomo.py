@@ -25,8 +25,9 @@ The deep list (issue 15), in the same run: ``quipu.index.deep``'s lexical gather
 its meaning gather on the store's vectors (``quipu.index.vectors``, built here) and the two fused as
 ``quipu search`` fuses them, to depth 10, beside plain FTS5 and rank_bm25 to the same depth, with a
 grid of fusion constants (section ``bench_locomo_deep``), how much of the evidence the two gathers
-hold (the ceiling of any re-ranking of them), and three re-rankings by the conversation's structure
-(a turn's neighbours, its session) that a store of notes cannot use.
+hold (the ceiling of any re-ranking of them), three re-rankings by the conversation's structure
+(a turn's neighbours, its session) that a store of notes cannot use, and the re-ranking's weights
+fitted on half of the conversations and measured on the other half (``--fit`` prints them alone).
 
 Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
 questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
@@ -107,6 +108,7 @@ class Question:
     meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
     specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
     shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (deep.shares)
+    texts: dict[str, str] = field(default_factory=dict)  # the fused hits' text as deep.rerank reads it
 
 
 # ------------------------------------------------------------------ data
@@ -320,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--examples", type=int, default=12, help="questions quipu misses but FTS5 hits to list")
     p.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temporary folder, removed)")
     p.add_argument("--write-results", action="store_true", help="update the bench_locomo section of bench/RESULTS.md")
+    p.add_argument("--fit", action="store_true", help="fit the deep list's re-ranking weights "
+                   "(quipu.index.deep.RERANK_WEIGHTS) and print them with their figures on held-out conversations")
     args = p.parse_args(argv)
     if not args.data.is_file():
         print(f"bench_locomo: skipped: no LoCoMo data at {args.data}\n- put locomo10.json there "
@@ -375,7 +379,15 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
                 q.ranked[system] = fts.search_terms(terms, K, rarest)
                 timing.setdefault(system, []).append(time.perf_counter() - start)
 
-    deep_body = deep_report(questions)
+    fitted = fit_report(questions)
+    if args.fit:
+        print(fitted)
+        return 0
+    deep_body = deep_report(questions) + (
+        "\n\n#### The re-ranking (quipu.index.deep.rerank), on conversations it was not fitted on\n\n"
+        "Weights fitted on half of the conversations, the figures on the other half, each half in turn; then "
+        "each feature left out, and the weights fitted on every question that names something specific (what "
+        "quipu ships).\n\n" + fitted)
     diagnostics = [DIAG_QUIPU_TERMS, DIAG_RAREST, DIAG_BOTH]
     summary = {s: summarize(questions, s)
                for s in ["quipu", "fts5", "rank_bm25", *list(quipu_variants())[1:], *diagnostics]}
@@ -521,21 +533,97 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
                 db, q.text, lambda text, depth, centred: vectors.nearest(found, found.embed(encoder, text), depth, centred),
                 q.specific)
             q.shares = deep.shares(db, terms, [r for r, _s in lex])
+            fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
+            q.texts = {mid: deep._searchable(row) for mid, row in deep._rows(db, [i for i, *_r in fused]).items()}
             timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
             q.ranked[DEEP_MEANING] = [i for i, _c in q.meaning[:DEEP_K]]
-            q.ranked[DEEP_FUSED] = fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
+            q.ranked[DEEP_FUSED] = [i for i, _p in reranked(q)[:DEEP_K]]  # no labels, no decay: this is the list
     finally:
         db.close()
 
 
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
-    """The deep list's order (no labels, no decay in these stores: the fused order is the list)."""
-    if (k, weight, floor) == (deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR):  # what quipu ships
+    """The fused order alone, before the re-ranking, with these constants (the shipped ones use
+    ``deep.rank``'s two ways of fusing)."""
+    if (k, weight, floor) == (deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR):
         return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares)[:DEEP_K]]
     fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]
+
+
+def reranked(q: Question, weights: dict[str, float] | None = None,
+             bias: float = deep.RERANK_BIAS) -> list[tuple[str, float]]:
+    """The deep list's order, as ``deep.search`` makes it: the fused list, re-ranked by
+    ``deep.rerank`` (with other weights to fit them) when the query names something specific."""
+    fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
+    if not q.specific:
+        return [(mid, score) for mid, score, *_r in fused]
+    bm25 = dict(zip(q.lexical, q.lexical_scores, strict=True))
+    return deep.rerank(fused, bm25, q.meaning, q.texts, weights=weights, bias=bias)
+
+
+def fit(questions: Sequence[Question], l2: float = 1.0, without: str | None = None) -> tuple[dict[str, float], float]:
+    """Logistic regression (Newton's method, an L2 penalty) of "holds evidence" on each fused
+    hit's ``deep.evidence_features``: the weights and bias for ``deep.RERANK_WEIGHTS``
+    (``without``: that feature left out, its weight 0)."""
+    import numpy as np
+
+    xs, ys = [], []
+    for q in questions:
+        if not q.specific:
+            continue
+        fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
+        rows = deep.evidence_features(fused, dict(zip(q.lexical, q.lexical_scores, strict=True)), q.meaning, q.texts)
+        xs += rows
+        ys += [1.0 if mid in q.evidence else 0.0 for mid, *_r in fused]
+    x = np.column_stack([np.ones(len(xs)), np.array(xs)])
+    if without is not None:
+        x[:, 1 + deep.FEATURES.index(without)] = 0.0
+    y = np.array(ys)
+    w = np.zeros(x.shape[1])
+    penalty = l2 * np.eye(x.shape[1])
+    penalty[0, 0] = 0.0
+    for _ in range(25):
+        prob = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -60, 60)))
+        grad = x.T @ (prob - y) + penalty @ w
+        hess = (x * (prob * (1 - prob))[:, None]).T @ x + penalty
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return {f: float(v) for f, v in zip(deep.FEATURES, w[1:], strict=True)}, float(w[0])
+
+
+def fit_report(questions: Sequence[Question]) -> str:
+    """Weights fitted on every question, and the figures of weights fitted on half the
+    conversations and tested on the other half (each half in turn)."""
+    convs = sorted({q.conv for q in questions})
+    halves = [set(convs[0::2]), set(convs[1::2])]
+    name = "re-ranked, weights from the other half"
+    systems = ["fused rank alone", name]
+    for left_out in (None, *deep.FEATURES):
+        system = name if left_out is None else f"{name}, without {left_out}"
+        if left_out is not None:
+            systems.append(system)
+        for test in halves:
+            weights, bias = fit([q for q in questions if q.conv not in test], without=left_out)
+            for q in questions:
+                if q.conv in test:
+                    q.ranked[system] = [i for i, _p in reranked(q, weights, bias)[:DEEP_K]]
+    for q in questions:
+        q.ranked["fused rank alone"] = fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
+    weights, bias = fit(questions)
+    rows = []
+    for system in (*systems, DEEP_FUSED, "fts5"):
+        m = summarize(questions, system)
+        rows.append([system, *(fmt(m["all"][d]) for d in ("r1", "r2", "r5", "r10")),
+                     *(fmt(m[c]["r5"]) for c in CATEGORIES.values())])
+    shown = ", ".join(f'"{f}": {v:.4f}' for f, v in weights.items())
+    return (C.table(["system", "R@1", "R@2", "R@5", "R@10", *(f"R@5 {c}" for c in CATEGORIES.values())], rows)
+            + f"\n\nFitted on all {sum(q.specific for q in questions):,} questions that name something specific "
+            f"(the others keep the fused order): RERANK_WEIGHTS = {{{shown}}}, RERANK_BIAS = {bias:.4f}")
 
 
 def deep_report(questions: Sequence[Question]) -> str:
@@ -561,7 +649,7 @@ def deep_report(questions: Sequence[Question]) -> str:
         below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < summary["fts5"][cat][d])
         grid_rows.append([f"{k:g}", f"{w:g}", "off" if f == float("inf") else f"{f:g}", fmt(m["all"]["r1"]),
                           fmt(m["all"]["r2"]), fmt(m["all"]["r5"]), fmt(m["all"]["r10"]), below,
-                          "shipped" if n == 0 else ""])
+                          "shipped, then re-ranked" if n == 0 else ""])
     f_all, h_all = summary[DEEP_FUSED]["all"], summary[HOOK]["all"]
     only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i not in q.lexical)
     within = sum(len(q.evidence & gathered(q)) / len(q.evidence) for q in questions) / len(questions)
@@ -577,34 +665,35 @@ def deep_report(questions: Sequence[Question]) -> str:
     return (
         "#### Per category (recall@k over evidence turns; hit@2)\n\n"
         + C.table(["category", "system", "n", "R@1", "R@2", "R@5", "R@10", "hit@2"], rows)
-        + f"\n\nReading: the deep list's fused R@5 {fmt(f_all['r5'])} / R@10 {fmt(f_all['r10'])} against plain "
+        + f"\n\nReading: the deep list's R@5 {fmt(f_all['r5'])} / R@10 {fmt(f_all['r10'])} against plain "
         f"FTS5's {fmt(base['r5'])} / {fmt(base['r10'])} (goal R@5 >= 0.70: {'met' if f_all['r5'] >= 0.70 else 'NOT met'}). "
         f"Floor, the deep list at or above plain FTS5 at every depth in every category: "
         f"{'met' if not failed else 'NOT met (' + ', '.join(failed) + ')'}. The hook's hit@2 {fmt(h_all['h2'])} against "
         f"plain FTS5's {fmt(base['h2'])} ({'met' if h_all['h2'] >= base['h2'] else 'NOT met'}: at or above). "
         f"Hits found by meaning alone in the fused top 5: {only_meaning}. The hook path lists at most 5 here, so its "
         "R@10 is its R@5.\n\n"
-        "#### Fusion grid (reciprocal rank: K, meaning weight, cosine floor for meaning-only hits)\n\n"
+        "#### Fusion grid (reciprocal rank: K, meaning weight, cosine floor for meaning-only hits), "
+        "the fused order alone, before the re-ranking\n\n"
         + C.table(["K", "meaning weight", "meaning-only floor", "R@1", "R@2", "R@5", "R@10",
                    "cells below plain FTS5 (of 24)", ""], grid_rows)
         + "\n\n#### What is left to re-rank\n\n"
         f"Evidence inside the two gathers (the lexical top {deep.GATHER} and the meaning top {deep.GATHER}): "
         f"{fmt(within)}; the best R@5 any re-ordering of them could reach: {fmt(ceiling)}, against the shipped "
-        f"{fmt(f_all['r5'])}. The rows below re-order the same fused list by the conversation's structure, which "
-        "a store of notes does not have (so quipu does not ship them): a turn gains a share of the fused score "
+        f"{fmt(f_all['r5'])}. The rows below re-order the same deep list by the conversation's structure, which "
+        "a store of notes does not have (so quipu does not ship them): a turn gains a share of the score "
         "of the turn before and after it (an answer follows its question), or of the best turn of its "
         "session.\n\n"
-        + C.table(["re-ranking of the fused list", "R@1", "R@2", "R@5", "R@10", "cells below plain FTS5 (of 24)"],
+        + C.table(["re-ranking of the deep list", "R@1", "R@2", "R@5", "R@10", "cells below plain FTS5 (of 24)"],
                   structure_rows)
     )
 
 
 # (name, (share of the previous turn's score, of the next turn's, of the session's best)).
-# The best R@5 of a grid (0 to 0.2 of each neighbour, 0 to 2 of the session's best) is the last.
+# The best R@5 of a grid (0 to 0.4 of each neighbour's score, 0 to 2 of the session's best) is the last.
 STRUCTURE_RERANKS = [
-    ("fused + 0.05 of the turn before and of the turn after", (0.05, 0.05, 0.0)),
-    ("fused + 2 x the session's best turn", (0.0, 0.0, 2.0)),
-    ("fused + 0.2 of the turn before, 0.1 of the turn after, 2 x the session's best", (0.2, 0.1, 2.0)),
+    ("deep list + 0.2 of the turn before's score, 0.1 of the turn after's", (0.2, 0.1, 0.0)),
+    ("deep list + 0.5 of the session's best turn's score", (0.0, 0.0, 0.5)),
+    ("deep list + both", (0.2, 0.1, 0.5)),
 ]
 
 
@@ -613,8 +702,8 @@ def gathered(q: Question) -> frozenset[str]:
 
 
 def structure_rerank(q: Question, before: float, after: float, session: float) -> list[str]:
-    """The fused list re-scored with its neighbours' scores (turn ids end in ``-d<session>-<turn>``)."""
-    fused = {i: score for i, score, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares)}
+    """The deep list re-scored with its neighbours' scores (turn ids end in ``-d<session>-<turn>``)."""
+    fused = dict(reranked(q))
     place: dict[str, tuple[str, int]] = {}
     best: dict[str, float] = defaultdict(float)
     for i, score in fused.items():

@@ -66,6 +66,36 @@ def test_age_reorders_comparable_hits_but_never_buries_an_old_event(store_path: 
     assert ids(store, "kafka retention")[:2] == ["twin-new", "twin-old"]  # equal evidence: the newer first
 
 
+def test_a_memory_that_answers_ranks_above_one_that_asks_the_same_words(store_path: Path) -> None:
+    """The words rank the short question first; the re-ranking puts the answer above it, and says so."""
+    store = make_store(store_path)
+    add_all(store, [
+        memory("asks", "Kvrocks data", "Where does kvrocks keep its data?"),
+        memory("answers", "Kvrocks storage", "Kvrocks keeps its data on local disk in RocksDB under /var/lib/kvrocks, "
+               "so a restart of the container loses nothing as long as that volume is mounted."),
+        *[memory(f"other-{n}", f"Other {n}", f"Redis keeps a cache for service {n}.") for n in range(4)],
+    ])
+    hits = search(store, "where does kvrocks keep its data").hits
+    by_id = {h.id: h for h in hits}
+    assert by_id["asks"].lexical_rank == 1  # the words alone prefer the question
+    assert [h.id for h in hits[:2]] == ["answers", "asks"]
+    assert by_id["answers"].evidence is not None and by_id["asks"].evidence is not None
+    assert by_id["answers"].evidence > by_id["asks"].evidence
+    done = quipu("--store", str(store.root), "search", "--explain", "where does kvrocks keep its data")
+    assert done.returncode == 0, done.stderr
+    assert "evidence 0." in done.stdout
+
+
+def test_a_query_that_names_nothing_specific_keeps_the_fused_order(store_path: Path) -> None:
+    store = make_store(store_path)
+    add_all(store, [memory("asks", "Garden", "Where does the garden hose go?"),
+                    memory("answers", "Garden shed", "The garden hose goes in the shed behind the house, on the hook by "
+                           "the door, next to the rake and the watering can we bought last spring.")])
+    hits = search(store, "where does the garden hose go").hits
+    assert hits and all(h.evidence is None for h in hits)
+    assert [h.score for h in hits] == sorted((h.fused * h.label_factor * h.age_factor for h in hits), reverse=True)
+
+
 def test_explain_shows_ranks_fused_score_and_factors(store: Store) -> None:
     store.label("deploy-note", "unverified", detail="no such pipeline")
     index.ensure_fresh(store)
