@@ -597,8 +597,9 @@ def fit(questions: Sequence[Question], l2: float = 1.0, without: str | None = No
 
 
 def fit_report(questions: Sequence[Question]) -> str:
-    """Weights fitted on every question, and the figures of weights fitted on half the
-    conversations and tested on the other half (each half in turn)."""
+    """Weights fitted on every question that names something specific, and the figures of
+    weights fitted on half the conversations and tested on the other half (each half in turn),
+    with all five features and with each left out."""
     convs = sorted({q.conv for q in questions})
     halves = [set(convs[0::2]), set(convs[1::2])]
     name = "re-ranked, weights from the other half"

@@ -86,6 +86,14 @@ def test_a_memory_that_answers_ranks_above_one_that_asks_the_same_words(store_pa
     assert "evidence 0." in done.stdout
 
 
+def test_length_counts_up_to_what_the_fit_has_seen_and_no_further() -> None:
+    fused = [(mid, 0.02, n, None) for n, mid in enumerate(("reply", "turn", "note", "essay"), 1)]
+    texts = {"reply": "Thanks, Nate!", "turn": "word " * 60, "note": "word " * 150, "essay": "word " * 1500}
+    rows = deep.evidence_features(fused, dict.fromkeys(texts, 5.0), None, texts)
+    length = [row[deep.FEATURES.index("length")] for row in rows]
+    assert length[0] < length[1] < length[2] == length[3]
+
+
 def test_a_query_that_names_nothing_specific_keeps_the_fused_order(store_path: Path) -> None:
     store = make_store(store_path)
     add_all(store, [memory("asks", "Garden", "Where does the garden hose go?"),
