@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,19 @@ def test_the_plugin_ships_its_mcp_json_with_the_plugin_root() -> None:
                                              "args": ["${CLAUDE_PLUGIN_ROOT}/hooks/quipu_mcp.py"]}}}
     assert (REPO_ROOT / "hooks" / mcp_config.LAUNCHER).is_file()
     assert mcp_config.is_ours(data["mcpServers"]["quipu"])
+
+
+def test_a_launcher_whose_interpreter_lacks_the_git_library_says_so_instead_of_starting(tmp_path: Path) -> None:
+    """The tools load pygit2 at their first write; the launcher asks first, so a server never
+    starts only to fail the first `remember`."""
+    launcher = REPO_ROOT / "hooks" / mcp_config.LAUNCHER
+    no_git = ("import runpy, sys; sys.modules['pygit2'] = None; "  # `import pygit2` raises ImportError
+              f"sys.argv = [{str(launcher)!r}]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = subprocess.run([real_python(), "-I", "-c", no_git], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, env={**os.environ, "PATH": str(empty)}, timeout=60)
+
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "cannot import quipu" in done.stderr and "pygit2" in done.stderr
+    assert "pip install quipu" in done.stderr
