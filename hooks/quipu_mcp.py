@@ -30,7 +30,7 @@ def main() -> int:
     try:
         from quipu import cli  # noqa: F401 - the SDK and quipu's dependencies, or none
         from quipu.mcp import server as mcp_server  # noqa: F401 - importable, or refuse
-        cli.check_dependencies()  # and what its tools load only at their first write
+        cli.check_dependencies(load=False)  # and what its tools load at their first write, not loaded yet
     except ImportError as exc:
         exe = shutil.which("quipu")
         if exe is None:

@@ -90,10 +90,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def check_dependencies() -> None:
+def check_dependencies(*, load: bool = True) -> None:
     """Import what every write to a store needs, which the commands load only at their first use
-    (ImportError when it is missing): a launcher asks before it runs a command in-process."""
-    import pygit2  # noqa: F401
+    (ImportError when it is missing): a launcher asks before it runs a command in-process. With
+    ``load=False`` it is only looked for, not imported (a server that must start light)."""
+    if load:
+        import pygit2  # noqa: F401
+
+        return
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("pygit2")
+    except ValueError:  # present in sys.modules as None: an import of it fails
+        found = None
+    if found is None:
+        raise ImportError("No module named 'pygit2' (the git library quipu writes with)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
