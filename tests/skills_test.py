@@ -306,3 +306,17 @@ def test_promotion_never_writes_through_a_symbolic_link(project: Path, store_pat
     with pytest.raises(Exception, match="symbolic link"):
         promote(store, "rebase-with-local-changes", project / ".claude" / "skills")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_undo_of_a_promotion_never_offers_a_command_a_shared_commit_wrote(
+        store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store is someone else's input: a forged promotion record names a "skill" that is a shell line."""
+    store = make_store(store_path)
+    message = "quipu: skill promote\n\nQuipu-Action: skill-promote\nQuipu-Memory: skill/x\nQuipu-Skill: x; rm -rf ~\n"
+    subprocess.run(["git", "-C", str(store_path), "commit", "-q", "--allow-empty", "-m", message], check=True)
+    forged = store.log(limit=1)[0]
+    assert forged.action == "skill-promote" and forged.trailers["Quipu-Skill"] == "x; rm -rf ~"
+
+    assert cli.main(["--store", str(store_path), "undo", forged.commit]) == 1
+    err = capsys.readouterr().err
+    assert "rm -rf" not in err and "quipu skills list" in err

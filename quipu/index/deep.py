@@ -264,8 +264,9 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         result.reason = "no memory shares a word with the query" + (" nor is near its meaning" if result.meaning else "")
         return result
     rows = _rows(db, [i for i, *_r in fused])
-    texts = {mid: _searchable(row) for mid, row in rows.items()}
-    likely = dict(rerank(fused, bm25, meaning, texts)) if specific else {}
+    likely: dict[str, float] = {}
+    if specific:
+        likely = dict(rerank(fused, bm25, meaning, {mid: _searchable(row) for mid, row in rows.items()}))
     now = time.time() if now is None else now
     hits = []
     for mid, score, lex_rank, mean_rank in fused:

@@ -14,7 +14,7 @@ import pygit2
 
 from quipu.errors import ConflictError, InvalidMemory, NotFound
 from quipu.store import gitstore
-from quipu.store.memory import check_id
+from quipu.store.memory import ID_RE, check_id
 from quipu.store.trailers import LogEntry, format_message
 
 if TYPE_CHECKING:
@@ -58,10 +58,13 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
         if entry.action == "init":
             raise ConflictError("the store's first commit cannot be undone")
         if entry.action in OUTSIDE_THE_STORE:
-            name = entry.trailers.get("Quipu-Skill", "NAME")
-            raise ConflictError(f"commit {entry.commit[:12]} {entry.action.split('-')[1]}d skill {name!r}, a file "
-                                "outside the store, which a revert cannot take back\n"
-                                f"- run `quipu skills {OUTSIDE_THE_STORE[entry.action]} {name}` instead")
+            # The name comes from a commit, which a shared store lets anyone write: it is shown in
+            # a command to run only when it is a plain name.
+            name = entry.trailers.get("Quipu-Skill", "")
+            fix = (f"run `quipu skills {OUTSIDE_THE_STORE[entry.action]} {name}` instead" if ID_RE.match(name)
+                   else f"run `quipu skills list`, then `quipu skills {OUTSIDE_THE_STORE[entry.action]} NAME`")
+            raise ConflictError(f"commit {entry.commit[:12]} {entry.action.split('-')[1]}d a skill file outside "
+                                f"the store, which a revert cannot take back\n- {fix}")
     messages = {
         e.commit: format_message(
             f"quipu: undo {e.summary.removeprefix('quipu: ')}",
