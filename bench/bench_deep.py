@@ -2,7 +2,8 @@
 `quipu search` as a fresh process beside `python -c "import numpy"`.
 
 A store of ``--size`` synthetic memories (bench/_common.py's Corpus: made-up Zipf words, so the
-embedding sees unknown words split into pieces, as it would see identifiers) in one commit.
+embedding sees unknown words split into pieces, as it would see identifiers) in one commit, eight
+to a session as captured memories come, so a search pays for reading the threads around its hits.
 - build: ``index.ensure_fresh(force_rebuild=True)`` then ``vectors.ensure_vectors`` from nothing
   (median of ``--repeat``); goal: both together <= 3 s at 10,000.
 - incremental: one ``Store.add``, then the index refresh and the vectors update it causes
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,6 +31,7 @@ from quipu.index import index  # noqa: E402
 from quipu.index import vectors
 
 PYTHON = sys.executable  # the interpreter quipu is installed for (numpy and wordllama are its packages)
+SESSION = 8  # memories a session
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, scratch: Path, env: dict[str, str]) -> str:
     corpus = C.Corpus(seed=15)
-    memories = corpus.memories(args.size)
+    memories = [replace(m, session=f"bench-session-{n // SESSION}") for n, m in enumerate(corpus.memories(args.size))]
     store, _n = C.bulk_store(scratch / "store", memories, checkout=False, message="bench: deep")
     index.ensure_fresh(store)
     cache = index.index_file(store).parent

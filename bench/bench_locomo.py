@@ -7,9 +7,11 @@ Each conversation becomes one store: every turn is one memory whose searchable t
 baselines' row, ``"<speaker>: <text>"`` plus ``" [image: <blip_caption>]"`` when present. The
 title is neutral by default (the turn's ``D<session>:<turn>`` label, whose tokens no question
 uses), so the comparison is about ranking rules, not about extra text; ``--title`` tries others.
-Memories are ``event`` notes dated at their session's date that never decay (``--decay`` keeps
-the class default and asks "the day after the last session"). Stores are written in bulk (one
-fast-import commit), then indexed by ``index.ensure_fresh``.
+Memories are ``event`` notes that never decay (``--decay`` keeps the class default and asks "the
+day after the last session"), written as a store kept during the conversation would have them:
+each carries its session (``<conversation>-session-<n>``) and is dated at its session's date and
+time plus one minute a turn, so a memory's thread (``quipu.index.thread``) is the turns around it.
+Stores are written in bulk (one fast-import commit), then indexed by ``index.ensure_fresh``.
 
 Each question goes through ``quipu.prompt.recall.recall`` on the store's index with the options the hook
 reads from the store (``Options.from_config``) but ``limit=5``, so recall@5 can be measured; the
@@ -24,10 +26,11 @@ Baselines in the same run, per conversation:
 The deep list (issue 15), in the same run: ``quipu.index.deep``'s lexical gather on each store's index,
 its meaning gather on the store's vectors (``quipu.index.vectors``, built here) and the two fused as
 ``quipu search`` fuses them, to depth 10, beside plain FTS5 and rank_bm25 to the same depth, with a
-grid of fusion constants (section ``bench_locomo_deep``), how much of the evidence the two gathers
-hold (the ceiling of any re-ranking of them), three re-rankings by the conversation's structure
-(a turn's neighbours, its session) that a store of notes cannot use, and the re-ranking's weights
-fitted on half of the conversations and measured on the other half (``--fit`` prints them alone).
+grid of fusion constants (section ``bench_locomo_deep``), how much of the evidence the gathers and
+the threads hold (the ceiling of any re-ranking of them), and the re-ranking's trees
+(``quipu.index.rerank``) fitted on nine conversations and measured on the tenth, each in turn,
+with and without threads (``--fit`` prints them and writes the trees fitted on all ten to
+``quipu/data/rerank_trees.json``; LightGBM, in the test extra, fits them).
 
 Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
 questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
@@ -48,12 +51,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu.index import deep, index, vectors  # noqa: E402
+from quipu.index import deep, index, rerank, vectors  # noqa: E402
 from quipu.prompt import recall  # noqa: E402
 from quipu.prompt import indexread  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
@@ -61,6 +65,7 @@ from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.store import Store  # noqa: E402
 
 DEFAULT_DATA = C.REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+MODEL_PATH = C.REPO / "quipu" / "data" / rerank.MODEL_FILE
 CATEGORIES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
 K = 5
 HOOK = "quipu, the hook's options (limit 2)"
@@ -107,8 +112,10 @@ class Question:
     lexical_scores: list[float] = field(default_factory=list)  # their BM25 (ties share a rank)
     meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
     specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
-    shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (deep.shares)
-    texts: dict[str, str] = field(default_factory=dict)  # the fused hits' text as deep.rerank reads it
+    shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (rerank.shares)
+    candidates: list[str] = field(default_factory=list)  # what the re-ranking scores: the fused list, then threads
+    fused_count: int = 0  # how many of the candidates the fused list holds
+    rows: list[list[float]] = field(default_factory=list)  # their rerank.FEATURES
 
 
 # ------------------------------------------------------------------ data
@@ -154,6 +161,10 @@ def load(path: Path) -> list[tuple[str, list[Turn], list[Question]]]:
     return out
 
 
+def session_of(turn: Turn) -> str:
+    return f"{turn.memory_id.rsplit('-d', 1)[0]}-session-{turn.dia[0]}"
+
+
 def title_for(turn: Turn, style: str) -> str:
     if style == "speaker-date":
         return f"{turn.speaker}, {turn.date:%d %B %Y}"
@@ -171,7 +182,8 @@ def memories(turns: Iterable[Turn], title: str, decay: bool) -> list[Memory]:
             "title": title_for(turn, title),
             "class": "event",
             "origin": "import",
-            "created": turn.date.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created": (turn.date + dt.timedelta(minutes=turn.dia[1])).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "session": session_of(turn),
         }
         if not decay:
             fields["half_life_days"] = None  # never decays: dates must not re-rank the turns
@@ -322,8 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--examples", type=int, default=12, help="questions quipu misses but FTS5 hits to list")
     p.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temporary folder, removed)")
     p.add_argument("--write-results", action="store_true", help="update the bench_locomo section of bench/RESULTS.md")
-    p.add_argument("--fit", action="store_true", help="fit the deep list's re-ranking weights "
-                   "(quipu.index.deep.RERANK_WEIGHTS) and print them with their figures on held-out conversations")
+    p.add_argument("--fit", action="store_true", help="fit the deep list's re-ranking trees on every "
+                   "conversation, write them to quipu/data/rerank_trees.json and print the figures of trees "
+                   "fitted on the other conversations (run the bench again for the shipped figures)")
     args = p.parse_args(argv)
     if not args.data.is_file():
         print(f"bench_locomo: skipped: no LoCoMo data at {args.data}\n- put locomo10.json there "
@@ -379,15 +392,16 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
                 q.ranked[system] = fts.search_terms(terms, K, rarest)
                 timing.setdefault(system, []).append(time.perf_counter() - start)
 
-    fitted = fit_report(questions)
+    fitted = fit_report(questions, MODEL_PATH if args.fit else None)
     if args.fit:
         print(fitted)
         return 0
     deep_body = deep_report(questions) + (
-        "\n\n#### The re-ranking (quipu.index.deep.rerank), on conversations it was not fitted on\n\n"
-        "Weights fitted on half of the conversations, the figures on the other half, each half in turn; then "
-        "each feature left out, and the weights fitted on every question that names something specific (what "
-        "quipu ships).\n\n" + fitted)
+        "\n\n#### The re-ranking (quipu.index.rerank), on conversations it was not fitted on\n\n"
+        "Trees fitted on nine conversations, the figures on the tenth, each in turn, with the thread and session "
+        "features and without them (the fused list alone, each memory its own session); then the shipped trees "
+        "(fitted on all ten) on the same stores without sessions, as a store of notes with no session gives "
+        "them.\n\n" + fitted)
     diagnostics = [DIAG_QUIPU_TERMS, DIAG_RAREST, DIAG_BOTH]
     summary = {s: summarize(questions, s)
                for s in ["quipu", "fts5", "rank_bm25", *list(quipu_variants())[1:], *diagnostics]}
@@ -508,11 +522,22 @@ FLOOR_SYSTEMS = (HOOK, DEEP_FUSED, DEEP_LEXICAL, DEEP_MEANING, "fts5", "rank_bm2
 FUSION_GRID = [(deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)] + [
     (k, w, deep.MEANING_ONLY_FLOOR) for k in (10.0, 20.0, 40.0, 60.0) for w in (0.1, 0.17, 0.25, 0.5, 1.0)
 ] + [(deep.K, deep.MEANING_WEIGHT, float("inf"))]
+# LightGBM's LambdaRank for quipu.index.rerank's trees. In a side study (fitted on nine
+# conversations, measured on the tenth) 100 trees of 7 leaves did as well as 200 of 15 (R@5 0.725
+# against 0.728; 50 of 7: 0.723) at half the reading; LambdaRank beat a plain logistic loss
+# (0.728 against 0.717). A leaf holds at least 50 candidates, so no tree learns one turn.
+TREE_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 7, "min_data_in_leaf": 50,
+               "deterministic": True, "force_row_wise": True, "num_threads": 1, "seed": 0, "verbose": -1}
+TREES = 100
+FIT_NAME = "trees fitted on the other nine conversations"
+NO_THREAD = "trees fitted on the other nine, without threads or sessions"
+SHIPPED_NO_SESSION = "the shipped trees on a store without sessions"
 
 
 def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, list[float]]) -> None:
-    """Both gathers of the deep list for each question, on the store's own index and vectors
-    (built here, timed as the deep list's first search would)."""
+    """The deep list for each question through ``deep.search`` on the store's own index and
+    vectors (built here, timed as the deep list's first search would), and its parts: both
+    gathers, and the re-ranking's candidates with their features (to fit the trees)."""
     store = Store(root)
     cache = index.index_file(store).parent
     db = index.connect(index.index_file(store))
@@ -521,24 +546,30 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
         found = vectors.ensure_vectors(cache, db)
         timing.setdefault("vectors build", []).append(time.perf_counter() - start)
         encoder = vectors.encoder(cache)
+        nearest: deep.Nearest | None = None
+        if found is not None and encoder is not None:
+            def nearest(text: str, depth: int, centred: bool) -> list[tuple[str, float]]:
+                return vectors.nearest(found, found.embed(encoder, text), depth, centred)
         for q in questions:
             start = time.perf_counter()
+            result = deep.search(db, q.text, limit=DEEP_K, nearest=nearest)
+            timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
+            q.ranked[DEEP_FUSED] = [h.id for h in result.hits]  # no labels, no decay: this is the list
             terms = [t.text for t in extract_terms(q.text)]
             lex = deep.lexical(db, terms)
             ids = deep._ids(db, [r for r, _s in lex])
             q.lexical = [ids[r] for r, _s in lex]
             q.lexical_scores = [score for _r, score in lex]
             q.specific = bool(q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
-            q.meaning = [] if found is None or encoder is None else deep.gather_meaning(
-                db, q.text, lambda text, depth, centred: vectors.nearest(found, found.embed(encoder, text), depth, centred),
-                q.specific)
-            q.shares = deep.shares(db, terms, [r for r, _s in lex])
+            q.meaning = [] if nearest is None else deep.gather_meaning(db, q.text, nearest, q.specific)
+            q.shares = rerank.shares(db, terms, [r for r, _s in lex])
             fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
-            q.texts = {mid: deep._searchable(row) for mid, row in deep._rows(db, [i for i, *_r in fused]).items()}
-            timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
+            if q.specific:
+                bm25 = dict(zip(q.lexical, q.lexical_scores, strict=True))
+                q.candidates, q.rows, _brought = rerank.candidates_and_features(db, terms, fused, bm25, q.meaning)
+                q.fused_count = len(fused)
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
             q.ranked[DEEP_MEANING] = [i for i, _c in q.meaning[:DEEP_K]]
-            q.ranked[DEEP_FUSED] = [i for i, _p in reranked(q)[:DEEP_K]]  # no labels, no decay: this is the list
     finally:
         db.close()
 
@@ -553,78 +584,92 @@ def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
     return [i for i, *_r in fused[:DEEP_K]]
 
 
-def reranked(q: Question, weights: dict[str, float] | None = None,
-             bias: float = deep.RERANK_BIAS) -> list[tuple[str, float]]:
-    """The deep list's order, as ``deep.search`` makes it: the fused list, re-ranked by
-    ``deep.rerank`` (with other weights to fit them) when the query names something specific."""
-    fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
+def without_threads(q: Question) -> tuple[list[str], list[list[float]]]:
+    """The candidates and features a store without sessions gives: the fused list alone, no
+    neighbours, each memory its own session."""
+    own = len(rerank.OWN)
+    fused_at, share_at = rerank.OWN.index("fused"), rerank.OWN.index("share")
+    rows = [row[:own] + [0.0] * (len(rerank.FEATURES) - own - 2) + [row[fused_at], row[share_at]]
+            for row in q.rows[:q.fused_count]]
+    return q.candidates[:q.fused_count], rows
+
+
+def reordered(q: Question, model: rerank.Model, threads: bool = True) -> list[str]:
+    """The deep list's order with ``model`` (a query that names nothing specific keeps the fused order)."""
     if not q.specific:
-        return [(mid, score) for mid, score, *_r in fused]
-    bm25 = dict(zip(q.lexical, q.lexical_scores, strict=True))
-    return deep.rerank(fused, bm25, q.meaning, q.texts, weights=weights, bias=bias)
+        return fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
+    ids, rows = (q.candidates, q.rows) if threads else without_threads(q)
+    raw = model.score(rows)
+    return [ids[n] for n in sorted(range(len(ids)), key=lambda n: (-raw[n], n))[:DEEP_K]]
 
 
-def fit(questions: Sequence[Question], l2: float = 1.0, without: str | None = None) -> tuple[dict[str, float], float]:
-    """Logistic regression (Newton's method, an L2 penalty) of "holds evidence" on each fused
-    hit's ``deep.evidence_features``: the weights and bias for ``deep.RERANK_WEIGHTS``
-    (``without``: that feature left out, its weight 0)."""
+def fit_trees(questions: Sequence[Question], threads: bool = True) -> rerank.Model:
+    """The trees ``ranker`` fits, read back as ``rerank.Model``."""
+    return rerank.Model.from_json(model_json(ranker(questions, threads), questions))
+
+
+def ranker(questions: Sequence[Question], threads: bool = True) -> Any:
+    """LightGBM's LambdaRank (``TREE_PARAMS``) over the candidates of every question that names
+    something specific, "holds evidence" the label."""
+    import lightgbm
     import numpy as np
 
-    xs, ys = [], []
+    xs: list[list[float]] = []
+    ys: list[int] = []
+    groups: list[int] = []
     for q in questions:
-        if not q.specific:
+        if not q.specific or not q.candidates:
             continue
-        fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
-        rows = deep.evidence_features(fused, dict(zip(q.lexical, q.lexical_scores, strict=True)), q.meaning, q.texts)
+        ids, rows = (q.candidates, q.rows) if threads else without_threads(q)
         xs += rows
-        ys += [1.0 if mid in q.evidence else 0.0 for mid, *_r in fused]
-    x = np.column_stack([np.ones(len(xs)), np.array(xs)])
-    if without is not None:
-        x[:, 1 + deep.FEATURES.index(without)] = 0.0
-    y = np.array(ys)
-    w = np.zeros(x.shape[1])
-    penalty = l2 * np.eye(x.shape[1])
-    penalty[0, 0] = 0.0
-    for _ in range(25):
-        prob = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -60, 60)))
-        grad = x.T @ (prob - y) + penalty @ w
-        hess = (x * (prob * (1 - prob))[:, None]).T @ x + penalty
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-9:
-            break
-    return {f: float(v) for f, v in zip(deep.FEATURES, w[1:], strict=True)}, float(w[0])
+        ys += [1 if mid in q.evidence else 0 for mid in ids]
+        groups.append(len(ids))
+    data = lightgbm.Dataset(np.array(xs, dtype=np.float64), label=np.array(ys), group=groups)
+    return lightgbm.train(TREE_PARAMS, data, num_boost_round=TREES)
 
 
-def fit_report(questions: Sequence[Question]) -> str:
-    """Weights fitted on every question that names something specific, and the figures of
-    weights fitted on half the conversations and tested on the other half (each half in turn),
-    with all five features and with each left out."""
+def model_json(fitted: Any, questions: Sequence[Question]) -> dict[str, Any]:
+    used = [q for q in questions if q.specific and q.candidates]
+    return {
+        "about": "quipu.index.rerank's trees, fitted by bench/bench_locomo.py --fit (LightGBM LambdaRank) on "
+                 f"LoCoMo: {len(used):,} questions that name something specific, "
+                 f"{sum(len(q.candidates) for q in used):,} candidates, label: the candidate is an evidence turn",
+        "params": {**{k: v for k, v in TREE_PARAMS.items() if k not in ("verbose", "num_threads")}, "trees": TREES},
+        "features": list(rerank.FEATURES),
+        "trees": rerank.from_lightgbm(fitted.dump_model()),
+    }
+
+
+def fit_report(questions: Sequence[Question], write: Path | None = None) -> str:
+    """The trees fitted on nine conversations and measured on the tenth, each in turn (with and
+    without threads), the shipped trees on a store without sessions, and (``write``) the trees
+    fitted on every conversation written there."""
     convs = sorted({q.conv for q in questions})
-    halves = [set(convs[0::2]), set(convs[1::2])]
-    name = "re-ranked, weights from the other half"
-    systems = ["fused rank alone", name]
-    for left_out in (None, *deep.FEATURES):
-        system = name if left_out is None else f"{name}, without {left_out}"
-        if left_out is not None:
-            systems.append(system)
-        for test in halves:
-            weights, bias = fit([q for q in questions if q.conv not in test], without=left_out)
-            for q in questions:
-                if q.conv in test:
-                    q.ranked[system] = [i for i, _p in reranked(q, weights, bias)[:DEEP_K]]
+    for test in convs:
+        train = [q for q in questions if q.conv != test]
+        with_threads, without = fit_trees(train), fit_trees(train, threads=False)
+        for q in questions:
+            if q.conv == test:
+                q.ranked[FIT_NAME] = reordered(q, with_threads)
+                q.ranked[NO_THREAD] = reordered(q, without, threads=False)
+    shipped = rerank.model()
     for q in questions:
         q.ranked["fused rank alone"] = fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
-    weights, bias = fit(questions)
+        q.ranked[SHIPPED_NO_SESSION] = reordered(q, shipped, threads=False)
     rows = []
-    for system in (*systems, DEEP_FUSED, "fts5"):
+    fts = summarize(questions, "fts5")
+    for system in ("fused rank alone", FIT_NAME, NO_THREAD, SHIPPED_NO_SESSION, DEEP_FUSED, "fts5"):
         m = summarize(questions, system)
+        below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < fts[cat][d])
         rows.append([system, *(fmt(m["all"][d]) for d in ("r1", "r2", "r5", "r10")),
-                     *(fmt(m[c]["r5"]) for c in CATEGORIES.values())])
-    shown = ", ".join(f'"{f}": {v:.4f}' for f, v in weights.items())
-    return (C.table(["system", "R@1", "R@2", "R@5", "R@10", *(f"R@5 {c}" for c in CATEGORIES.values())], rows)
-            + f"\n\nFitted on all {sum(q.specific for q in questions):,} questions that name something specific "
-            f"(the others keep the fused order): RERANK_WEIGHTS = {{{shown}}}, RERANK_BIAS = {bias:.4f}")
+                     *(fmt(m[c]["r5"]) for c in CATEGORIES.values()), below])
+    note = ""
+    if write is not None:
+        data = model_json(ranker(questions), questions)
+        write.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+        note = f"\n\nWrote {write} ({len(data['trees'])} trees); run the bench again for the shipped figures."
+    return (C.table(["system", "R@1", "R@2", "R@5", "R@10", *(f"R@5 {c}" for c in CATEGORIES.values()),
+                     "cells below plain FTS5 (of 24)"], rows) + note)
 
 
 def deep_report(questions: Sequence[Question]) -> str:
@@ -652,17 +697,13 @@ def deep_report(questions: Sequence[Question]) -> str:
                           fmt(m["all"]["r2"]), fmt(m["all"]["r5"]), fmt(m["all"]["r10"]), below,
                           "shipped, then re-ranked" if n == 0 else ""])
     f_all, h_all = summary[DEEP_FUSED]["all"], summary[HOOK]["all"]
-    only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i not in q.lexical)
+    by_thread = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i in q.candidates[q.fused_count:])
+    only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5]
+                       if i not in q.lexical and i not in q.candidates[q.fused_count:])
     within = sum(len(q.evidence & gathered(q)) / len(q.evidence) for q in questions) / len(questions)
     ceiling = sum(min(5, len(q.evidence & gathered(q))) / len(q.evidence) for q in questions) / len(questions)
-    structure_rows = []
-    for name, weights in STRUCTURE_RERANKS:
-        for q in questions:
-            q.ranked[name] = structure_rerank(q, *weights)
-        m = summarize(questions, name)
-        below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < summary["fts5"][cat][d])
-        structure_rows.append([name, fmt(m["all"]["r1"]), fmt(m["all"]["r2"]), fmt(m["all"]["r5"]),
-                               fmt(m["all"]["r10"]), below])
+    scored = sum(min(5, len(q.evidence & set(q.candidates or q.ranked[DEEP_FUSED]))) / len(q.evidence)
+                 for q in questions) / len(questions)
     return (
         "#### Per category (recall@k over evidence turns; hit@2)\n\n"
         + C.table(["category", "system", "n", "R@1", "R@2", "R@5", "R@10", "hit@2"], rows)
@@ -671,52 +712,23 @@ def deep_report(questions: Sequence[Question]) -> str:
         f"Floor, the deep list at or above plain FTS5 at every depth in every category: "
         f"{'met' if not failed else 'NOT met (' + ', '.join(failed) + ')'}. The hook's hit@2 {fmt(h_all['h2'])} against "
         f"plain FTS5's {fmt(base['h2'])} ({'met' if h_all['h2'] >= base['h2'] else 'NOT met'}: at or above). "
-        f"Hits found by meaning alone in the fused top 5: {only_meaning}. The hook path lists at most 5 here, so its "
-        "R@10 is its R@5.\n\n"
+        f"In the deep list's top 5: {only_meaning} hits found by meaning alone, {by_thread} brought by a thread. "
+        "The hook path lists at most 5 here, so its R@10 is its R@5.\n\n"
         "#### Fusion grid (reciprocal rank: K, meaning weight, cosine floor for meaning-only hits), "
         "the fused order alone, before the re-ranking\n\n"
         + C.table(["K", "meaning weight", "meaning-only floor", "R@1", "R@2", "R@5", "R@10",
                    "cells below plain FTS5 (of 24)", ""], grid_rows)
-        + "\n\n#### What is left to re-rank\n\n"
+        + "\n\n#### What the re-ranking can reach\n\n"
         f"Evidence inside the two gathers (the lexical top {deep.GATHER} and the meaning top {deep.GATHER}): "
-        f"{fmt(within)}; the best R@5 any re-ordering of them could reach: {fmt(ceiling)}, against the shipped "
-        f"{fmt(f_all['r5'])}. The rows below re-order the same deep list by the conversation's structure, which "
-        "a store of notes does not have (so quipu does not ship them): a turn gains a share of the score "
-        "of the turn before and after it (an answer follows its question), or of the best turn of its "
-        "session.\n\n"
-        + C.table(["re-ranking of the deep list", "R@1", "R@2", "R@5", "R@10", "cells below plain FTS5 (of 24)"],
-                  structure_rows)
+        f"{fmt(within)}, so the best R@5 a re-ordering of them alone could reach is {fmt(ceiling)}. Inside what "
+        f"the re-ranking scores (the fused list and the threads of its best {rerank.THREAD_DEPTH} hits, for a "
+        f"query that names something specific; the fused list otherwise), the best R@5 is {fmt(scored)}, "
+        f"against the shipped {fmt(f_all['r5'])}."
     )
-
-
-# (name, (share of the previous turn's score, of the next turn's, of the session's best)).
-# The best R@5 of a grid (0 to 0.4 of each neighbour's score, 0 to 2 of the session's best) is the last.
-STRUCTURE_RERANKS = [
-    ("deep list + 0.2 of the turn before's score, 0.1 of the turn after's", (0.2, 0.1, 0.0)),
-    ("deep list + 0.5 of the session's best turn's score", (0.0, 0.0, 0.5)),
-    ("deep list + both", (0.2, 0.1, 0.5)),
-]
 
 
 def gathered(q: Question) -> frozenset[str]:
     return frozenset(q.lexical[:deep.GATHER]) | {i for i, _c in q.meaning[:deep.GATHER]}
-
-
-def structure_rerank(q: Question, before: float, after: float, session: float) -> list[str]:
-    """The deep list re-scored with its neighbours' scores (turn ids end in ``-d<session>-<turn>``)."""
-    fused = dict(reranked(q))
-    place: dict[str, tuple[str, int]] = {}
-    best: dict[str, float] = defaultdict(float)
-    for i, score in fused.items():
-        head, turn = i.rsplit("-", 1)
-        place[i] = (head, int(turn))
-        best[head] = max(best[head], score)
-    scored = []
-    for i, score in fused.items():
-        head, turn = place[i]
-        near = before * fused.get(f"{head}-{turn - 1}", 0.0) + after * fused.get(f"{head}-{turn + 1}", 0.0)
-        scored.append((score + near + session * best[head], i))
-    return [i for _s, i in sorted(scored, key=lambda x: (-x[0], x[1]))[:DEEP_K]]
 
 
 def miss_cause(q: Question) -> str:

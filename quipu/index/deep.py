@@ -21,29 +21,29 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
   evidence, one that holds every word is full evidence. When such a query asks about the person
   ("the user", "I", "my"), memories in their own words (the first person) come closer by
   ``OWN_WORDS_BONUS`` before the meaning gather is cut.
-- A query that names something specific is then re-ranked (``rerank``): each fused hit's score
-  becomes the probability, by a logistic model over five features (``evidence_features``: the
-  fused score, BM25 and closeness, each against the list's, whether the memory asks a question,
-  and its length), that it holds what was asked. Any other query keeps its fused scores: a
-  memory that shares no word with it must not lose to longer ones that do.
+- A query that names something specific is then re-ranked (``quipu.index.rerank``): its
+  candidates are the fused list and the thread neighbours of its best hits (the memories written
+  just before and after them in the same session), each scored by trees over its own evidence
+  and that of its thread and session. Any other query keeps its fused scores: a memory that
+  shares no word with it must not lose to longer ones that do.
 - Then labels and age: superseded x ``SUPERSEDED_PENALTY``, unverified x ``UNVERIFIED_PENALTY``
   (the hook's factors), and age as a tiebreak of at most ``AGE_TIEBREAK``: a memory keeps
   ``1 - AGE_TIEBREAK * (1 - 0.5 ** (age / half-life))`` of its score, so an old event is never
   buried under a weak recent match. A superseded memory never ranks above its successor when
   both are listed.
-- Each hit carries its lexical rank, meaning rank and cosine, the fused score and the factors,
-  for ``quipu search --explain``.
+- Each hit carries its lexical rank, meaning rank and cosine, the fused score, the re-ranking's
+  evidence, the hit whose thread brought it (when the fused list lacked it) and the factors, for
+  ``quipu search --explain``.
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from quipu.index import person
-from quipu.prompt import indexread, inject, recall, scoring
+from quipu.index import person, rerank
+from quipu.prompt import inject, recall, scoring
 from quipu.prompt.query import extract_terms, fts_quote
 from quipu.prompt.stem import fts_term
 
@@ -95,28 +95,6 @@ UNVERIFIED_PENALTY = recall.UNVERIFIED_PENALTY
 # better evidence.
 AGE_TIEBREAK = 0.02
 _SECONDS_PER_DAY = 86400.0
-# A query that names something specific is then re-ranked by how much each hit looks like an
-# answer: a logistic model over five features (``evidence_features``), each hit's score its
-# probability. Fitted by ``bench/bench_locomo.py --fit`` on LoCoMo's 1,903 questions that name
-# something specific (a person, mostly). With weights fitted on half of the conversations and
-# tested on the other half (so no question is scored by weights it taught), R@5 is 0.596 against
-# the fused rank's 0.561 (R@1 0.360 against 0.319), higher in every category; left out one at a
-# time, the length and the closeness cost 0.016 of R@5 each, the others 0.003 to 0.004.
-# - fused: the reciprocal-rank score over the list's best (how the two gathers agree);
-# - words: BM25 over the list's best (how strongly the words match, which ranks hide);
-# - meaning: the closeness in standard deviations of the meaning gather (0 for a hit it lacks);
-# - asks: the memory asks a question (a "?"): a question is rarely the answer;
-# - length: ln(1 + its words, at most LENGTH_CAP): a two-word reply ("Thanks, Nate!") holds
-#   nothing to find. Learnt from conversation turns of 2 to 98 words (the 1,797 real notes run
-#   from 8 to 172, median 20), so it stops growing where they stop: a long note is not more of
-#   an answer for its length beyond what the fit has seen.
-# A query that names nothing specific keeps the fused order: fitted on all questions, the model
-# put short paraphrased facts below long notes that share a word (bench/bench_paraphrase.py: 3 of
-# 18 in the top ten, against 14 without it).
-RERANK_WEIGHTS = {"fused": 4.0593, "words": 2.2285, "meaning": 0.4344, "asks": -0.8291, "length": 1.4958}
-RERANK_BIAS = -13.3561
-FEATURES = tuple(RERANK_WEIGHTS)
-LENGTH_CAP = 100
 # (id, cosine) of the memories nearest a query, best first, at most ``depth`` of them; the flag:
 # closeness about the store's mean (to find) rather than the plain cosine (to re-order).
 Nearest = Callable[[str, int, bool], Sequence[tuple[str, float]]]
@@ -140,7 +118,8 @@ class Hit:
     cosine: float | None
     label_factor: float
     age_factor: float
-    evidence: float | None  # the re-ranking's probability that the hit holds what was asked (specific queries)
+    evidence: float | None  # the re-ranking's evidence that the hit holds what was asked (specific queries)
+    thread_of: str | None = None  # the listed hit whose thread (its session's memory before or after) brought it
 
     def label_text(self) -> str:
         return recall.label_text(self.status, self.superseded_by, self.labels)
@@ -154,7 +133,7 @@ class Hit:
             "bm25": None if self.bm25 is None else round(self.bm25, 4),
             "cosine": None if self.cosine is None else round(self.cosine, 4),
             "label_factor": self.label_factor, "age_factor": round(self.age_factor, 4),
-            "evidence": None if self.evidence is None else round(self.evidence, 4),
+            "evidence": None if self.evidence is None else round(self.evidence, 4), "thread_of": self.thread_of,
         }
 
 
@@ -205,7 +184,7 @@ def fuse(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None
          shares: Sequence[float] | None = None) -> list[tuple[str, float, int | None, int | None]]:
     """(id, fused score, lexical rank, meaning rank), best first; ranks are 1-based (tied scores
     share one when ``lexical_scores`` are given). ``shares``: each lexical hit's share of the
-    query (``shares``), its weight then ``lexical_weight * share ** SHARE_POWER``. Ties go to the
+    query (``rerank.shares``), its weight then ``lexical_weight * share ** SHARE_POWER``. Ties go to the
     better lexical rank, then the id."""
     if lexical_scores is None:
         lex = {i: r for r, i in enumerate(lexical_ids, 1)}
@@ -258,18 +237,22 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         meaning = gather_meaning(db, query, nearest, specific)
         result.meaning = True
     cosine = dict(meaning or ())
-    query_shares = shares(db, terms, [r for r, _s in found]) if meaning and not specific else None
+    query_shares = (rerank.shares(db, terms, [r for r, _s in found]) if meaning and not specific else None)
     fused = rank(lexical_ids, meaning, specific, query_shares)
     if not fused:
         result.reason = "no memory shares a word with the query" + (" nor is near its meaning" if result.meaning else "")
         return result
-    rows = _rows(db, [i for i, *_r in fused])
-    likely: dict[str, float] = {}
+    listed: list[tuple[str, float, int | None, int | None, float | None, str | None]] = [
+        (*hit, None, None) for hit in fused]
     if specific:
-        likely = dict(rerank(fused, bm25, meaning, {mid: _searchable(row) for mid, row in rows.items()}))
+        known = {mid: (score, lex, mean) for mid, score, lex, mean in fused}
+        meaning_rank = ranks(list(meaning or ()))
+        listed = [(s.id, *known.get(s.id, (0.0, None, meaning_rank.get(s.id))), s.evidence, s.thread_of)
+                  for s in rerank.by_evidence(db, terms, fused, bm25, meaning)]
+    rows = _rows(db, [i for i, *_r in listed])
     now = time.time() if now is None else now
     hits = []
-    for mid, score, lex_rank, mean_rank in fused:
+    for mid, score, lex_rank, mean_rank, likely, thread_of in listed:
         row = rows.get(mid)
         if row is None:
             continue
@@ -277,10 +260,9 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         label_list = tuple(labels.split()) if labels else ()
         lf = label_factor(status, label_list)
         af = age_factor(created, half_life, now)
-        evidence = likely.get(mid)
         hits.append(Hit(mid, title, desc, cls, status, sup_by, label_list, "",
-                        (score if evidence is None else evidence) * lf * af, score,
-                        lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af, evidence))
+                        (score if likely is None else likely) * lf * af, score,
+                        lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af, likely, thread_of))
     hits.sort(key=lambda h: (-h.score, h.lexical_rank or GATHER + 1, h.id))
     hits = _successors_first(hits)[:limit]
     stems = [s for s in (fts_term(t) for t in terms) if s]
@@ -297,64 +279,6 @@ def rank(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None
         return fuse(lexical_ids, meaning, meaning_only_floor=float("inf") if specific else MEANING_ONLY_FLOOR)
     return fuse(lexical_ids, meaning, meaning_weight=OPEN_MEANING_WEIGHT, meaning_only_floor=OPEN_FLOOR,
                 shares=query_shares)
-
-
-def evidence_features(fused: Sequence[tuple[str, float, int | None, int | None]], bm25: dict[str, float],
-                      meaning: Sequence[tuple[str, float]] | None, texts: dict[str, str]) -> list[list[float]]:
-    """Each fused hit's features for ``rerank``, in the order of ``FEATURES``."""
-    top_fused = max((f for _i, f, *_r in fused), default=0.0) or 1.0
-    top_words = max((bm25.get(i, 0.0) for i, *_r in fused), default=0.0) or 1.0
-    closeness = [c for _i, c in meaning or ()]
-    mean = sum(closeness) / len(closeness) if closeness else 0.0
-    spread = math.sqrt(sum((c - mean) ** 2 for c in closeness) / len(closeness)) if closeness else 0.0
-    cosine = dict(meaning or ())
-    out = []
-    for mid, score, _lex, _mean in fused:
-        text = texts.get(mid, "")
-        near = (cosine[mid] - mean) / spread if mid in cosine and spread > 0 else 0.0
-        out.append([score / top_fused, max(0.0, bm25.get(mid, 0.0)) / top_words, near,
-                    1.0 if "?" in text else 0.0, math.log1p(min(LENGTH_CAP, len(text.split())))])
-    return out
-
-
-def rerank(fused: Sequence[tuple[str, float, int | None, int | None]], bm25: dict[str, float],
-           meaning: Sequence[tuple[str, float]] | None, texts: dict[str, str], *,
-           weights: dict[str, float] | None = None, bias: float = RERANK_BIAS) -> list[tuple[str, float]]:
-    """(id, probability that it holds what was asked) for each fused hit, best first (ties keep
-    the fused order); ``weights`` and ``bias`` other than the shipped ones are for fitting them."""
-    w = [(RERANK_WEIGHTS if weights is None else weights)[f] for f in FEATURES]
-    scored = []
-    for n, ((mid, *_r), row) in enumerate(zip(fused, evidence_features(fused, bm25, meaning, texts), strict=True)):
-        logit = bias + sum(a * x for a, x in zip(w, row, strict=True))
-        scored.append((n, mid, 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))))
-    scored.sort(key=lambda x: (-x[2], x[0]))
-    return [(mid, p) for _n, mid, p in scored]
-
-
-def _searchable(row: tuple[Any, ...]) -> str:
-    """A memory's text as the features read it: title, description and body."""
-    return "\n".join(part for part in (row[0], row[1], row[-1]) if part)
-
-
-def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
-    """Each of ``rowids``' share of the query: the IDF (``ln((N + 1) / (df + 0.5))``) of the
-    ``terms`` it matches over that of them all (a term no memory has counts in the whole)."""
-    if not rowids or not terms:
-        return [0.0] * len(rowids)
-    total = indexread.store_size_of(db)
-    df = indexread.document_frequencies(db, list(dict.fromkeys(terms)))
-    marks = ", ".join("?" * len(rowids))
-    held = [0.0] * len(rowids)
-    place = {r: n for n, r in enumerate(rowids)}
-    whole = 0.0
-    for term, n in df.items():
-        quoted = fts_quote(term)
-        idf = math.log((total + 1) / (n + 0.5))
-        whole += idf
-        for (rowid,) in db.execute(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})",
-                                   [quoted, *rowids]):
-            held[place[int(rowid)]] += idf
-    return [h / whole if whole > 0 else 0.0 for h in held]
 
 
 def gather_meaning(db: Any, query: str, nearest: Nearest, specific: bool) -> list[tuple[str, float]]:

@@ -9,7 +9,7 @@ from quipu.errors import FatalError, InvalidMemory
 from quipu.prompt.stem import TOKENIZE
 from quipu.store.memory import Memory, parse_created, parse_memory
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE memories(
@@ -36,6 +36,8 @@ CREATE TABLE memories(
     always_on INTEGER NOT NULL
 );
 CREATE INDEX memories_class ON memories(class, status);
+-- A memory's thread (quipu.index.thread): the memories of its session in the order they were written.
+CREATE INDEX memories_thread ON memories(session, created_ts, id) WHERE session IS NOT NULL;
 -- External-content FTS5 over the text columns of `memories`; rowids are shared.
 -- porter: word-level matching with stemming, so "api" never matches "rapid" (no substrings)
 -- and "deploys" matches "deploy". unicode61 with diacritics removed folds "café" to "cafe".

@@ -37,7 +37,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -153,6 +152,7 @@ def memory_text(title: str, aliases: str, tags: str, description: str, body: str
 
 
 def _sha(text: str) -> str:
+    import hashlib  # only when texts are embedded: a search on unchanged vectors never pays for it (3 ms)
     return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
 
 
