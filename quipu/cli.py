@@ -2,7 +2,9 @@
 
 Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparsers)`` and
 ``run(args) -> int``. ``main`` turns ``FatalError`` and a full disk into one message and exit 1,
-anything unexpected into exit 3 with the traceback written to a log file, and ^C into 130.
+anything unexpected into exit 3 with the traceback written to a log file, and ^C into 130. A
+command that did its work but left some inputs out returns ``EXIT_SOME_SKIPPED`` (4), after
+listing each with its reason (``quipu import``). argparse's usage errors exit 2.
 """
 from __future__ import annotations
 
@@ -76,6 +78,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="quipu",
         description="A git-native memory for Claude Code: memories are markdown files in git, "
         "every change is a commit, recall runs on every prompt without a model.",
+        epilog="Exit codes: 0 done; 1 an error (the message says how to fix it); 2 a usage error; 3 an "
+        "unexpected failure (a log file is named); 4 done, but some inputs were skipped, each listed "
+        "(`quipu import`); 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"quipu {__version__}")
     parser.add_argument(

@@ -14,6 +14,12 @@ Contract:
   (``exists``), while an entry whose text changed is imported as a new memory.
 - Entries past Claude Code's load cut are flagged, since those are the ones no session saw.
 - Links that leave the index's folder, or do not name a ``.md`` file, are not followed.
+- One note or entry never stops an import. A note that may not enter the store (it looks like it
+  holds a secret, is too large, unreadable, not UTF-8, empty, a link...) is skipped and listed by
+  its path in the folder (an entry: by the MEMORY.md and line, or its topic file) with the
+  reason; a secret is named by its rule and line, never shown. The same list is in the normal
+  output, ``--dry-run`` and ``--json``; the rest is imported (a folder in one commit), and the
+  exit code is ``EXIT_SOME_SKIPPED`` (4) when anything was skipped.
 """
 from __future__ import annotations
 
@@ -26,9 +32,9 @@ from urllib.parse import unquote
 
 from quipu.index import index
 from quipu.claude import memorymd
-from quipu.store import notes
+from quipu.store import notes, secrets_scan
 from quipu.commands._common import add_json, open_store
-from quipu.errors import FatalError, InvalidMemory
+from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
 from quipu.output import print_json, progress
 from quipu.store.store import Store
@@ -66,8 +72,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="memory-md FILE: turn each entry of a Claude Code MEMORY.md (and the topic file it links) "
         "into a store memory, one commit each, so entries past Claude Code's 200-line / 25,000-byte load cut are "
         "recalled too. markdown DIR: turn every markdown note under DIR (with or without frontmatter) into a "
-        "memory, all in one commit, and report what was skipped and why. Importing the same input again adds "
+        "memory, all in one commit. A note that may not enter the store (it looks like it holds a secret, is too "
+        "large, unreadable, not UTF-8, empty, a link) is skipped and listed by its path with the reason, in the "
+        "normal output, --dry-run and --json alike, and the rest is imported. Importing the same input again adds "
         "nothing.",
+        epilog="Exit codes: 0 everything was imported (or already in the store); 4 the rest was imported, but "
+        "some notes were skipped (each is listed); 1 nothing was imported (the message says why).",
     )
     p.add_argument("kind", choices=("memory-md", "markdown"), help="the format to import")
     p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), or the folder of notes")
@@ -141,7 +151,28 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
     return memory, str(source) if topic else None
 
 
-def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project: str | None = None) -> tuple[list[Outcome], list[memorymd.Line]]:
+def _entry_refusal(memory: Memory, entry: memorymd.Entry, index_text: str, topic: str | None) -> str | None:
+    """Why an entry's memory may not enter the store: a secret, located in the file it came from."""
+    if not secrets_scan.find_secrets(render_memory(memory).decode("utf-8", "replace")):
+        return None
+    if topic is not None:
+        text = Path(topic).read_bytes().decode("utf-8", "replace")
+        spans = secrets_scan.find_secrets(text)
+    else:
+        text = index_text
+        lines = text.splitlines(keepends=True)
+        first, last = sum(map(len, lines[:entry.line - 1])), sum(map(len, lines[:entry.end_line]))
+        spans = [s for s in secrets_scan.find_secrets(text) if s.start < last and s.end > first]
+    if not spans:
+        return "what it would become looks like it holds a secret; the entry was not imported"
+    return secret_reason(text, spans).replace("the note was not", "the entry was not")
+
+
+def import_memory_md(
+    store: Store, path: Path, *, dry_run: bool = False, project: str | None = None
+) -> tuple[list[Outcome], list[memorymd.Line], list[notes.Skipped]]:
+    """Every entry of the MEMORY.md at ``path``, one commit each; an entry that may not enter the
+    store is skipped (named by the file it came from and its line) and never stops the rest."""
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError as exc:
@@ -149,9 +180,18 @@ def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project
     entries, others = memorymd.parse_entries(text)
     cut = {line.number for line in memorymd.measure(text, str(path)).cut}
     outcomes: list[Outcome] = []
+    skipped: list[notes.Skipped] = []
     seen: set[str] = set()
     for entry in entries:
-        memory, topic = to_memory(entry, path, project)
+        where = f"{path}:{entry.line}"
+        try:
+            memory, topic = to_memory(entry, path, project)
+            reason = _entry_refusal(memory, entry, text, topic)
+        except InvalidMemory as exc:
+            memory, topic, reason = None, None, str(exc).split("\n", 1)[0].removeprefix(f"{where}: ")
+        if reason or memory is None:
+            skipped.append(notes.Skipped(topic or where, reason or "it cannot be read"))
+            continue
         past = entry.line in cut
         if memory.id in seen or store.exists(memory.id):
             outcomes.append(Outcome(entry.line, memory, "exists", past, topic))
@@ -161,7 +201,7 @@ def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project
             sha = store.add(memory, action="import")
             outcomes.append(Outcome(entry.line, memory, "imported", past, topic, sha))
         seen.add(memory.id)
-    return outcomes, others
+    return outcomes, others, skipped
 
 
 @dataclass(frozen=True)
@@ -172,8 +212,43 @@ class FolderImport:
     commit: str | None
 
 
+def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
+    """Why a note holding ``spans`` is left out: the rules and the first line, the secret masked."""
+    kinds = ", ".join(sorted({s.kind for s in spans}))
+    first = spans[0]
+    start = text.rfind("\n", 0, first.start) + 1
+    end = text.find("\n", first.start)
+    end = len(text) if end < 0 else end
+    line, at = "", start
+    for span in (s for s in spans if s.start < end and s.end > start):
+        line += text[at:max(span.start, start)] + f"[{span.kind}]"
+        at = min(span.end, end)
+    line = secrets_scan.redact(" ".join((line + text[at:end]).split()))
+    if len(line) > 100:
+        line = line[:97] + "..."
+    return (f"it looks like it holds a secret ({kinds}), first on line {text.count(chr(10), 0, first.start) + 1}: "
+            f"{line!r}; a secret in git history is there for good, so the note was not imported "
+            "(remove the secret from it, or keep the note out of the folder)")
+
+
+def note_refusal(note: notes.Note) -> str | None:
+    """Why this note may not enter the store (None: it may), in words about the note itself."""
+    data = render_memory(note.memory)
+    try:
+        parse_memory(data, note.path)  # the same validation a hand edit gets
+    except InvalidMemory as exc:
+        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: ")
+    if secrets_scan.find_secrets(data.decode("utf-8", "replace")):
+        spans = secrets_scan.find_secrets(note.text)
+        if not spans:  # only in what was made from it: the file name, as the title
+            return "its file name looks like a secret; the note was not imported (rename the file)"
+        return secret_reason(note.text, spans)
+    return None
+
+
 def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> FolderImport:
-    """Every note under ``root`` not yet in the store, committed at once."""
+    """Every note under ``root`` not yet in the store, committed at once; a note that may not enter
+    the store is skipped with its reason and never stops the rest."""
     if not root.is_dir():
         raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
     found = list(notes.scan_folder(root))
@@ -185,20 +260,19 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> Folde
             progress(n, len(found), "Reading notes")
         if isinstance(item, notes.Skipped):
             skipped.append(item)
-        elif item.id in fresh or store.exists(item.id):
-            existing.append(item)
+        elif item.memory.id in fresh or store.exists(item.memory.id):
+            existing.append(item.memory)
         else:
-            try:
-                parse_memory(render_memory(item), item.path)  # the same validation a hand edit gets
-            except InvalidMemory as exc:
-                skipped.append(notes.Skipped(item.title, str(exc)))
-                continue
-            fresh[item.id] = item
+            reason = note_refusal(item)
+            if reason:
+                skipped.append(notes.Skipped(item.path, reason))
+            else:
+                fresh[item.memory.id] = item.memory
     commit = None
     if fresh and not dry_run:
         changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
         commit = store.commit(
-            changes, f"quipu: import {len(changes)} notes from {root.name}",
+            changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
             {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
         )
     return FolderImport(list(fresh.values()), existing, skipped, commit)
@@ -209,20 +283,21 @@ def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     done = import_markdown(store, root, dry_run=args.dry_run)
     if done.commit:
         index.refresh_after_write(store)
+    code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:
         print_json({
             "folder": str(root), "dry_run": args.dry_run, "commit": done.commit,
             "imported": [m.id for m in done.imported], "already_in_the_store": [m.id for m in done.existing],
             "skipped": [{"path": s.path, "reason": s.reason} for s in done.skipped],
         })
-        return 0
+        return code
     verb = "Would import" if args.dry_run else "Imported"
     where = f" in commit {done.commit[:12]}" if done.commit else ""
     print(f"{verb} {len(done.imported)} note(s) from {root}{where}; {len(done.existing)} already in the store, "
           f"{len(done.skipped)} skipped.")
     for item in done.skipped:
         print(f"  skipped {item.path}: {item.reason}")
-    return 0
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
@@ -231,9 +306,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_markdown(store, args)
     path = Path(args.file).expanduser().absolute()
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
-    outcomes, others = import_memory_md(store, path, dry_run=args.dry_run, project=project)
+    outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project)
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
         index.refresh_after_write(store)
+    code = EXIT_SOME_SKIPPED if skipped else 0
     if args.json:
         print_json(
             {
@@ -241,9 +317,10 @@ def run(args: argparse.Namespace) -> int:
                 "dry_run": args.dry_run,
                 "entries": [o.to_json() for o in outcomes],
                 "not_imported": [{"line": x.number, "text": x.text} for x in others],
+                "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
             }
         )
-        return 0
+        return code
     marks = {"imported": "+", "new": "+", "exists": "="}
     for o in outcomes:
         note = ", past the load cut" if o.past_cut else ""
@@ -252,11 +329,13 @@ def run(args: argparse.Namespace) -> int:
     fresh = [o for o in outcomes if o.status != "exists"]
     verb = "Would import" if args.dry_run else "Imported"
     print(
-        f"{verb} {len(fresh)} of {len(outcomes)} entries from {path} "
-        f"({len(outcomes) - len(fresh)} already in the store); "
+        f"{verb} {len(fresh)} of {len(outcomes) + len(skipped)} entries from {path} "
+        f"({len(outcomes) - len(fresh)} already in the store, {len(skipped)} skipped); "
         f"{sum(o.past_cut for o in fresh)} of them were past Claude Code's load cut."
     )
+    for item in skipped:
+        print(f"  skipped {item.path}: {item.reason}")
     if others:
         numbers = ", ".join(str(x.number) for x in others[:20]) + (" ..." if len(others) > 20 else "")
         print(f"Not list entries, so not imported: line(s) {numbers}")
-    return 0
+    return code

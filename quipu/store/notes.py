@@ -4,14 +4,17 @@ Contract:
 - ``memory_document(text, source)`` reads a memory document (YAML frontmatter and body, exactly
   what a memory file holds) into (fields, body); text without frontmatter is all body. The fields
   are validated later by ``Memory.create``, like any write.
-- ``note_memory(path, root)`` turns one note, with or without frontmatter, as other tools and
+- ``read_note(path, root)`` turns one note, with or without frontmatter, as other tools and
   note apps write them, into a memory with origin ``import``: the title is the frontmatter's
   ``title``, else the first heading, else the file name; ``tags`` (or ``topics``), ``aliases`` and
   ``description`` are kept when they are lists of short texts or one line; ``created`` (or
   ``date``), else the file's mtime. Other frontmatter keys are dropped. The id is derived from the
   note's path in the folder and its text, so importing the same folder again adds nothing.
-- ``scan_folder(root)`` yields every ``*.md`` file under ``root`` (hidden folders and symlinks
-  are not followed), each as a memory or as a ``Skipped`` with the reason.
+- ``scan_folder(root)`` yields every ``*.md`` file under ``root`` (hidden folders are not
+  entered), each as a ``Note`` (its path in the folder, its text and the memory it becomes) or
+  as a ``Skipped`` with its path in the folder and the reason: a link (to a file or a folder;
+  links are never followed), a file too large, unreadable, not UTF-8, empty or without a title.
+  One note never stops the scan: whatever goes wrong with one note is that note's reason.
 """
 from __future__ import annotations
 
@@ -30,8 +33,14 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 class Skipped(NamedTuple):
-    path: str
+    path: str  # the note's path in the folder
     reason: str
+
+
+class Note(NamedTuple):
+    path: str  # the note's path in the folder
+    text: str
+    memory: Memory
 
 
 def memory_document(text: str, source: str) -> tuple[dict[str, Any], str]:
@@ -76,9 +85,12 @@ def created_of(fields: dict[str, Any], path: Path) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def note_memory(path: Path, root: Path) -> Memory:
-    """The memory one note becomes; InvalidMemory (naming the file) when it cannot be one."""
+def read_note(path: Path, root: Path) -> Note:
+    """One note and the memory it becomes; InvalidMemory (naming the file) when it cannot be one."""
     rel = path.relative_to(root).as_posix()
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{rel}: {size:,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
     data = path.read_bytes()
     if len(data) > MAX_FILE_BYTES:
         raise InvalidMemory(f"{rel}: {len(data):,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
@@ -108,23 +120,30 @@ def note_memory(path: Path, root: Path) -> Memory:
         "origin": "import",
         "created": created_of(fields, path),
     }
-    return Memory.create(values, body + "\n", source=rel)
+    return Note(rel, text, Memory.create(values, body + "\n", source=rel))
 
 
-def scan_folder(root: Path) -> Iterator[Memory | Skipped]:
-    """Every note under ``root``, in path order, as a memory or a Skipped."""
+def scan_folder(root: Path) -> Iterator[Note | Skipped]:
+    """Every note under ``root``, in path order, as a Note or a Skipped."""
     found: list[Path] = []
+    links: list[Path] = []
     for base, dirs, files in os.walk(root):  # os.walk follows no symlinked folder
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        links.extend(Path(base) / d for d in dirs if not d.startswith(".") and os.path.islink(os.path.join(base, d)))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(base, d)))
         found.extend(Path(base) / name for name in files if name.lower().endswith((".md", ".markdown")))
-    for path in sorted(found):
+    for path in sorted(found + links):
         rel = path.relative_to(root).as_posix()
+        if path in links:
+            yield Skipped(rel, "not a regular folder (links are not followed): a link to a folder")
+            continue
         if path.is_symlink() or not path.is_file():
             yield Skipped(rel, "not a regular file (links are not followed)")
             continue
         try:
-            yield note_memory(path, root)
+            yield read_note(path, root)
         except InvalidMemory as exc:
-            yield Skipped(rel, str(exc).removeprefix(f"{rel}: "))
+            yield Skipped(rel, str(exc).split("\n", 1)[0].removeprefix(f"{rel}: "))
         except OSError as exc:
             yield Skipped(rel, f"cannot be read: {exc.strerror or exc}")
+        except Exception as exc:  # noqa: BLE001 - one note never stops an import; its reason is listed
+            yield Skipped(rel, f"cannot be read as a note: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
