@@ -1,7 +1,8 @@
 """Health checks behind `quipu doctor`. Each check returns a ``Check``; none raises for a finding.
 
 Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
-submodules and cache files), the index (fresh or not, rebuilt if needed), files skipped for bad
+submodules, cache files and any file outside the store's schema, ``quipu.store.schema``), a stale
+git index lock, the index (fresh or not, rebuilt if needed), files skipped for bad
 frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
 MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
 """
@@ -16,6 +17,7 @@ from quipu.store import githooks
 from quipu.index import index
 from quipu.claude import memorymd
 from quipu.store import safepath
+from quipu.store import schema
 from quipu.store import settings
 from quipu.errors import UnsafeStore
 from quipu.store.store import Store
@@ -40,15 +42,21 @@ def check_settings(store: Store) -> Check:
 
 
 def check_tree(store: Store) -> Check:
+    """HEAD's tree against the store's schema (``quipu.store.schema``): what a clone or a sync of
+    this store would refuse, and what quipu never follows."""
     found = safepath.special_entries(store.repo)
+    named = {f.rsplit(" (", 1)[0] for f in found}
+    found += [p for p in schema.tree_problems(store.repo)
+              if p.split(": ", 1)[0] not in named and not p.startswith(safepath.CACHE + "/")]
     try:
         _ = store.cache_dir  # raises UnsafeStore when the cache leaves the store
     except UnsafeStore as exc:
         found.append(str(exc).replace("\n", " "))
     if not found:
-        return Check("store tree", True, "no symlinks, submodules or committed cache files")
+        return Check("store tree", True, "every file fits the store's schema; no symlinks, submodules or cache files")
     return Check("store tree", False,
-                 f"{len(found)} path(s) quipu will not follow; remove them with `git rm --cached` and commit", found)
+                 f"{len(found)} path(s) outside the store's schema: quipu does not follow them and a clone or sync "
+                 "refuses them; move them out (`git rm --cached PATH`) or fix them, and commit", found)
 
 
 def check_index(store: Store) -> Check:

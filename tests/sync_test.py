@@ -1,6 +1,8 @@
 """`quipu sync` and `quipu clone` against real bare remotes and several real clones."""
 from __future__ import annotations
 
+import json
+import os
 import random
 import subprocess
 import sys
@@ -256,3 +258,177 @@ def test_session_end_syncs_only_when_asked(tmp_path: Path) -> None:
     assert "Pushed main to origin" in out.stdout
     sync.sync(right)
     assert right.exists("session-note")
+
+
+SKILL_MD = ("---\nname: rebase-with-local-changes\ndescription: Pull with rebase when the work tree has local changes.\n"
+            "---\n1. `git stash`\n2. `git pull --rebase origin main`\n3. `git stash pop`\n")
+
+
+def _cli(store: Path | Store, *args: str) -> str:
+    root = store.root if isinstance(store, Store) else store
+    out = quipu("--store", str(root), *args)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def _deleted_ever(root: Path, path: str) -> str:
+    return git(root, "log", "--all", "--diff-filter=D", "--format=%H %s", "--", path)
+
+
+def test_the_profile_facts_and_skill_drafts_reach_a_second_machine_by_clone_and_by_sync(tmp_path: Path) -> None:
+    """The profile did not survive sync or clone: clone refused profile.md as outside the schema
+    and committed its removal, and the second machine had an empty card."""
+    from quipu.skills import queue
+    from quipu.store import schema
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    one = make_store(tmp_path / "one")
+    _cli(one, "profile", "add", "identity", "The user is Maria, a backend engineer on the payments team")
+    _cli(one, "fact", "set", "Maria's employer", "Acme Payments", "--since", "2024-02-01")
+    queue.write_draft(one, "rebase-with-local-changes", SKILL_MD, {"candidate": "c0ffee123456", "sessions": 3})
+    queue.write_refusal(one, "", None, {"candidate": "beef00000001", "reasons": ["seen in 2 sessions"]})
+    queue.write_event(one, "rebase-with-local-changes", "promote",
+                      {"by": "maria", "where": "/home/maria/.claude/skills/rebase-with-local-changes/SKILL.md"})
+    assert schema.tree_problems(one.repo, skip=()) == []  # everything quipu wrote is in the schema
+    _cli(one, "sync", "--set-remote", str(remote))
+
+    cloned = quipu("clone", str(remote), str(tmp_path / "two"), "--json")
+    assert cloned.returncode == 0, cloned.stderr
+    assert json.loads(cloned.stdout)["refused"] == []
+    two = Store(tmp_path / "two")
+    card = _cli(two, "profile", "show")
+    assert "Identity: The user is Maria, a backend engineer on the payments team" in card
+    start = _cli(two, "session-start")
+    assert "The user is Maria, a backend engineer on the payments team" in start
+    assert "Acme Payments" in _cli(two, "search", "Maria employer")
+    assert queue.draft_names(two) == ["rebase-with-local-changes"]
+    assert {e.kind for e in queue.entries(two)} == {"draft", "refused"}
+    assert git(two.root, "status", "--porcelain") == ""
+    assert not os.access(two.root / "skills" / "drafts" / "rebase-with-local-changes" / "SKILL.md", os.X_OK)
+
+    # Both machines change the card and the facts, then sync in turn.
+    _cli(one, "profile", "add", "preference", "The user prefers small pull requests with one change each")
+    _cli(two, "profile", "add", "environment", "The user works on Debian with Neovim and fish")
+    _cli(one, "fact", "set", "Maria's employer", "Globex", "--since", "2025-06-01")
+    _cli(two, "fact", "set", "Maria's team", "payments platform")
+    for store in (one, two, one):
+        out = quipu("--store", str(store.root), "sync", "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["refused"] == []
+    assert _tree(one) == _tree(two)
+    for store in (one, two):
+        card = _cli(store, "profile", "show")
+        for entry in ("Identity: The user is Maria", "Preference: The user prefers small pull requests",
+                      "Environment: The user works on Debian"):
+            assert entry in card, (store.root, card)
+        assert "Environment: The user works on Debian" in _cli(store, "session-start")
+        assert "Globex" in _cli(store, "search", "Maria employer")
+        assert "payments platform" in _cli(store, "search", "Maria team")
+        assert schema.tree_problems(store.repo, skip=()) == []
+    for path in ("profile.md", "skills", "memories"):
+        assert _deleted_ever(remote, path) == ""  # nothing was ever removed on the way
+
+
+def test_two_sides_edits_of_the_profile_meet_line_by_line() -> None:
+    from quipu.sync.policy import merge_profile
+
+    head = "<!-- quipu profile -->\n# Profile\n\n"
+    a = "- Identity: The user is Maria <!-- origin=user since=2026-01-02 stable=12 -->"
+    b = "- Preference: The user prefers tabs <!-- origin=session since=2026-01-03 stable=12 -->"
+    b_confirmed = b.replace("origin=session", "origin=user")
+    c = "- Environment: The user works on Debian <!-- origin=user since=2026-02-01 stable=12 -->"
+    d = "- Working style: The user reviews every diff <!-- origin=user since=2026-02-02 stable=12 -->"
+    base = f"{head}{a}\n{b}\n".encode()
+    # Each side adds a line; the remote's comes after ours, nothing is lost.
+    merged = merge_profile(base, f"{head}{a}\n{b}\n{c}\n".encode(), f"{head}{a}\n{b}\n{d}\n".encode()).decode()
+    assert merged == f"{head}{a}\n{b}\n{c}\n{d}\n"
+    # The remote demoted a line (it left the card for a memory) that we left alone: it stays gone.
+    merged = merge_profile(base, f"{head}{a}\n{b}\n{c}\n".encode(), f"{head}{a}\n".encode()).decode()
+    assert merged == f"{head}{a}\n{c}\n"
+    # The remote confirmed a line we left alone; we removed one it left alone.
+    merged = merge_profile(base, f"{head}{b}\n".encode(), f"{head}{a}\n{b_confirmed}\n".encode()).decode()
+    assert merged == f"{head}{b_confirmed}\n"
+    # A line one side changed and the other removed stays, changed.
+    merged = merge_profile(base, f"{head}{a}\n".encode(), f"{head}{a}\n{b_confirmed}\n".encode()).decode()
+    assert merged == f"{head}{a}\n{b_confirmed}\n"
+    # No common version (two stores that met later): the union.
+    merged = merge_profile(None, f"{head}{a}\n".encode(), f"{head}{c}\n".encode()).decode()
+    assert merged == f"{head}{a}\n{c}\n"
+
+
+def test_a_profile_edited_on_both_machines_keeps_every_added_line_through_sync(tmp_path: Path) -> None:
+    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    quipu("--store", str(left.root), "profile", "add", "identity", "The user is Maria, a backend engineer")
+    sync.sync(left)
+    sync.sync(right)
+    _cli(left, "profile", "add", "preference", "The user prefers small pull requests")
+    _cli(right, "profile", "add", "working-style", "The user reviews every diff before a commit")
+    first = sync.sync(left)
+    second = sync.sync(right)
+    sync.sync(left)
+    assert first.refused == second.refused == []
+    assert _tree(left) == _tree(right)
+    card = _cli(right, "profile", "show", "--json")
+    entries = sorted(line["prefix"] for line in json.loads(card)["lines"])
+    assert entries == ["Identity", "Preference", "Working style"]
+
+
+def test_every_kind_of_file_from_a_remote_is_checked_as_untrusted_input(tmp_path: Path) -> None:
+    from quipu.skills import queue
+
+    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    queue.write_event(left, "some-skill", "promote", {"by": "maria", "where": "/nowhere"})
+    sync.sync(left)
+    sync.sync(right)
+    attacker = tmp_path / "attacker"
+    git(tmp_path, "clone", "-q", str(remote), str(attacker))
+    good = attacker / "skills" / "drafts" / "good-skill" / "SKILL.md"
+    good.parent.mkdir(parents=True)
+    good.write_text(SKILL_MD.replace("rebase-with-local-changes", "good-skill"))
+    runnable = attacker / "skills" / "drafts" / "run-me" / "SKILL.md"
+    runnable.parent.mkdir(parents=True)
+    runnable.write_text("#!/bin/sh\nrm -rf ~\n")
+    runnable.chmod(0o755)
+    (attacker / "skills" / "drafts" / "Bad Name").mkdir()
+    (attacker / "skills" / "drafts" / "Bad Name" / "SKILL.md").write_text("x\n")
+    (attacker / "skills" / "drafts" / "good-skill" / "draft.json").write_text("[1, 2]\n")
+    (attacker / "skills" / "drafts" / "good-skill" / "run.sh").write_text("echo\n")
+    event = next((attacker / "skills" / "events" / "some-skill").iterdir())
+    event.write_text('{"action": "promote", "where": "/home/maria/.bashrc"}\n')
+    (attacker / "profile.md").write_bytes(b"# Profile\n\n- Identity: x\n" + b"- Preference: y\n" * 6000)
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "-qm", "hostile skills and profile")
+    git(attacker, "push", "-q", "origin", "main")
+
+    result = sync.sync(left)
+    reasons = {r.path: r.reason for r in result.refused}
+    assert set(reasons) == {"skills/drafts/run-me/SKILL.md", "skills/drafts/Bad Name/SKILL.md",
+                            "skills/drafts/good-skill/draft.json", "skills/drafts/good-skill/run.sh",
+                            event.relative_to(attacker).as_posix(), "profile.md"}, reasons
+    assert "executable" in reasons["skills/drafts/run-me/SKILL.md"]
+    assert "never changed once written" in reasons[event.relative_to(attacker).as_posix()]
+    assert "at most 65,536" in reasons["profile.md"]
+    assert queue.draft_text(left, "good-skill") is not None  # the rest merged, and stays inert data
+    assert not (left.root / "skills" / "drafts" / "run-me").exists()
+    assert not (left.root / "profile.md").exists()
+
+
+def test_clone_never_lets_a_url_be_read_as_an_option(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    hostile = f"--upload-pack=touch {marker}; git-upload-pack"
+    for args in (("clone", "--", hostile, str(tmp_path / "c1")), ("clone", f"--upload-pack=touch {marker}", "x")):
+        out = quipu(*args)
+        assert out.returncode in (1, 2) and not marker.exists(), out
+    assert "refusing the remote URL" in quipu("clone", "--", hostile, str(tmp_path / "c2")).stderr
+    with pytest.raises(FatalError):
+        sync.clone(hostile, tmp_path / "c3")
+    store = make_store(tmp_path / "s")
+    out = quipu("--store", str(store.root), "sync", f"--set-remote={hostile}")
+    assert out.returncode == 1 and "refusing the remote URL" in out.stderr and not marker.exists()
+    assert "origin" not in git(store.root, "remote")
+    # A store whose path starts with '-' is still cloned, written as ./-name: the URL goes after `--`.
+    make_store(tmp_path / "-dash")
+    out = quipu("clone", "./-dash", str(tmp_path / "copy"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert Store(tmp_path / "copy").head() is not None

@@ -45,11 +45,12 @@ from typing import Any
 from quipu.capture import gates
 from quipu.errors import FatalError
 from quipu.index import index
+from quipu.store import schema
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory, new_id, now_utc, parse_memory, render_memory
 from quipu.store.store import Store
 
-PROFILE_PATH = "profile.md"
+PROFILE_PATH = schema.PROFILE_PATH  # the one description of the store: quipu.store.schema
 PROFILE_ID = "profile"  # the Quipu-Memory trailer of card edits
 PREFIXES = gates.PROFILE_PREFIXES
 MIN_STABLE_MONTHS = 6

@@ -11,6 +11,8 @@ Contract:
   ``Quipu-Memory`` trailer (plus ``Quipu-Supersedes``, ``Quipu-Sweep``, ``Quipu-Session``,
   ``Quipu-Label`` where they apply), so ``git log`` is the audit log.
 - Nothing is deleted except by ``undo`` of the commit that added it.
+- ``commit`` writes only paths of the store's schema (``quipu.store.schema``): everything quipu
+  writes is something a clone and a sync take.
 """
 from __future__ import annotations
 
@@ -239,12 +241,18 @@ class Store:
         create_only: Collection[str] = (),
         require: Collection[str] = (),
     ) -> str:
-        """One commit; ``create_only``/``require`` paths are checked under the writer lock.
+        """One commit; ``create_only``/``require`` paths are checked under the writer lock. Every path
+        is one of the store's schema (``InvalidMemory`` otherwise, and nothing is written).
 
         Nothing that looks like a secret is committed, in any file or in the message: a secret in
         git history is there for good (``SecretRefused``, and nothing is written)."""
-        from quipu.store import gitstore, secrets_scan
+        from quipu.store import gitstore, schema, secrets_scan
 
+        for rel in changes:
+            problem = schema.place_problem(rel)
+            if problem:
+                raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
+                                    "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
         message = format_message(summary, trailers)
         secrets_scan.refuse_secrets(changes, message)
         sha = gitstore.commit_files(

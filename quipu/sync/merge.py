@@ -7,7 +7,8 @@ Contract:
   proposes a result; every path where that result differs from ``ours`` is then decided here:
   a file from the remote enters only if ``sync_policy.refusal`` accepts it; a removal only if an
   undo made it; a memory file changed on both sides keeps both versions
-  (``sync_policy.keep_both``); any other path changed on both sides keeps the local version.
+  (``sync_policy.keep_both``); ``profile.md`` changed on both sides is merged line by line
+  (``sync_policy.merge_profile``); any other path changed on both sides keeps the local version.
   What is refused is listed, never silently dropped, and the rest still merges.
 - New memories never collide (ids are random) and event files are append-only with unique
   names, so those merge as plain files without any custom driver.
@@ -18,6 +19,7 @@ from typing import NamedTuple
 
 import pygit2
 
+from quipu.store import schema
 from quipu.sync import policy as sync_policy
 from quipu.sync.policy import KeptBoth, Refusal
 
@@ -82,6 +84,8 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
     m_map = {e.path: (e.id, e.mode) for e in index}
     paths = conflicted | {p for p in o_map.keys() | m_map.keys() if o_map.get(p) != m_map.get(p)}
     undone = undone_paths(repo, theirs.id, ours.id)
+    base_id = repo.merge_base(ours.id, theirs.id)
+    bases = repo[base_id].tree if base_id is not None else None
     final: dict[str, Entry | None] = {}
     refused: list[Refusal] = []
     kept: list[KeptBoth] = []
@@ -107,6 +111,15 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
             # Changed on one side, removed on the other: the changed version stays (nothing lost).
             if mine is None and remote is not None:
                 incoming(path, remote)
+        elif path == schema.PROFILE_PATH and mine[1] == remote[1] == sync_policy.MODE_FILE:
+            base = _entry_at(bases, path) if bases is not None else None
+            data = sync_policy.merge_profile(repo[base].data if base else None,  # type: ignore[attr-defined]
+                                             repo[mine[0]].data, repo[remote[0]].data)  # type: ignore[attr-defined]
+            reason = sync_policy.refusal(path, remote[1], data, replaces=True)
+            if reason:
+                refused.append(Refusal(path, f"the two versions merged line by line are refused: {reason}"))
+                continue
+            final[path] = (repo.create_blob(data), sync_policy.MODE_FILE)
         elif path.startswith("memories/") and mine[1] == remote[1] == sync_policy.MODE_FILE:
             reason = sync_policy.refusal(path, remote[1], repo[remote[0]].data, replaces=True)  # type: ignore[attr-defined]
             ours_newer = changed_at(repo, ours.id, theirs.id, path) >= changed_at(repo, theirs.id, ours.id, path)

@@ -2,12 +2,14 @@
 
 Contract (docs/sync.md states the same policy for people):
 - ``refusal(path, mode, data, replaces)`` says why a file arriving from a remote may not enter
-  the store, or None. Accepted: regular, non-executable files at ``memories/<shard>/<id>.md``
-  whose frontmatter parses and names that id, new files at ``events/<shard>/<id>/<name>.json``
-  holding one JSON object about that id (an event file is never changed once written), and the
-  template's ``README.md``. Everything else is refused: symlinks, submodules, executables, paths
-  outside that schema, and ``quipu.toml`` or ``.gitignore`` (a store's settings never arrive
-  from a remote).
+  the store, or None: the store's schema (``quipu.store.schema``, the one description of every
+  path quipu writes) decides, for a file that arrives by sync. Refused: symlinks, submodules,
+  executables, paths outside the schema, files that fail their kind's check (a memory that does
+  not parse, an event that is not one JSON object about its id, a profile over its size...),
+  changes to files that are never changed once written, and ``quipu.toml`` or ``.gitignore`` (a
+  store's settings never arrive from a remote).
+- ``merge_profile(base, ours, theirs)``: ``profile.md`` changed on both sides meets line by line,
+  and no line either side added is lost (see the function).
 - ``removal_refusal(path, undone)``: a file leaves the store only through an undo (a commit
   carrying ``Quipu-Action: undo`` that removed it); any other removal arriving from a remote is
   refused and the local file stays.
@@ -21,21 +23,15 @@ Contract (docs/sync.md states the same policy for people):
 """
 from __future__ import annotations
 
-import json
-import re
 from typing import NamedTuple
 
 import pygit2
 
 from quipu.errors import InvalidMemory
-from quipu.store.memory import ID_RE, MAX_FILE_BYTES, parse_memory, render_memory
+from quipu.store import schema
+from quipu.store.memory import parse_memory, render_memory
 
-MODE_FILE = 0o100644
-_MODE_NAMES = {0o120000: "a symbolic link", 0o160000: "a submodule", 0o100755: "an executable file",
-               0o040000: "a folder"}
-_EVENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.json\Z")
-PLAIN_FILES = ("README.md",)
-SETTINGS_FILES = ("quipu.toml", ".gitignore", ".gitattributes", ".gitmodules")
+MODE_FILE = schema.MODE_FILE
 COPY_HEX = 8
 
 
@@ -59,51 +55,57 @@ class KeptBoth(NamedTuple):
 def refusal(path: str, mode: int, data: bytes, *, replaces: bool) -> str | None:
     """Why this incoming file may not enter the store (None: it may). ``replaces``: the store
     already has a file at ``path`` that this one would change."""
-    if mode != MODE_FILE:
-        return f"it is {_MODE_NAMES.get(mode, f'of mode {mode:o}')}; a store holds only regular files"
-    parts = path.split("/")
-    if len(parts) == 1:
-        if path in SETTINGS_FILES:
-            return "a store's settings never arrive from a remote; copy the settings you want by hand"
-        return None if path in PLAIN_FILES else "it is outside the store's schema (memories/, events/)"
-    if parts[0] == "memories":
-        return _memory_refusal(parts, data)
-    if parts[0] == "events":
-        if replaces:
-            return "an event file is never changed once written"
-        return _event_refusal(parts, data)
-    return "it is outside the store's schema (memories/, events/)"
+    return schema.refusal(path, mode, data, replaces=replaces, remote=True)
 
 
-def _memory_refusal(parts: list[str], data: bytes) -> str | None:
-    if len(parts) != 3 or not parts[2].endswith(".md"):
-        return "memory files live at memories/<2 chars>/<id>.md"
-    memory_id = parts[2][:-3]
-    if not ID_RE.match(memory_id) or parts[1] != memory_id[:2]:
-        return "memory files live at memories/<first 2 chars of the id>/<id>.md"
-    try:
-        memory = parse_memory(data, "/".join(parts))
-    except InvalidMemory as exc:
-        return str(exc).split("\n", 1)[0]
-    if memory.id != memory_id:
-        return f"its frontmatter names id {memory.id!r}, not the file's {memory_id!r}"
-    return None
+def _line_key(line: str) -> str:
+    """What makes two lines of profile.md the same line: a card line is its entry (the comment
+    after it, who said it and since when, may differ); any other line is its text."""
+    text = line.strip()
+    if text.startswith("- "):
+        text = text.split(" <!--", 1)[0]
+    return " ".join(text.casefold().split())
 
 
-def _event_refusal(parts: list[str], data: bytes) -> str | None:
-    if len(parts) != 4 or not ID_RE.match(parts[2]) or parts[1] != parts[2][:2] or not _EVENT_NAME.match(parts[3]):
-        return "event files live at events/<2 chars>/<id>/<stamp>-<random>.json"
-    if len(data) > MAX_FILE_BYTES:
-        return f"it is larger than {MAX_FILE_BYTES} bytes"
-    try:
-        event = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return "it is not UTF-8 JSON"
-    if not isinstance(event, dict):
-        return "an event file holds one JSON object"
-    if event.get("memory", parts[2]) != parts[2]:
-        return f"it is about memory {event.get('memory')!r}, not {parts[2]!r}"
-    return None
+def _keyed(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.strip():
+            out.setdefault(_line_key(line), line)
+    return out
+
+
+def merge_profile(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
+    """Both sides changed ``profile.md``: a line-wise three-way merge that loses no line either
+    side added. A line stays removed when one side removed it and the other left it as it was
+    (a demotion, which moved it into a memory, or a person's edit); a line one side changed and
+    the other removed stays in its changed form; a line both sides have in different forms keeps
+    the changed one (ours when both changed it). The remote's new lines go after our last card
+    line. The card may end up over its caps: the always-on layer then shows its strongest lines,
+    and ``quipu doctor`` says to run ``quipu profile fit``."""
+    b = _keyed(base.decode("utf-8", "replace")) if base is not None else {}
+    t = _keyed(theirs.decode("utf-8", "replace"))
+    out: list[str] = []
+    seen: set[str] = set()
+    for line in ours.decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            out.append(line)
+            continue
+        key = _line_key(line)
+        if key in seen:
+            continue
+        seen.add(key)
+        unchanged_here = b.get(key) == line
+        if key in b and key not in t and unchanged_here:
+            continue  # the remote removed it, and it was not changed here
+        out.append(t[key] if key in t and unchanged_here else line)
+    new = [line for key, line in t.items() if key not in seen and b.get(key) != line]
+    last_card = max((i for i, line in enumerate(out) if line.strip().startswith("- ")), default=None)
+    at = last_card + 1 if last_card is not None else len(out)
+    while last_card is None and at > 0 and not out[at - 1].strip():
+        at -= 1
+    out[at:at] = new
+    return ("\n".join(out).rstrip("\n") + "\n").encode("utf-8")
 
 
 def removal_refusal(path: str, undone: set[str]) -> str | None:

@@ -13,6 +13,8 @@ Contract:
 - ``refs/quipu/synced/<remote>/<branch>`` records the remote tip this store last merged or
   pushed. A remote whose branch no longer contains it was rewritten (force-pushed): the sync
   refuses before changing anything, unless ``accept_rewrite`` is given.
+- A remote URL or name that starts with ``-`` is refused (git would read it as an option), and
+  a URL is passed to git after ``--``.
 - ``clone`` makes a new store from a remote: the tip's files pass the same policy before
   anything is checked out (refused files are removed in one commit of their own), the clone
   keeps symbolic links as plain files (``core.symlinks=false``), and its hooks and index are set up.
@@ -35,11 +37,11 @@ from typing import Any
 import pygit2
 
 from quipu.store import githooks
+from quipu.store import schema
 from quipu.store import gitstore
 from quipu.store import trees
 from quipu.index import index
 from quipu.sync import merge as sync_merge
-from quipu.sync import policy as sync_policy
 from quipu.errors import ConflictError, FatalError, NoStore
 from quipu.store.store import CONFIG_NAME, Store
 from quipu.store.trailers import format_message, parse_trailers
@@ -49,7 +51,6 @@ MAX_ATTEMPTS = 20
 INCOMING_PREFIX = "refs/quipu/incoming"
 SYNCED_PREFIX = "refs/quipu/synced"
 DEFAULT_REMOTE = "origin"
-CLONE_ACCEPTS = ("quipu.toml", ".gitignore")  # a new clone takes the store's own files as they are
 
 
 class SyncError(ConflictError):
@@ -130,7 +131,17 @@ def default_remote(repo: pygit2.Repository) -> str:
                     "- name one: `quipu sync REMOTE`")
 
 
+def check_url(url: str) -> None:
+    """Refuse a remote URL git would read as an option (``--upload-pack=...`` runs a command)."""
+    if url.startswith("-") or not url.strip() or any(c in url for c in "\0\n\r"):
+        raise FatalError(f"refusing the remote URL {url!r}: git would read it as an option, or it is not one URL\n"
+                         "- give the remote's URL or path (write a path that starts with '-' as ./-name)")
+
+
 def set_remote(store: Store, url: str, name: str = DEFAULT_REMOTE) -> None:
+    check_url(url)
+    if name.startswith("-"):
+        raise FatalError(f"refusing the remote name {name!r}: git would read it as an option\n- choose a plain name")
     repo = store.repo
     if name in repo.remotes.names():
         repo.remotes.set_url(name, url)
@@ -143,7 +154,7 @@ def _ref(prefix: str, remote: str, branch: str) -> str:
 
 
 def _fetch(store: Store, remote: str, branch: str) -> pygit2.Oid | None:
-    git(store.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--refmap=", remote,
+    git(store.root, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--refmap=", "--", remote,
         f"+refs/heads/*:{INCOMING_PREFIX}/{remote}/*")
     return _target(store.repo, _ref(INCOMING_PREFIX, remote, branch))
 
@@ -176,7 +187,7 @@ def _check_not_rewritten(repo: pygit2.Repository, remote: str, branch: str, thei
 
 def _push(store: Store, remote: str, branch: str) -> bool:
     """Push the branch; False when the remote moved meanwhile (fetch and merge again)."""
-    proc = git(store.root, "push", "--porcelain", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}",
+    proc = git(store.root, "push", "--porcelain", "--quiet", "--", remote, f"refs/heads/{branch}:refs/heads/{branch}",
                check=False)
     if proc.returncode == 0:
         return True
@@ -311,8 +322,9 @@ def clone(url: str, path: Path, *, hooks: bool = True) -> tuple[Store, list[Refu
         raise NoStore(f"{path} exists and is not empty\n- choose a new or empty folder for the clone")
     existed = path.exists()
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_url(url)
     git(path.parent, "clone", "--quiet", "--no-checkout", "-c", "core.symlinks=false", "--origin", DEFAULT_REMOTE,
-        url, str(path))
+        "--", url, str(path))
     try:
         return _set_up_clone(url, path, hooks=hooks)
     except BaseException:
@@ -348,7 +360,8 @@ def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Ref
     refused = []
     for rel, (oid, mode) in sync_merge.entries(tip.tree).items():
         data = repo[oid].data if mode != 0o160000 else b""  # type: ignore[attr-defined]
-        reason = None if rel in CLONE_ACCEPTS else sync_policy.refusal(rel, mode, data, replaces=False)
+        # A new clone takes the store's own settings as they are; everything else as a sync would.
+        reason = schema.refusal(rel, mode, data, remote=False)
         if reason:
             refused.append(Refusal(rel, reason))
     if refused:
