@@ -181,3 +181,59 @@ def test_init_inside_a_project_keeps_the_store_out_of_the_projects_repository(tm
     found = quipu("add", "-t", "Project memory", "found from a subfolder", cwd=project)
     assert found.returncode == 0, found.stderr
     assert "memories/" in git(project / ".quipu", "ls-tree", "-r", "--name-only", "HEAD")
+
+
+def _doctor(root: Path, *more: str) -> tuple[int, dict[str, dict[str, object]]]:
+    out = quipu("--store", str(root), "doctor", "--json", *more)
+    return out.returncode, {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+
+
+def test_doctor_names_a_stale_git_index_lock_and_repair_moves_it_aside(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    lock = store.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    os.utime(lock, (os.path.getmtime(lock) - 60, os.path.getmtime(lock) - 60))  # left by a killed `git add`
+    blocked = subprocess.run(["git", "-C", str(store.root), "add", "-A"], capture_output=True, text=True)
+    assert blocked.returncode != 0 and "index.lock" in blocked.stderr
+
+    code, checks = _doctor(store.root)
+    repo_check = checks["git repository"]
+    assert code == 1 and repo_check["ok"] is False and "stale git lock" in str(repo_check["summary"])
+    detail = " ".join(map(str, repo_check["details"]))  # type: ignore[call-overload]
+    assert str(lock) in detail and "no process holds it" in detail and f"rm -- {lock}" in detail
+
+    # A live process holding it (a `git commit -a` with its editor open) makes it not stale.
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("processes holding a file cannot be listed here (no /proc)")
+    holder = subprocess.Popen([sys.executable, "-c", f"f = open({str(lock)!r}); print('open', flush=True); "
+                               "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        code, checks = _doctor(store.root)
+        assert checks["git repository"]["ok"] is True and lock.exists()
+    finally:
+        holder.communicate("")
+
+    code, checks = _doctor(store.root, "--repair")
+    assert checks["git repository"]["ok"] is True and not lock.exists()
+    assert "stale index.lock moved aside" in " ".join(map(str, checks["git repository"]["details"]))  # type: ignore[call-overload]
+    assert list((store.root / ".git" / "quipu-damaged").rglob("index.lock"))
+    assert subprocess.run(["git", "-C", str(store.root), "add", "-A"]).returncode == 0
+
+
+def test_doctor_lists_committed_files_outside_the_stores_schema(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    (store.root / "notes").mkdir()
+    (store.root / "notes" / "todo.txt").write_text("not a memory\n")
+    (store.root / "skills" / "drafts" / "some-skill").mkdir(parents=True)
+    (store.root / "skills" / "drafts" / "some-skill" / "draft.json").write_text("not json\n")
+    git(store.root, "add", "-A")
+    git(store.root, "commit", "-qm", "by hand")
+    code, checks = _doctor(store.root)
+    tree = checks["store tree"]
+    assert code == 1 and tree["ok"] is False
+    details = "\n".join(map(str, tree["details"]))  # type: ignore[call-overload]
+    assert "notes/todo.txt: it is outside the store's schema" in details
+    assert "skills/drafts/some-skill/draft.json: it is not UTF-8 JSON" in details
+    with pytest.raises(Exception, match="outside the store's schema"):
+        store.commit({"notes/more.txt": b"x\n"}, "quipu: a path outside the schema", {"Quipu-Action": "add"})

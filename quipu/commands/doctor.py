@@ -1,4 +1,4 @@
-"""`quipu doctor`: the git repository's own health, schema errors, index freshness, hooks, size and
+"""`quipu doctor`: the git repository's own health (a stale git lock too), schema errors, index freshness, hooks, size and
 gc state; `quipu doctor --repair` mends what a crash or another tool left in the repository."""
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--repair", action="store_true",
                    help="mend what a crash or another tool left in the store's git repository (an empty branch "
-                   "ref, damaged objects, a corrupt git index); damaged files are moved aside, never deleted")
+                   "ref, damaged objects, a corrupt git index, a stale index.lock no process holds); damaged "
+                   "files are moved aside, never deleted")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -28,8 +29,9 @@ def run(args: argparse.Namespace) -> int:
     repaired = repair.repair(store.root) if args.repair else []
     findings = repair.diagnose(store.root)
     if findings:
-        only_unfinished = all(f.kind == "write" for f in findings)
-        summary = "a write did not finish" if only_unfinished else "damaged"
+        kinds = {f.kind for f in findings}
+        summary = ("a write did not finish" if kinds == {"write"} else
+                   "a stale git lock blocks git" if kinds == {"lock"} else "damaged")
         checks = [doctor.Check("git repository", False, f"{summary}; run `quipu doctor --repair`",
                                [f"{f.kind}: {f.detail}" for f in findings] + [f"repaired: {r}" for r in repaired])]
     else:

@@ -12,7 +12,10 @@ empty, an empty branch ref. Another tool can leave a corrupt ``.git/index``. Con
   committed memory once the write that was cut short is in it. A write that could not finish
   (its writer killed, or stopped by a full disk while git's index was written) leaves its journal:
   it is settled as the next write would settle it (the worktree and git's index brought in line
-  with the branch for its paths). Returns what it did.
+  with the branch for its paths). A stale git lock (``index.lock``, ``HEAD.lock``, the branch's
+  ``.lock``... that no live process holds: on Linux, no process has it open and no git process
+  works in the repository, and it is older than ``STALE_SECONDS``; elsewhere, older than
+  ``UNKNOWN_HOLDERS_SECONDS``) is a finding, and moved aside. Returns what it did.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ _BAD_OBJECT_FILE = re.compile(r"object file (\S+) is empty|(\S+/objects/[0-9a-f]
 
 
 class Finding(NamedTuple):
-    kind: str  # "ref", "index", "objects", "write"
+    kind: str  # "ref", "index", "objects", "write", "lock"
     detail: str
 
 
@@ -85,7 +88,66 @@ def diagnose(root: Path) -> list[Finding]:
     unfinished = _unfinished_write(gitdir)
     if unfinished:
         found.append(Finding("write", unfinished))
+    found += [Finding("lock", f"{lock} is stale ({why}); git commands in this store fail while it is there: "
+                              f"run `quipu doctor --repair`, or `rm -- {lock}`")
+              for lock, why in stale_locks(root)]
     return found
+
+
+# Lock files git leaves when it is killed; each blocks every later git command that needs it.
+_LOCKS = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock")
+STALE_SECONDS = 5.0  # a git command holds its lock for milliseconds; an editor in `git commit` is a live holder
+UNKNOWN_HOLDERS_SECONDS = 600.0  # where processes cannot be listed (no /proc), only an old lock is stale
+
+
+def _holders(lock: Path, root: Path, gitdir: Path) -> list[int] | None:
+    """Live processes that may hold ``lock``: those with it open, and git processes working in this
+    repository; None when processes cannot be listed here."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    places = (str(root.resolve()), str(gitdir.resolve()))
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+            cwd = os.readlink(entry / "cwd") if os.path.basename(argv0) == "git" else ""
+            if cwd and any(cwd == p or cwd.startswith(p + os.sep) for p in places):
+                out.append(int(entry.name))
+                continue
+            if any(os.readlink(fd) == str(lock) for fd in (entry / "fd").iterdir()):
+                out.append(int(entry.name))
+        except OSError:
+            continue  # gone, or another user's
+    return out
+
+
+def stale_locks(root: Path) -> list[tuple[Path, str]]:
+    """git lock files in the store's repository that no live process holds: (path, why)."""
+    from quipu.store import journal
+
+    gitdir = _gitdir(root)
+    branch = _branch_ref(gitdir)
+    names = [*_LOCKS, f"{branch}.lock"] if branch else list(_LOCKS)
+    writer = journal.unfinished_write(str(gitdir)) is None and (gitdir / journal.JOURNAL_NAME).exists()
+    out = []
+    for name in names:
+        lock = gitdir / name
+        try:
+            age = time.time() - lock.lstat().st_mtime
+        except OSError:
+            continue
+        holders = _holders(lock, root, gitdir)
+        if holders:
+            continue
+        if holders is None:
+            if age >= UNKNOWN_HOLDERS_SECONDS:
+                out.append((lock, f"it is {age:,.0f} s old"))
+        elif age >= STALE_SECONDS and not writer:
+            out.append((lock, f"it is {age:,.0f} s old and no process holds it"))
+    return out
 
 
 def _unfinished_write(gitdir: Path) -> str | None:
@@ -172,6 +234,9 @@ def repair(root: Path) -> list[str]:
             done.append(_repair_index(root, gitdir))
     if any(finding.kind == "write" for finding in diagnose(root)):
         done.append(_finish_write(root))
+    for lock, why in stale_locks(root):
+        _aside(gitdir, lock)
+        done.append(f"the stale {lock.name} moved aside into quipu-damaged/ ({why})")
     return done
 
 
