@@ -202,3 +202,22 @@ def test_a_folder_link_is_listed_and_a_memory_md_entry_with_a_secret_is_skipped(
     assert [e["status"] for e in report["entries"]] == ["imported", "imported"]
     assert [s["path"] for s in report["skipped"]] == [f"{index_md}:4"]
     assert "looks like it holds a secret" in report["skipped"][0]["reason"] and token not in out.stdout
+
+
+def test_a_folder_that_cannot_be_read_is_listed_and_the_rest_imported(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every folder, so an unreadable one cannot be made here")
+    folder = tmp_path / "notes"
+    (folder / "locked").mkdir(parents=True)
+    (folder / "kept.md").write_text("# Kept\n\nThe build cache lives in ~/.cache/build.\n")
+    (folder / "locked" / "hidden.md").write_text("# Hidden\n\nunreadable\n")
+    (folder / "locked").chmod(0)
+    try:
+        store = make_store(tmp_path / "store")
+        out = quipu("--store", str(store.root), "import", "markdown", str(folder), "--json")
+    finally:
+        (folder / "locked").chmod(0o755)
+    report = json.loads(out.stdout)
+    assert out.returncode == 4 and len(report["imported"]) == 1
+    assert [s["path"] for s in report["skipped"]] == ["locked"]
+    assert "cannot be read" in report["skipped"][0]["reason"]

@@ -127,10 +127,15 @@ def scan_folder(root: Path) -> Iterator[Note | Skipped]:
     """Every note under ``root``, in path order, as a Note or a Skipped."""
     found: list[Path] = []
     links: list[Path] = []
-    for base, dirs, files in os.walk(root):  # os.walk follows no symlinked folder
+    unreadable: list[OSError] = []
+    for base, dirs, files in os.walk(root, onerror=unreadable.append):  # os.walk follows no symlinked folder
         links.extend(Path(base) / d for d in dirs if not d.startswith(".") and os.path.islink(os.path.join(base, d)))
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(base, d)))
         found.extend(Path(base) / name for name in files if name.lower().endswith((".md", ".markdown")))
+    for error in unreadable:
+        where = Path(error.filename or root)
+        yield Skipped(where.relative_to(root).as_posix() if where != root else ".",
+                      f"a folder that cannot be read: {error.strerror or error}")
     for path in sorted(found + links):
         rel = path.relative_to(root).as_posix()
         if path in links:
