@@ -372,6 +372,7 @@ def test_a_profile_edited_on_both_machines_keeps_every_added_line_through_sync(t
     card = _cli(right, "profile", "show", "--json")
     entries = sorted(line["prefix"] for line in json.loads(card)["lines"])
     assert entries == ["Identity", "Preference", "Working style"]
+    assert "Merged profile.md line by line" in git(right.root, "log", "--merges", "--format=%B")
 
 
 def test_every_kind_of_file_from_a_remote_is_checked_as_untrusted_input(tmp_path: Path) -> None:

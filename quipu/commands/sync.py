@@ -17,10 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="share the store with a git remote: fetch, merge, push",
         description="Fetch the remote's branch, merge it into the store and push the result, holding the "
         "store's writer lock throughout (quipu writers here wait; nothing they write is lost); starts over "
-        "when the remote moved meanwhile. What came in is printed. Files the store's trust model forbids "
-        "(symbolic links, files outside memories/ and events/, settings) are refused and listed, and the "
-        "rest still merges. A memory edited on both sides keeps both texts: the newer edit stays at the id, "
-        "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts. "
+        "when the remote moved meanwhile. What came in is printed. Files outside the store's schema (symbolic "
+        "links, executables, paths quipu never writes, files that fail their kind's check, settings) are "
+        "refused and listed, and the rest still merges. A memory edited on both sides keeps both texts: the "
+        "newer edit stays at the id, the older becomes <id>-<hex>, superseded by it in an ordinary commit "
+        "that `quipu undo` reverts. The profile card edited on both sides is merged line by line. "
         "A remote whose branch was rewritten (force-pushed) is refused and nothing here changes. "
         "See docs/sync.md.",
     )

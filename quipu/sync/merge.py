@@ -32,6 +32,7 @@ class MergePlan(NamedTuple):
     touched: list[str]  # paths whose content differs from ours
     refused: list[Refusal]
     kept_both: list[KeptBoth]
+    merged: list[str]  # paths both sides changed whose versions were merged line by line
 
 
 def entries(tree: pygit2.Tree) -> dict[str, Entry]:
@@ -89,6 +90,7 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
     final: dict[str, Entry | None] = {}
     refused: list[Refusal] = []
     kept: list[KeptBoth] = []
+    line_merged: list[str] = []
 
     def incoming(path: str, entry: Entry | None) -> bool:
         """Take the remote's version of ``path`` if the policy allows it."""
@@ -120,6 +122,7 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
                 refused.append(Refusal(path, f"the two versions merged line by line are refused: {reason}"))
                 continue
             final[path] = (repo.create_blob(data), sync_policy.MODE_FILE)
+            line_merged.append(path)
         elif path.startswith("memories/") and mine[1] == remote[1] == sync_policy.MODE_FILE:
             reason = sync_policy.refusal(path, remote[1], repo[remote[0]].data, replaces=True)  # type: ignore[attr-defined]
             ours_newer = changed_at(repo, ours.id, theirs.id, path) >= changed_at(repo, theirs.id, ours.id, path)
@@ -144,4 +147,4 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
             index.add(pygit2.IndexEntry(path, want[0], pygit2.enums.FileMode(want[1])))
         if want != o_map.get(path):
             touched.append(path)
-    return MergePlan(index.write_tree(repo), touched, refused, kept)
+    return MergePlan(index.write_tree(repo), touched, refused, kept, line_merged)
