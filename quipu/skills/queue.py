@@ -9,6 +9,8 @@ folder Claude Code loads skills from, so nothing here reaches anyone's context):
 - ``skills/events/<name>/<stamp>-<action>.json``: each promotion and demotion, who and where.
 Every write is one commit (``Quipu-Action: skill-draft | skill-refuse | skill-promote |
 skill-demote``, ``Quipu-Skill: <name>``); files are only added, so ``quipu undo COMMIT`` reverts any.
+These folders are part of the store's schema (``quipu.store.schema``): they travel through
+``quipu clone`` and ``quipu sync``, checked as untrusted input, and stay inert where they arrive.
 """
 from __future__ import annotations
 
