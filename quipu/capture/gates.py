@@ -189,10 +189,10 @@ def gate_secret(c: Candidate) -> str | None:
 
 def gate_injection(c: Candidate) -> str | None:
     text = c.all_text()
-    if fence.neutralise(text) != text:
-        return "text that opens or closes quipu's fence tag (<quipu-...>)"
+    if fence.neutralise(text) != text:  # the fold the fence itself applies: look-alikes, invisibles, references
+        return "text that opens or closes quipu's fence tag (<quipu-...>, or anything that reads as one)"
     if fence.clean(text) != text:
-        return "control characters, terminal escape sequences or bidi overrides"
+        return "control characters, terminal escape sequences or invisible characters (bidi, zero-width, tags)"
     hit = _found(_INJECTION, text)
     return f"text that instructs the agent: {hit!r}" if hit else None
 
