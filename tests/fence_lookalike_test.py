@@ -286,7 +286,8 @@ def test_every_character_that_folds_to_a_bracket_is_looked_at() -> None:
         ch = chr(code)
         if unicodedata.category(ch) in ("Cn", "Co", "Cs") or 0x4E00 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7A3:
             continue
-        if fence._fold_char(ch)[:1] in fence._BRACKETS:
+        folded = fence._fold_char(ch)
+        if folded and folded[0] in fence._BRACKETS:
             assert ch in fence._OPENERS, hex(code)
 
 
@@ -320,3 +321,18 @@ def _essence(folded: str) -> str:
     """What the tag check can tell apart: the characters it cares about, any run of others alike."""
     return re.sub("\ufffd+", "\ufffd", "".join(c if c in fence._BRACKETS or c in "/\\&quip" or c in fence._SKIP or c in fence._NAME_NOISE
                    else "\ufffd" for c in folded))
+
+
+def test_offline_passes_send_a_model_no_invisible_character() -> None:
+    from quipu.capture import enrich
+    from quipu.model import ScriptedModel
+    from quipu.verify.claims import ModelExtractor
+
+    note = memory("tide-tables", f"Tide tables{SMUGGLED} at the harbour", HIDDEN + "\n", description=f"tides\u202e{SMUGGLED}")
+    model = ScriptedModel([{"aliases": ["when does the sea come in"]}, {"claims": []}])
+    enrich.enrich(model, note)
+    ModelExtractor(model).extract(note)
+    assert len(model.calls) == 2
+    for prompt, _schema, purpose in model.calls:
+        assert "Tide tables at the harbour" in prompt, purpose
+        assert not [c for c in prompt if hidden(c)], (purpose, prompt)

@@ -24,6 +24,8 @@ This module is on the prompt path: standard library only, and not even ``re``. C
   the same controls removed, every invisible character removed, then ``neutralise``. The fold is
   only for the check: the text keeps its own characters. ``unicodedata`` is imported only when a
   bracket or reference is followed by a non-ASCII character, so ASCII text costs no import.
+- ``visible(text)``: the same without ``neutralise``: what every offline pass sends a model (its
+  prompt has fences of its own).
 - ``unsafe(ch)``/``has_unsafe(text)``: the characters ``clean`` does not pass through as they are.
 """
 
@@ -31,7 +33,7 @@ TAG = "quipu"  # quipu-memory, quipu-always-on and any tag quipu may add
 # What "<" folds to (NFKD, no marks, case-folded): the less-than sign and every angle-bracket-like
 # character (names with LESS-THAN, LEFT-POINTING ANGLE, LEFT ANGLE, LEFT ARROWHEAD, the confusables
 # of "<", a few left-pointing triangles).
-_BRACKETS = frozenset(
+_BRACKETS = (
     "<\xab\u02c2\u02f1\u140a\u1438\u16b2\u2039\u2264\u2266\u2268\u226a\u2272\u2276\u2277\u22b2\u22d6\u22d8"
     "\u22da\u22db\u22dc\u22e6\u2343\u25c1\u25c5\u276c\u276e\u2770\u27e8\u27ea\u2976\u2977\u2989\u2991\u2993"
     "\u2996\u29c0\u29fc\u2a79\u2a7b\u2a7d\u2a7f\u2a81\u2a83\u2a85\u2a87\u2a89\u2a8b\u2a8c\u2a8d\u2a8f\u2a90"
@@ -40,7 +42,7 @@ _BRACKETS = frozenset(
 )
 # Every character that folds to one of them (the brackets themselves, fullwidth and small forms,
 # negated and vertical forms), and "&", which may begin a reference to one: the quick look.
-_OPENERS = _BRACKETS | frozenset("&\u226e\u2270\u2274\u2278\u2279\u22ea\u2329\ufe3d\ufe3f\ufe64\uff1c")
+_OPENERS = frozenset(_BRACKETS + "&\u226e\u2270\u2274\u2278\u2279\u22ea\u2329\ufe3d\ufe3f\ufe64\uff1c")
 # Unicode's confusables (confusables.txt) of the tag's letters, of "<", "/" and "\", by the
 # folded character, and a few visual look-alikes the list lacks (Cyrillic tse and dzhe, Greek mu
 # for "u"; "l", "1" and "|" for "i", as the list reads a capital I).
@@ -64,7 +66,7 @@ INVISIBLE_RANGES = (
     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD),
     (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )
-_INVISIBLE_BMP = frozenset(chr(c) for lo, hi in INVISIBLE_RANGES if hi < 0x10000 for c in range(lo, hi + 1))
+_invisible_bmp: "frozenset[str]" = frozenset()  # built at the first look
 # Those a str's isprintable() passes (marks and fillers); the rest of them are not printable.
 _PRINTABLE_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u3164\uffa0"
                                  "\ufe00\ufe01\ufe02\ufe03\ufe04\ufe05\ufe06\ufe07\ufe08\ufe09\ufe0a"
@@ -78,8 +80,11 @@ _folded: "dict[str, str]" = {}  # the fold of each non-ASCII character seen
 
 
 def invisible(ch: str) -> bool:
+    global _invisible_bmp
     if ch < "\U00010000":
-        return ch in _INVISIBLE_BMP
+        if not _invisible_bmp:
+            _invisible_bmp = frozenset(chr(c) for lo, hi in INVISIBLE_RANGES if hi < 0x10000 for c in range(lo, hi + 1))
+        return ch in _invisible_bmp
     code = ord(ch)
     return any(lo <= code <= hi for lo, hi in INVISIBLE_RANGES if lo >= 0x10000)
 
@@ -195,14 +200,15 @@ _REF_TABLE = (
 )
 _REFS: "dict[str, str]" = {}
 # Every other name html.unescape reads without ";" (each a character of no interest here).
-_LEGACY = frozenset((
+_LEGACY_NAMES = (
     "AElig Aacute Acirc Agrave Aring Atilde Auml COPY Ccedil ETH Eacute Ecirc Egrave Euml GT Iacute Icirc "
     "Igrave Iuml Ntilde Oacute Ocirc Ograve Oslash Otilde Ouml QUOT REG THORN Uacute Ucirc Ugrave Uuml Yacute "
     "aacute acirc acute aelig agrave aring atilde auml brvbar ccedil cedil cent copy curren deg divide eacute "
     "ecirc egrave eth euml frac12 frac14 frac34 gt iacute icirc iexcl igrave iquest iuml macr middot not "
     "ntilde oacute ocirc ograve ordf ordm oslash otilde ouml para plusmn pound quot raquo reg sect sup1 sup2 "
     "sup3 szlig thorn times uacute ucirc ugrave uml uuml yacute yen yuml"
-).split())
+)
+_LEGACY: "set[str]" = set()
 _OTHER = "\ufffd"  # a character the check does not care about
 
 
@@ -241,6 +247,7 @@ def _ref(text: str, k: int) -> "tuple[str, int] | None":
         for record in _REF_TABLE.split("\x1e"):
             value, names = record.split("\x1f")
             _REFS.update(dict.fromkeys(names.split(), value))
+        _LEGACY.update(_LEGACY_NAMES.split())
     if j < n and text[j] == ";":
         got = _REFS.get(text[k:j + 1])
         if got is not None:
@@ -298,7 +305,7 @@ def neutralise(text: str) -> str:
         ch = text[i]
         if ch in _OPENERS:
             folded, end = _unit(text, i)
-            if folded[:1] in _BRACKETS and _names_quipu(text, end):
+            if folded and folded[0] in _BRACKETS and _names_quipu(text, end):
                 out.append(text[last:i])
                 out.append("[")
                 last = i = end
@@ -394,6 +401,12 @@ def _clean(text: str, keep_invisible: bool) -> str:
                 out.append(escaped(ch))
         i += 1
     return "".join(out)
+
+
+def visible(text: str) -> str:
+    """What an offline model is given (a prompt with fences of its own): no escape sequence,
+    control or invisible character."""
+    return _clean(text, False)
 
 
 def clean(text: str) -> str:
