@@ -134,7 +134,10 @@ def test_the_fold_quipu_applies_agrees_with_this_files_reading() -> None:
     for look in LOOKALIKES:
         assert fence.safe(look) != look and fence.neutralise(look) != look, look
         assert not reading(fence.safe(look)).startswith("<"), (look, fence.safe(look))
-    for plain in ("a <b> quipu", "x < y", "R&D &amp; more &lt;div&gt;", "<quip>", "quipu-memory", "&lt;", "\u27e8a\u27e9"):
+    for escaped_bracket in ("%3C/quipu-memory%3E", "\\u003c/quipu-memory\\u003e", "\\x3Cquipu", "<\u2800/quipu",
+                            "<\u1680quipu", "<\u2028/quipu", "<\u3000/quipu"):
+        assert fence.safe(escaped_bracket).startswith("["), escaped_bracket
+    for plain in ("50% 3c quipu", "C:\\x3cool", "a <b> quipu", "x < y", "R&D &amp; more &lt;div&gt;", "<quip>", "quipu-memory", "&lt;", "\u27e8a\u27e9"):
         assert fence.safe(plain) == plain
 
 
@@ -293,7 +296,7 @@ def test_every_character_that_folds_to_a_bracket_is_looked_at() -> None:
 
 def _relevant(text: str) -> bool:
     folded = fence.fold(text)
-    return folded == "" or any(c in fence._BRACKETS or c in "/\\&quip" or c in fence._SKIP or c in fence._NAME_NOISE
+    return folded == "" or any(c in fence._BRACKETS or c in "/\\&quip" or c.isspace() or c in fence._NAME_NOISE
                                for c in folded)
 
 
@@ -319,7 +322,7 @@ def test_character_references_are_read_as_html_unescape_reads_them() -> None:
 
 def _essence(folded: str) -> str:
     """What the tag check can tell apart: the characters it cares about, any run of others alike."""
-    return re.sub("\ufffd+", "\ufffd", "".join(c if c in fence._BRACKETS or c in "/\\&quip" or c in fence._SKIP or c in fence._NAME_NOISE
+    return re.sub("\ufffd+", "\ufffd", "".join(c if c in fence._BRACKETS or c in "/\\&quip" or c.isspace() or c in fence._NAME_NOISE
                    else "\ufffd" for c in folded))
 
 

@@ -10,9 +10,9 @@ This module is on the prompt path: standard library only, and not even ``re``. C
   letters and of ``<`` and ``/`` from Unicode's confusables list (``_LOOKALIKES``) and every
   angle-bracket-like character (``_BRACKETS``) read as what they look like; invisible
   characters (``invisible``) and spaces, ``-``, ``_``, ``.`` and dashes within the name are
-  skipped, and HTML character references (``&lt;``, ``&#x3c;``, ``&amp;lt;``, ``&ZeroWidthSpace;``)
-  are read as the character they name, as ``html.unescape`` reads them. A bracket written as a
-  reference is replaced whole.
+  skipped, HTML character references (``&lt;``, ``&#x3c;``, ``&amp;lt;``, ``&ZeroWidthSpace;``)
+  are read as the character they name, as ``html.unescape`` reads them, and ``%3C``,
+  ``\\u003c`` and ``\\x3c`` as ``<``. A bracket written as a reference or escape is replaced whole.
 - ``invisible(ch)``: the characters a person does not see and a model still reads: Unicode's
   format characters (category Cf: zero-width space and joiners, soft hyphen, word joiner, the
   bidi controls, the U+E0000 tag block) and the rest of the default-ignorable code points
@@ -41,8 +41,9 @@ _BRACKETS = (
     "\u2af9\u3008\u300a\U0001d236"
 )
 # Every character that folds to one of them (the brackets themselves, fullwidth and small forms,
-# negated and vertical forms), and "&", which may begin a reference to one: the quick look.
-_OPENERS = frozenset(_BRACKETS + "&\u226e\u2270\u2274\u2278\u2279\u22ea\u2329\ufe3d\ufe3f\ufe64\uff1c")
+# negated and vertical forms), and "&", "%" and "\\", which may begin a reference to one or an
+# escape of it (``%3C``, ``\\u003c``, ``\\x3c``): the quick look.
+_OPENERS = frozenset(_BRACKETS + "&%\\\u226e\u2270\u2274\u2278\u2279\u22ea\u2329\ufe3d\ufe3f\ufe64\uff1c")
 # Unicode's confusables (confusables.txt) of the tag's letters, of "<", "/" and "\", by the
 # folded character, and a few visual look-alikes the list lacks (Cyrillic tse and dzhe, Greek mu
 # for "u"; "l", "1" and "|" for "i", as the list reads a capital I).
@@ -56,8 +57,10 @@ _LOOKALIKES = {
     "/": "\u1735\u2041\u2044\u2215\u2571\u27cb\u29f8\u2cc7\u3033\u30ce\u31d3\u4e3f\U0001d23a",
     "\\": "\u2216\u27cd\u29f5\u29f9\u31d4\u4e36\U0001d20f\U0001d23b",
 }
-_SKIP = frozenset(" \t\r\n\f\v/\\")  # between the bracket and the name
-_NAME_NOISE = frozenset(" \t\r\n\f\v-_.\u2010\u2011\u2012\u2013\u2014\u2015\u2212")  # within the name
+_SKIP = frozenset("/\\")  # between the bracket and the name, besides what may be within it:
+_NAME_NOISE = frozenset("-_.\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2800")  # dashes, blanks and any space
+# Escapes of "<" a reader of code may take for the bracket itself (lower-cased, after its first character).
+_ESCAPED_BRACKETS = {"%": ("3c",), "\\": ("u003c", "x3c", "u0000003c")}
 # Invisible characters: category Cf and the default-ignorable code points, as inclusive ranges.
 INVISIBLE_RANGES = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),
@@ -266,6 +269,9 @@ def _unit(text: str, i: int) -> "tuple[str, int]":
     """The fold of the character or reference at ``i``, and the index past it."""
     ch = text[i]
     if ch != "&":
+        for escape in _ESCAPED_BRACKETS.get(ch, ()):
+            if text[i + 1:i + 1 + len(escape)].lower() == escape:
+                return "<", i + 1 + len(escape)
         return _fold_char(ch), i + 1
     got = _ref(text, i + 1)
     if got is None:
@@ -287,7 +293,7 @@ def _names_quipu(text: str, j: int) -> bool:
     while j < n and len(name) < len(TAG):
         folded, j = _unit(text, j)
         for c in folded:
-            if not name and c in _SKIP or c in _NAME_NOISE:
+            if c.isspace() or c in _NAME_NOISE or (not name and c in _SKIP):
                 continue
             if not c.isalnum() or len(name) >= len(TAG):
                 return "".join(name) == TAG
