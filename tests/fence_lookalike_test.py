@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 
 from quipu.prompt import fence
@@ -139,6 +141,18 @@ def test_the_fold_quipu_applies_agrees_with_this_files_reading() -> None:
         assert fence.safe(escaped_bracket).startswith("["), escaped_bracket
     for plain in ("50% 3c quipu", "C:\\x3cool", "a <b> quipu", "x < y", "R&D &amp; more &lt;div&gt;", "<quip>", "quipu-memory", "&lt;", "\u27e8a\u27e9"):
         assert fence.safe(plain) == plain
+
+
+PIECES = [*BRACKETS, *SLASHES, *NAMES, *GAPS, *ENDS, "a", " ", "\n", "&", "&amp;", ";", "<b>", "é", "\u0338"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_any_mix_of_the_pieces_leaves_no_tag_and_safe_is_stable(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    out = fence.safe(text)
+    assert "<quipu" not in reading(out) and "</quipu" not in reading(out), (text, out)
+    assert fence.safe(out) == out and fence.neutralise(out) == out
 
 
 def test_no_lookalike_survives_the_prompt_hook(store: Store) -> None:
