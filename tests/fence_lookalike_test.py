@@ -269,7 +269,14 @@ def test_invisible_text_never_reaches_a_model_and_a_person_sees_it_escaped(tmp_p
         assert "tide-tables" in text and "Tide tables" in text
         assert not [c for c in text if c in RAW or hidden(c)], text
 
-    for args in (("show", "tide-tables"), ("list",), ("log",), ("search", "tide"), ("history", "show", "8e3f2a4b:0")):
+    from quipu.mcp.tools import Service
+
+    add_all(store, [memory("tide-tables-new", f"Tide tables{SMUGGLED} at the new harbour", HIDDEN + "\n")])
+    proposed = Service(explicit_store=str(store.root)).call(
+        "propose_supersession", {"old_id": "tide-tables", "new_id": "tide-tables-new", "reason": "the harbour moved"})
+    assert not proposed.is_error, proposed.text
+    for args in (("show", "tide-tables"), ("list",), ("log",), ("search", "tide"), ("history", "show", "8e3f2a4b:0"),
+                 ("review",)):
         shown = quipu(*args, env=env)
         assert shown.returncode == 0, shown.stderr
         assert not [c for c in shown.stdout if hidden(c)], (args, shown.stdout)
