@@ -16,14 +16,23 @@ from quipu.prompt import locate
 def print_json(value: Any) -> None:
     """``value`` as JSON: the exact text, with every character a terminal could act on escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    if fence.has_unsafe(text):  # C1 and bidi controls: json leaves them raw
-        text = "".join(f"\\u{ord(ch):04x}" if fence.unsafe(ch) else ch for ch in text)
+    if fence.has_unsafe(text):  # C1 controls and invisible characters: json leaves them raw
+        text = "".join(_json_escape(ch) if fence.unsafe(ch) else ch for ch in text)
     sys.stdout.write(text + "\n")
 
 
+def _json_escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON spells a character past the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 class CleanWriter:
-    """A text stream that drops escape sequences and control characters (``fence.clean``) from
-    everything written to it: stored text never drives the terminal the CLI prints to."""
+    """A text stream that drops escape sequences and control characters and shows invisible
+    characters escaped (``fence.clean``) in everything written to it: stored text never drives
+    the terminal the CLI prints to, nor hides from the person reading it."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream

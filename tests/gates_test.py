@@ -207,3 +207,12 @@ def test_random_tokens_without_a_known_shape_are_caught_by_entropy() -> None:
     tokens = ["".join(rng.choice(alphabet) for _ in range(43)) for _ in range(100)]  # like token_urlsafe(32)
     caught = sum(bool(secrets_scan.find_secrets(f"token {t}")) for t in tokens)
     assert caught >= 90
+
+
+@pytest.mark.parametrize("hidden", ["\u200b", "\u2060", "\xad", "\u202e", "\U000e0041", "\U000e0100", "\u034f"])
+def test_invisible_characters_are_refused_as_prompt_injection(hidden: str) -> None:
+    assert gate_of(f"The team deploys shop-api{hidden} through CI.") == "prompt-injection"
+
+
+def test_an_emoji_sequence_is_no_injection() -> None:
+    assert gate_of("The team marks a finished deploy with \U0001f469\u200d\U0001f4bb and \u2764\ufe0f in the channel.") is None

@@ -39,7 +39,7 @@ from quipu.capture.gates import Candidate
 from quipu.errors import FatalError
 from quipu.index import index
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError
-from quipu.prompt import transcript
+from quipu.prompt import fence, transcript
 from quipu.store import secrets_scan
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory, new_id, now_utc
@@ -295,7 +295,7 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
     if budget is not None and budget.max_chars is not None:
         max_chars = max(1_000, min(max_chars, budget.max_chars - PROMPT_OVERHEAD - len(json.dumps(CANDIDATE_SCHEMA))))
     already = _already_captured(store, session_id)
-    prompt = capture_prompt(session_text(turns, max_chars), already)
+    prompt = fence.visible(capture_prompt(session_text(turns, max_chars), already))
     report.chars_sent = len(prompt)
     try:
         answer = _metered(store, model, budget).complete(prompt, CANDIDATE_SCHEMA, purpose="capture")

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from quipu.model import Model
+from quipu.prompt import fence
 from quipu.store import secrets_scan
 from quipu.store.memory import Memory
 
@@ -103,6 +104,6 @@ def alias_prompt(memory: Memory) -> str:
 
 
 def enrich(model: Model, memory: Memory) -> Memory:
-    answer = model.complete(alias_prompt(memory), ALIAS_SCHEMA, purpose="enrich")
+    answer = model.complete(fence.visible(alias_prompt(memory)), ALIAS_SCHEMA, purpose="enrich")
     kept, _dropped = filter_aliases(answer["aliases"], memory.title, memory.description, memory.body, memory.aliases)
     return memory.with_changes(aliases=tuple(memory.aliases) + tuple(kept)) if kept else memory

@@ -187,12 +187,18 @@ def gate_secret(c: Candidate) -> str | None:
     return f"looks like a secret ({', '.join(sorted({s.kind for s in spans}))})" if spans else None
 
 
+# The joiner and presentation selectors of emoji sequences: invisible too (a model is given text
+# without them, a person sees them escaped), but no reason to refuse a note.
+_EMOJI_PARTS = dict.fromkeys(map(ord, "\u200d\ufe0e\ufe0f"))
+
+
 def gate_injection(c: Candidate) -> str | None:
     text = c.all_text()
-    if fence.neutralise(text) != text:
-        return "text that opens or closes quipu's fence tag (<quipu-...>)"
-    if fence.clean(text) != text:
-        return "control characters, terminal escape sequences or bidi overrides"
+    if fence.neutralise(text) != text:  # the fold the fence itself applies: look-alikes, invisibles, references
+        return "text that opens or closes quipu's fence tag (<quipu-...>, or anything that reads as one)"
+    plain = text.translate(_EMOJI_PARTS)
+    if fence.clean(plain) != plain:
+        return "control characters, terminal escape sequences or invisible characters (bidi, zero-width, tags)"
     hit = _found(_INJECTION, text)
     return f"text that instructs the agent: {hit!r}" if hit else None
 

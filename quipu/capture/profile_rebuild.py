@@ -23,6 +23,7 @@ from quipu.capture.profile import (
 from quipu.errors import FatalError
 from quipu.index import index
 from quipu.model import Model
+from quipu.prompt import fence
 from quipu.store.store import Store
 
 REBUILD_SCHEMA: dict[str, Any] = {
@@ -109,7 +110,8 @@ def propose_rebuild(store: Store, model: Model, *, limits: Limits | None = None)
     with card_lock(store):
         old = read_card(store, limits)
     memories, origins = rebuild_sources(store)
-    answer = model.complete(rebuild_prompt(old.limits, memories), REBUILD_SCHEMA, purpose="profile-rebuild")
+    answer = model.complete(fence.visible(rebuild_prompt(old.limits, memories)), REBUILD_SCHEMA,
+                            purpose="profile-rebuild")
     refused: list[tuple[str, str]] = []
     admitted: list[Line] = []
     for item in answer["lines"]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from quipu.curate import consistency
 from quipu.index import index
-from quipu.prompt import launch
+from quipu.prompt import fence, launch
 from quipu.curate import apply, candidates, deterministic
 from quipu.curate.corpus import Corpus, load
 from quipu.curate.ledger import Ledger, load_ledger
@@ -187,7 +187,7 @@ def _model_pass(store: Store, corpus: Corpus, ledger: Ledger, model: MeteredMode
         first, second = corpus.entries[pair.a], corpus.entries[pair.b]
         where = {"pair": [pair.a, pair.b]}
         try:
-            answer = model.complete(build_prompt(first.memory, second.memory), SCHEMA, purpose="curate")
+            answer = model.complete(fence.visible(build_prompt(first.memory, second.memory)), SCHEMA, purpose="curate")
             verdict = Verdict.create(answer, (pair.a, pair.b))
         except BudgetExceeded as exc:
             report.stopped = str(exc).split("\n", 1)[0]

@@ -43,9 +43,11 @@ ID_SCHEMA = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{2,63}$", "descript
 
 
 def defuse(text: str) -> str:
-    """``text`` made safe as the prompt hook makes it (``quipu.prompt.fence.safe``: no fence tag, no
-    terminal escapes), and the fence's name itself renamed (in any case or spacing), so stored
-    text can never open or close a fence."""
+    """``text`` made safe as the prompt hook makes it (``quipu.prompt.fence.safe``: no escape
+    sequence or invisible character, nothing that reads as a quipu tag however it is spelt:
+    look-alike letters and brackets, invisible characters inside, HTML references), and the
+    fence's name itself renamed (in any case or spacing), so stored text can never open or close
+    a fence."""
     from quipu.prompt import fence
 
     return _FENCE_TAG.sub("quipu_memory", fence.safe(text))

@@ -9,7 +9,8 @@ Contract:
   command, or anything that chooses what runs or where files go.
 - Every answer that carries text from the store is fenced exactly as the prompt hook fences its
   context (``inject.FENCE_OPEN`` ... ``inject.FENCE_CLOSE``), and the fence's tag cannot occur
-  inside it (it is defused), so stored text cannot close the fence. Every answer is bounded
+  inside it (it is defused: ``answers.defuse``), so stored text cannot close the fence; an
+  answer that is not fenced (a confirmation, an error) is defused too. Every answer is bounded
   (``MAX_ANSWER_CHARS``; search and history lists have smaller budgets of their own).
 - ``remember`` builds a ``gates.Candidate`` and runs every capture gate (secrets, prompt
   injection, declarative not imperative, no transient errors, ...); a refused memory commits
@@ -49,6 +50,7 @@ from quipu.mcp.answers import (
     Answer,
     Tool,
     cut_text,
+    defuse,
     fenced,
     object_schema,
 )
@@ -142,6 +144,8 @@ class Service:
         return found
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> Answer:
+        from quipu.prompt.inject import FENCE_OPEN
+
         tool = next((t for t in self.tools() if t.name == name), None)
         if tool is None:
             return Answer(f"no tool named {name!r}; the tools are: {', '.join(t.name for t in self.tools())}", True)
@@ -150,9 +154,12 @@ class Service:
         if problem:
             return Answer(f"{name}: invalid arguments: {problem}", True)
         try:
-            return tool.run(self, args)
+            answer = tool.run(self, args)
         except FatalError as exc:
-            return Answer(f"{name}: {exc}", True)
+            answer = Answer(f"{name}: {exc}", True)
+        if answer.text.startswith(FENCE_OPEN + "\n"):
+            return answer  # fenced: its body is defused already
+        return Answer(defuse(answer.text), answer.is_error)  # a title echoed, an error naming a file: no tag either
 
 
 def conversation_id(env: Mapping[str, str]) -> str | None:

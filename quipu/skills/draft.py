@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quipu.model import BudgetExceeded, InvalidAnswer, Model, ModelError, ModelUnavailable
+from quipu.prompt import fence
 from quipu.skills import gate, queue
 from quipu.skills.detect import Candidate
 from quipu.store.store import Store
@@ -95,7 +96,7 @@ def draft_one(store: Store, candidate: Candidate, model: Model, context: gate.Co
         commit = queue.write_refusal(store, "", None, _record(candidate, early, None))
         return Outcome(candidate.id, "", False, early, commit)
     try:
-        answer = model.complete(prompt_for(candidate), SCHEMA, purpose=PURPOSE)
+        answer = model.complete(fence.visible(prompt_for(candidate)), SCHEMA, purpose=PURPOSE)
     except InvalidAnswer as e:
         reasons = [f"the model's answer was unusable: {str(e).splitlines()[0]}"]
         commit = queue.write_refusal(store, "", None, _record(candidate, reasons, model_name))

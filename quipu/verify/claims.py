@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from quipu.prompt import fence
 from quipu.store.memory import Memory
 
 CACHE_NAME = "claims.sqlite"
@@ -169,7 +170,7 @@ class ModelExtractor:
         self.identity = f"model:{name}:v{EXTRACTION_VERSION}"
 
     def extract(self, memory: Memory) -> RawClaims:
-        answer = self.model.complete(build_prompt(memory), ANSWER_SCHEMA, purpose=self.purpose)
+        answer = self.model.complete(fence.visible(build_prompt(memory)), ANSWER_SCHEMA, purpose=self.purpose)
         claims = answer.get("claims")
         return list(claims) if isinstance(claims, list) else []
 
