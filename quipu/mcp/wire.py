@@ -1,0 +1,174 @@
+"""The wire between the SDK's stdio transport and the server: every frame is answered, and no
+answer is larger than a tool's.
+
+The SDK's stdio transport parses each line and hands the server an exception for a line it
+cannot parse, which the server drops: the client is left waiting. And the server sends whatever
+an error says, however long. ``serve`` sits between the two.
+
+Contract:
+- A line that is not JSON is answered with a JSON-RPC parse error (-32700, id null). JSON that
+  is not a JSON-RPC message is answered with an invalid-request error (-32600), with its id when
+  it has one that can be echoed (an integer, or a string of at most ``MAX_ID_CHARS`` characters),
+  else null. A request holding a string that is not Unicode text (a lone surrogate: JSON can
+  escape one, UTF-8 cannot carry it, and the SDK's parser refuses the whole line) is answered
+  with an invalid-params error (-32602) naming where the string is, never repeating it. A
+  notification or a response that cannot be read is dropped (JSON-RPC never answers those).
+  Nothing of a refused frame reaches the server, and the server keeps serving.
+- A request whose id is a string longer than ``MAX_ID_CHARS`` is refused the same way (its
+  answer would have to repeat it).
+- Every message the server sends is bounded by ``MAX_ANSWER_CHARS`` (the bound of a tool's
+  answer, ``quipu.mcp.answers``): an error's message is cut to it and its data dropped when the
+  two would exceed it; a tool result's text parts are cut to it in all. A string no UTF-8 can
+  carry has its lone surrogates replaced (U+FFFD), so every message can be written.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from quipu.mcp.answers import MAX_ANSWER_CHARS
+from quipu.mcp.tools import not_text
+
+MAX_ID_CHARS = 200
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_NOT_JSON = "Parse error: a line of input is not JSON\n- send one JSON-RPC 2.0 message per line, as UTF-8 JSON"
+_NOT_A_MESSAGE = "Invalid Request: {what}\n- send one JSON-RPC 2.0 request, notification or response per line"
+
+
+async def serve(server: Any, read: Any, write: Any, options: Any) -> None:
+    """``server.run`` between the transport's ``read`` and ``write`` streams and the two filters
+    of the contract; returns when the transport's input ends."""
+    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    replies = server_writes.clone()  # refusals go out the way the server's answers do
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_inbound, read, to_server, replies)
+        tg.start_soon(_outbound, from_server, write)
+        await server.run(server_reads, server_writes, options)
+
+
+async def _inbound(read: Any, to_server: MemoryObjectSendStream[SessionMessage | Exception],
+                   replies: MemoryObjectSendStream[SessionMessage]) -> None:
+    async with to_server, replies:
+        async for item in read:
+            refusal = refuse(item)
+            if refusal is not None:
+                await replies.send(SessionMessage(refusal))
+            elif not isinstance(item, Exception):
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await to_server.send(item)
+
+
+async def _outbound(from_server: MemoryObjectReceiveStream[SessionMessage], write: Any) -> None:
+    async with write:
+        async for item in from_server:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the client went away
+                await write.send(SessionMessage(bounded(item.message), item.metadata))
+
+
+def _error(request_id: Any, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def _echoable_id(frame: Any) -> int | str | None:
+    rid = frame.get("id") if isinstance(frame, dict) else None
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        return rid
+    if isinstance(rid, str) and len(rid) <= MAX_ID_CHARS and not _SURROGATES.search(rid):
+        return rid
+    return None
+
+
+def refuse(item: SessionMessage | Exception) -> types.JSONRPCError | None:
+    """The answer to a frame the server must not see (see the module contract), or None: the
+    frame goes on to the server (a message) or is dropped (an unreadable notification or
+    response)."""
+    if not isinstance(item, Exception):
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest) and isinstance(message.id, str) and len(message.id) > MAX_ID_CHARS:
+            return _error(None, types.INVALID_REQUEST, _NOT_A_MESSAGE.format(
+                what=f"a request id may be at most {MAX_ID_CHARS} characters long"))
+        return None
+    parsed, frame = _frame_of(item)
+    if not parsed:
+        return _error(None, types.PARSE_ERROR, _NOT_JSON)
+    if not isinstance(frame, dict):
+        what = ("a batch (an array); MCP takes one message per line" if isinstance(frame, list)
+                else "not a JSON object")
+        return _error(None, types.INVALID_REQUEST, _NOT_A_MESSAGE.format(what=what))
+    if "id" not in frame and "method" in frame:
+        return None  # a notification: nothing answers it
+    if "method" not in frame and ("result" in frame or "error" in frame):
+        return None  # a response: nothing answers it either
+    problem = not_text(frame, "")
+    if problem is not None and problem.startswith("params"):
+        return _error(_echoable_id(frame), types.INVALID_PARAMS, f"Invalid params: {problem}")
+    what = problem or "not a JSON-RPC 2.0 message (it needs \"jsonrpc\": \"2.0\", an id and a method)"
+    return _error(_echoable_id(frame), types.INVALID_REQUEST, _NOT_A_MESSAGE.format(what=what))
+
+
+def _frame_of(exc: Exception) -> tuple[bool, Any]:
+    """(whether the line was JSON, what it held, when known) from the transport's parse error."""
+    listed = getattr(exc, "errors", None)  # pydantic's ValidationError lists what failed, with the input
+    errors: list[dict[str, Any]] = listed() if callable(listed) else []
+    for error in errors:
+        if error.get("type") == "json_invalid" and isinstance(error.get("input"), str):
+            try:  # Python's parser takes what the SDK's refuses: lone surrogates, NaN
+                return True, json.loads(error["input"])
+            except (ValueError, RecursionError):
+                return False, None
+    for error in errors:  # a union member's error on the whole message carries it
+        loc = error.get("loc", ())
+        if len(loc) == 1 or (error.get("type") == "missing" and len(loc) == 2):
+            return True, error.get("input")
+    return bool(errors), None
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    note = f"\n[... {len(text) - limit + 60:,} characters cut]"
+    return text[: max(0, limit - 60)].rstrip() + note
+
+
+def bounded(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
+    """``message`` within the bound of the module contract, and writable as UTF-8."""
+    if isinstance(message, types.JSONRPCError):
+        error = message.error
+        text = _cut(error.message, MAX_ANSWER_CHARS)
+        data = error.data
+        if data is not None and len(text) + len(json.dumps(data, default=str)) > MAX_ANSWER_CHARS:
+            data = None
+        if text != error.message or data is not error.data:
+            message = types.JSONRPCError(jsonrpc="2.0", id=message.id,
+                                         error=types.ErrorData(code=error.code, message=text, data=data))
+    elif isinstance(message, types.JSONRPCResponse) and isinstance(message.result.get("content"), list):
+        room, content = MAX_ANSWER_CHARS, []
+        for part in message.result["content"]:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                part = {**part, "text": _cut(part["text"], room)}
+                room = max(0, room - len(part["text"]))
+            content.append(part)
+        message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={**message.result, "content": content})
+    try:
+        message.model_dump_json(by_alias=True, exclude_unset=True)
+    except ValueError:  # pydantic cannot write a lone surrogate
+        message = type(message).model_validate(_text_only(message.model_dump(by_alias=True, exclude_unset=True)))
+    return message
+
+
+def _text_only(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_text_only(k): _text_only(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_text_only(v) for v in value]
+    return value
