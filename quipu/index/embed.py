@@ -224,6 +224,7 @@ class Embedder:
         self.zipf_c = zipf_c
         self.weights = weights  # one weight per piece id, in place of the Zipf weight (quipu.index.vectors)
         self.dim = int(table.shape[1])
+        self.rows = int(table.shape[0])  # the vocabulary's size: one row per piece id
         self._table = table
         # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
         self._bulk: npt.NDArray[np.float32] | None = None

@@ -141,7 +141,7 @@ class Vectors:
         db = _connect(self.path)
         try:
             _prime(encoder.pieces, db, text.split())
-            weights = _weights(db, _table_rows(), encoder.pieces.text(text))
+            weights = _weights(db, encoder.rows, encoder.pieces.text(text))
         finally:
             db.close()
         return encoder.weighed(weights).one(text)  # the encoder itself is left as it is (it may be shared)
@@ -297,13 +297,6 @@ def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: 
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                    (("pieces_total", str(int(tally.sum()))), ("counted_memories", str(len(texts)))))
     return bag
-
-
-def _table_rows() -> int:
-    from quipu.index import embed
-
-    files = embed.locate()
-    return int(embed.load_table(files.weights).shape[0]) if files is not None else 0
 
 
 def _main_file(db: sqlite3.Connection) -> str:

@@ -242,12 +242,15 @@ def search_memory(service: Service, args: dict[str, Any]) -> Answer:
     cls, superseded = args.get("class"), args.get("include_superseded", False)
     filtered = cls is not None or not superseded
 
+    def keep(hit: deep.Hit) -> bool:
+        return (cls is None or hit.cls == cls) and (superseded or hit.status != "superseded")
+
     def read(db: sqlite3.Connection) -> tuple[list[Any], str, dict[str, float]]:
-        # Filters apply to the whole fused list (each gather brings at most GATHER), then the cut.
+        # Filters apply to the whole fused list (each gather brings at most GATHER), then the cut;
+        # only the hits shown get an excerpt.
         result = deep.search(db, query, limit=2 * deep.GATHER if filtered else limit,
-                             nearest=service.nearest(db))
-        hits = [h for h in result.hits
-                if (cls is None or h.cls == cls) and (superseded or h.status != "superseded")]
+                             nearest=service.nearest(db), keep=keep, excerpts=limit)
+        hits = result.hits
         ids = [h.id for h in hits[:limit]]
         marks = ", ".join("?" * len(ids))
         created = dict(db.execute(f"SELECT id, created_ts FROM memories WHERE id IN ({marks})", ids)) if ids else {}
