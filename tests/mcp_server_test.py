@@ -546,6 +546,8 @@ def test_every_frame_gets_an_answer_within_the_bound_and_the_server_keeps_servin
         (tool_call(9, ten_mb, {}), 9),
         (json.dumps({"jsonrpc": "2.0", "id": "i" * 10_000, "method": "ping"}), None),
         ('{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\ud800"}}', "no answer"),
+        ("   ", "no answer"),  # a blank line is no frame
+        ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', None),  # the SDK alone reads it as a notification
         (tool_call(11, "search_memory", {"query": "am I about to nuke production?"}), 11),
     ]
     answers = {}
@@ -559,13 +561,13 @@ def test_every_frame_gets_an_answer_within_the_bound_and_the_server_keeps_servin
     assert raw.close() == 0
 
     (surrogate, named, broken, not_text, batch, no_method, long_query, long_id, long_name, long_request_id,
-     search) = answers.values()  # the notification got none
+     null_id, search) = answers.values()  # the notification and the blank line got none
     assert surrogate["error"]["code"] == -32602
     assert "params.arguments.query is not Unicode text" in surrogate["error"]["message"]
     assert named["error"]["code"] == -32602 and "params.name is not Unicode text" in named["error"]["message"]
     for message in (broken, not_text):
         assert message["error"]["code"] == -32700 and message["id"] is None
-    for message in (batch, no_method, long_request_id):
+    for message in (batch, no_method, long_request_id, null_id):
         assert message["error"]["code"] == -32600
     for message in (long_query, long_id, long_name):
         [part] = message["result"]["content"]

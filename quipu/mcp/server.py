@@ -10,9 +10,9 @@ Contract:
   pool (not always the same one), so the event loop keeps answering (pings, cancellations)
   while git or SQLite work; everything a call keeps for the next is safe to use from another
   thread (``quipu.mcp.tools.Service``).
-- Between the transport and the server sits ``quipu.mcp.wire``: every frame is answered (a
-  parse error, an invalid request, a string that is not text), and every answer, errors
-  included, is bounded as a tool's answer is.
+- stdin is read by ``quipu.mcp.wire`` (stdout is the SDK's transport, through its filter):
+  every frame is answered (a parse error, an invalid request, a string that is not text), and
+  every answer, errors included, is bounded as a tool's answer is.
 - Nothing of the store, pygit2, SQLite or numpy is loaded before the first tool call.
 - numpy's OpenBLAS runs on one thread here (unless ``OPENBLAS_NUM_THREADS`` says otherwise): a
   search multiplies one query vector by the store's, where waking its threads costs more than
@@ -28,7 +28,6 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from quipu import __version__, output
 from quipu.mcp.answers import Answer, Tool
@@ -87,8 +86,7 @@ def build(service: Service) -> Server[Any]:
 
 async def _serve(service: Service) -> None:
     server = build(service)
-    async with stdio_server() as (read, write):
-        await wire.serve(server, read, write, server.create_initialization_options())
+    await wire.serve(server, server.create_initialization_options())
 
 
 def serve(explicit_store: str | None = None, cwd: str | None = None) -> int:

@@ -1,21 +1,25 @@
-"""The wire between the SDK's stdio transport and the server: every frame is answered, and no
-answer is larger than a tool's.
+"""The wire between stdin/stdout and the server: every frame is answered, and no answer is larger
+than a tool's.
 
-The SDK's stdio transport parses each line and hands the server an exception for a line it
-cannot parse, which the server drops: the client is left waiting. And the server sends whatever
-an error says, however long. ``serve`` sits between the two.
+The SDK's stdio transport hands the server an exception for a line it cannot parse, which the
+server drops, and reads a request whose id is null (or any id that is not a string or an
+integer) as a notification, which nothing answers: either way the client is left waiting. And
+the server sends whatever an error says, however long. So quipu reads stdin itself (fd 0 is
+pointed at the null device while it serves, as the SDK's transport does, so a child process
+never reads the wire) and leaves stdout to the SDK's transport, through the filter below.
 
 Contract:
+- One message per line, parsed by the SDK's own JSON-RPC model; a blank line is skipped.
 - A line that is not JSON is answered with a JSON-RPC parse error (-32700, id null). JSON that
-  is not a JSON-RPC message is answered with an invalid-request error (-32600), with its id when
-  it has one that can be echoed (an integer, or a string of at most ``MAX_ID_CHARS`` characters),
-  else null. A request holding a string that is not Unicode text (a lone surrogate: JSON can
-  escape one, UTF-8 cannot carry it, and the SDK's parser refuses the whole line) is answered
-  with an invalid-params error (-32602) naming where the string is, never repeating it. A
-  notification or a response that cannot be read is dropped (JSON-RPC never answers those).
-  Nothing of a refused frame reaches the server, and the server keeps serving.
-- A request whose id is a string longer than ``MAX_ID_CHARS`` is refused the same way (its
-  answer would have to repeat it).
+  is not a JSON-RPC message, or a request whose id is not a string or an integer, is answered
+  with an invalid-request error (-32600), with its id when it has one that can be echoed (an
+  integer, or a string of at most ``MAX_ID_CHARS`` characters), else null. A request holding a
+  string that is not Unicode text (a lone surrogate: JSON can escape one, UTF-8 cannot carry
+  it, and the SDK's parser refuses the whole line) is answered with an invalid-params error
+  (-32602) naming where the string is, never repeating it. A request whose id is a string
+  longer than ``MAX_ID_CHARS`` is refused too (its answer would repeat it). A notification or
+  a response that cannot be read is dropped (JSON-RPC answers neither). Nothing of a refused
+  line reaches the server, and the server keeps serving.
 - Every message the server sends is bounded by ``MAX_ANSWER_CHARS`` (the bound of a tool's
   answer, ``quipu.mcp.answers``): an error's message is cut to it and its data dropped when the
   two would exceed it; a tool result's text parts are cut to it in all. A string no UTF-8 can
@@ -24,9 +28,14 @@ Contract:
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import io
 import json
+import os
 import re
-from typing import Any
+import sys
+from collections.abc import Iterator
+from typing import Any, BinaryIO, cast
 
 import anyio
 import mcp_types as types
@@ -42,28 +51,70 @@ _NOT_JSON = "Parse error: a line of input is not JSON\n- send one JSON-RPC 2.0 m
 _NOT_A_MESSAGE = "Invalid Request: {what}\n- send one JSON-RPC 2.0 request, notification or response per line"
 
 
-async def serve(server: Any, read: Any, write: Any, options: Any) -> None:
-    """``server.run`` between the transport's ``read`` and ``write`` streams and the two filters
-    of the contract; returns when the transport's input ends."""
-    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](0)
-    replies = server_writes.clone()  # refusals go out the way the server's answers do
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_inbound, read, to_server, replies)
-        tg.start_soon(_outbound, from_server, write)
-        await server.run(server_reads, server_writes, options)
+async def serve(server: Any, options: Any) -> None:
+    """``server.run`` on this process's stdin and stdout, through the filters of the contract;
+    returns when stdin ends."""
+    from mcp.server.stdio import stdio_server
+
+    with _claimed_stdin() as wire_in:
+        lines = anyio.wrap_file(io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace"))
+        async with stdio_server(stdin=cast(Any, _NoInput())) as (_unused, write):
+            to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+            replies = server_writes.clone()  # refusals go out the way the server's answers do
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_inbound, lines, to_server, replies)
+                tg.start_soon(_outbound, from_server, write)
+                await server.run(server_reads, server_writes, options)
 
 
-async def _inbound(read: Any, to_server: MemoryObjectSendStream[SessionMessage | Exception],
+class _NoInput:
+    """What the SDK's transport reads in quipu's place: nothing (``_inbound`` reads the wire)."""
+
+    def __aiter__(self) -> _NoInput:
+        return self
+
+    async def __anext__(self) -> str:
+        raise StopAsyncIteration
+
+
+@contextlib.contextmanager
+def _claimed_stdin() -> Iterator[BinaryIO]:
+    """The wire's input, read through a private copy of fd 0 while fd 0 itself points at the null
+    device (restored on the way out); stdin as it is when fd 0 cannot be copied. The copy is
+    never closed: a worker thread may still be blocked reading it."""
+    try:
+        wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        yield sys.stdin.buffer
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield os.fdopen(wire, "rb", closefd=False)
+    finally:
+        os.dup2(wire, 0)
+
+
+async def _inbound(lines: Any, to_server: MemoryObjectSendStream[SessionMessage | Exception],
                    replies: MemoryObjectSendStream[SessionMessage]) -> None:
     async with to_server, replies:
-        async for item in read:
-            refusal = refuse(item)
+        async for line in lines:
+            if not line.strip():
+                continue
+            try:
+                message: types.JSONRPCMessage | None = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except ValueError:  # pydantic's ValidationError: not JSON, or not a message
+                message = None
+            refusal = refuse(line, message)
             if refusal is not None:
                 await replies.send(SessionMessage(refusal))
-            elif not isinstance(item, Exception):
+            elif message is not None:
                 with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await to_server.send(item)
+                    await to_server.send(SessionMessage(message))
 
 
 async def _outbound(from_server: MemoryObjectReceiveStream[SessionMessage], write: Any) -> None:
@@ -79,56 +130,41 @@ def _error(request_id: Any, code: int, message: str) -> types.JSONRPCError:
 
 def _echoable_id(frame: Any) -> int | str | None:
     rid = frame.get("id") if isinstance(frame, dict) else None
-    if isinstance(rid, int) and not isinstance(rid, bool):
+    if isinstance(rid, int) and not isinstance(rid, bool) and abs(rid) < 2**63:
         return rid
     if isinstance(rid, str) and len(rid) <= MAX_ID_CHARS and not _SURROGATES.search(rid):
         return rid
     return None
 
 
-def refuse(item: SessionMessage | Exception) -> types.JSONRPCError | None:
-    """The answer to a frame the server must not see (see the module contract), or None: the
-    frame goes on to the server (a message) or is dropped (an unreadable notification or
-    response)."""
-    if not isinstance(item, Exception):
-        message = item.message
-        if isinstance(message, types.JSONRPCRequest) and isinstance(message.id, str) and len(message.id) > MAX_ID_CHARS:
-            return _error(None, types.INVALID_REQUEST, _NOT_A_MESSAGE.format(
-                what=f"a request id may be at most {MAX_ID_CHARS} characters long"))
+def refuse(line: str, message: types.JSONRPCMessage | None) -> types.JSONRPCError | None:
+    """The answer to a line the server must not see (see the module contract), or None: the
+    line goes on to the server as ``message``, or is dropped (an unreadable notification or
+    response). ``message``: the line as the SDK's model reads it, None when it cannot."""
+    if isinstance(message, types.JSONRPCRequest) and isinstance(message.id, str) and len(message.id) > MAX_ID_CHARS:
+        return _error(None, types.INVALID_REQUEST, _NOT_A_MESSAGE.format(
+            what=f"a request id may be at most {MAX_ID_CHARS} characters long"))
+    if message is not None and not (isinstance(message, types.JSONRPCNotification) and '"id"' in line):
         return None
-    parsed, frame = _frame_of(item)
-    if not parsed:
+    try:  # Python's parser takes what the SDK's refuses (lone surrogates, NaN)
+        frame = json.loads(line)
+    except (ValueError, RecursionError):
         return _error(None, types.PARSE_ERROR, _NOT_JSON)
     if not isinstance(frame, dict):
-        what = ("a batch (an array); MCP takes one message per line" if isinstance(frame, list)
-                else "not a JSON object")
+        what = "a batch (an array); MCP takes one message per line" if isinstance(frame, list) else "not a JSON object"
         return _error(None, types.INVALID_REQUEST, _NOT_A_MESSAGE.format(what=what))
     if "id" not in frame and "method" in frame:
         return None  # a notification: nothing answers it
     if "method" not in frame and ("result" in frame or "error" in frame):
         return None  # a response: nothing answers it either
+    if message is not None or not isinstance(frame.get("id"), (int, str)) or isinstance(frame["id"], bool):
+        return _error(None, types.INVALID_REQUEST, _NOT_A_MESSAGE.format(
+            what="a request id must be a string or an integer"))
     problem = not_text(frame, "")
     if problem is not None and problem.startswith("params"):
         return _error(_echoable_id(frame), types.INVALID_PARAMS, f"Invalid params: {problem}")
     what = problem or "not a JSON-RPC 2.0 message (it needs \"jsonrpc\": \"2.0\", an id and a method)"
     return _error(_echoable_id(frame), types.INVALID_REQUEST, _NOT_A_MESSAGE.format(what=what))
-
-
-def _frame_of(exc: Exception) -> tuple[bool, Any]:
-    """(whether the line was JSON, what it held, when known) from the transport's parse error."""
-    listed = getattr(exc, "errors", None)  # pydantic's ValidationError lists what failed, with the input
-    errors: list[dict[str, Any]] = listed() if callable(listed) else []
-    for error in errors:
-        if error.get("type") == "json_invalid" and isinstance(error.get("input"), str):
-            try:  # Python's parser takes what the SDK's refuses: lone surrogates, NaN
-                return True, json.loads(error["input"])
-            except (ValueError, RecursionError):
-                return False, None
-    for error in errors:  # a union member's error on the whole message carries it
-        loc = error.get("loc", ())
-        if len(loc) == 1 or (error.get("type") == "missing" and len(loc) == 2):
-            return True, error.get("input")
-    return bool(errors), None
 
 
 def _cut(text: str, limit: int) -> str:
