@@ -595,5 +595,10 @@ def test_the_wire_bounds_every_message_and_writes_what_utf8_cannot_carry() -> No
     assert sum(map(len, texts)) <= MAX_ANSWER_CHARS and texts[0] == "a" * 9_000
     assert "\ud800" not in texts[1] and texts[1].startswith("b\ufffdb\ufffd")
     result.model_dump_json()  # writable
-    small = types.JSONRPCResponse(jsonrpc="2.0", id=3, result={"tools": []})
-    assert wire.bounded(small) is small
+    three = wire.bounded(types.JSONRPCResponse(jsonrpc="2.0", id=3, result={"content": [
+        {"type": "text", "text": "c" * 12_000}, {"type": "text", "text": "d" * 50}, {"type": "text", "text": "e"}]}))
+    assert isinstance(three, types.JSONRPCResponse)
+    assert sum(len(p["text"]) for p in three.result["content"]) <= MAX_ANSWER_CHARS
+    for small in (types.JSONRPCResponse(jsonrpc="2.0", id=4, result={"tools": []}),
+                  types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"content": [{"type": "text", "text": "ok"}]})):
+        assert wire.bounded(small) is small

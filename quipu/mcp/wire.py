@@ -168,10 +168,12 @@ def refuse(line: str, message: types.JSONRPCMessage | None) -> types.JSONRPCErro
 
 
 def _cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, saying how much was cut when there is room to."""
     if len(text) <= limit:
         return text
-    note = f"\n[... {len(text) - limit + 60:,} characters cut]"
-    return text[: max(0, limit - 60)].rstrip() + note
+    kept = max(0, limit - 40)
+    out = f"{text[:kept].rstrip()}\n[... {len(text) - kept:,} characters cut]"
+    return out if len(out) <= limit else text[:limit]
 
 
 def bounded(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
@@ -192,7 +194,8 @@ def bounded(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
                 part = {**part, "text": _cut(part["text"], room)}
                 room = max(0, room - len(part["text"]))
             content.append(part)
-        message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={**message.result, "content": content})
+        if content != message.result["content"]:
+            message = types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={**message.result, "content": content})
     try:
         message.model_dump_json(by_alias=True, exclude_unset=True)
     except ValueError:  # pydantic cannot write a lone surrogate
