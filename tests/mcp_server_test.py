@@ -602,3 +602,19 @@ def test_the_wire_bounds_every_message_and_writes_what_utf8_cannot_carry() -> No
     for small in (types.JSONRPCResponse(jsonrpc="2.0", id=4, result={"tools": []}),
                   types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"content": [{"type": "text", "text": "ok"}]})):
         assert wire.bounded(small) is small
+
+
+def test_the_service_refuses_strings_that_are_not_text_and_never_repeats_a_long_value(shop: Store) -> None:
+    before = head(shop)
+    service = Service(explicit_store=str(shop.root))
+    surrogate = service.call("remember", {"title": "Tugs", "class": "reference", "body": "Tugs \udc00 assist.",
+                                          "topics": ["harbour"]})
+    long_topic = service.call("remember", {"title": "Tugs", "class": "reference", "body": "Tugs assist ships.",
+                                           "topics": ["t" * 1_000_000]})
+    service.close()
+
+    assert surrogate.is_error and "arguments.body is not Unicode text" in surrogate.text
+    surrogate.text.encode("utf-8")  # the answer itself is text
+    assert long_topic.is_error and "topics.0: the value (1,000,000 characters) is too long" in long_topic.text
+    assert len(long_topic.text) < 300
+    assert head(shop) == before  # nothing was committed

@@ -193,12 +193,17 @@ def not_text(value: Any, where: str = "arguments") -> str | None:
         return f"{where} is not Unicode text: it holds a lone surrogate ({ascii(found.group())}); send valid UTF-8 text"
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
-        shown = key if isinstance(key, int) or (len(key) <= 80 and key.isprintable() and key.isascii()) else cut_text(ascii(key), 80)
         problem = ((not_text(key, f"a key of {where or 'the message'}") if isinstance(key, str) else None)
-                   or not_text(item, f"{where}.{shown}" if where else str(shown)))
+                   or not_text(item, f"{where}.{_shown(key)}" if where else _shown(key)))
         if problem:
             return problem
     return None
+
+
+def _shown(key: str | int) -> str:
+    """A key or index as an error names it: as it is when short and plain, else cut and escaped."""
+    plain = isinstance(key, int) or (len(key) <= 80 and key.isascii() and key.isprintable())
+    return str(key) if plain else cut_text(ascii(key), 80)
 
 
 def _invalid(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
