@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import select
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -402,3 +404,217 @@ def test_twenty_servers_remembering_at_once_lose_nothing(shop: Store, params: St
     titles = {r["title"] for r in index.rows(shop, "SELECT title FROM memories WHERE origin = 'assistant'")}
     assert titles == {f"Harbour berth {n} depth" for n in range(20)}
     assert git(shop.root, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------ threads, frames and bounds
+
+# Real English words, none of them in the example store's vocabulary cache before they are asked:
+# each one makes the kept encoder read new word pieces.
+NEW_WORDS = """
+abandon ability absence academy accident account acquire address adjust advance adventure advice
+afford agenda agriculture airport alarm album alcohol alliance almond alphabet amateur ambition
+ancestor anchor angle animal ankle annual answer anthem apology appetite applause apricot april
+arch archive arena argument armour arrow artist aspect assembly asthma athlete atlas attic auction
+audience autumn avenue avocado awkward bachelor badge bakery balcony ballet bamboo banana bandage
+banner barley barrel basket battery beacon beard beetle bicycle biscuit blanket blossom bonfire
+border bottle boulder bracelet branch breeze brick bridge brother bubble bucket budget buffalo
+bundle burden butter cabbage cabin cactus camera canal candle canyon captain carbon carpet carrot
+castle cathedral cattle cellar cement cereal chamber champion chapter charcoal cheese cherry
+chimney chocolate circus citizen clarinet climate clover coconut coffee collar comet compass
+concert copper coral cottage cotton cousin coyote cradle crayon cricket crystal cucumber cushion
+dairy dancer daughter desert diamond dinosaur dolphin donkey dragon drawer dungeon eagle earthquake
+eclipse elbow elephant embassy emerald engine envelope falcon feather festival fiddle fireplace
+flamingo forest fountain fossil galaxy garden garlic giraffe glacier goblet gorilla granite
+grocery guitar hammock harvest hazelnut helmet hermit honey horizon hurricane iceberg island
+jacket jaguar jasmine jelly jungle kangaroo kettle kitchen ladder lantern lemon leopard library
+lobster lullaby magnet mango marble meadow melody mirror monastery mosquito mountain mushroom
+""".split()
+
+
+def test_two_hundred_new_words_searched_at_once_on_a_warm_server_all_answer_as_one_at_a_time(
+        shop: Store, params: StdioServerParameters) -> None:
+    """Each call runs on one of the server's worker threads: what the first search kept (the
+    encoder's word-piece connection, the vectors, the index, the git repository) serves the others."""
+    if vectors.encoder(shop.cache_dir) is None:
+        pytest.skip("the static embedding (wordllama) is not installed: the kept encoder is what threads share")
+    words = list(dict.fromkeys(NEW_WORDS))[:200]
+    assert len(words) == 200
+
+    def queries(offset: int) -> list[str]:  # a word alone, and with the store's own words
+        return [w if n % 2 else f"{w} deploy {words[(n + offset) % len(words)]}" for n, w in enumerate(words)]
+
+    async def at_once(client: Client, asked: list[str]) -> list[tuple[bool, str]]:
+        async def one(query: str) -> tuple[bool, str]:
+            result = await client.call_tool("search_memory", {"query": query, "limit": 5})
+            return bool(result.is_error), result.content[0].text
+
+        out: list[tuple[bool, str]] = []
+        for start in range(0, len(asked), 8):  # eight requests in flight at a time
+            out += await asyncio.gather(*(one(q) for q in asked[start:start + 8]))
+        return out
+
+    async def conversation(client: Client) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:
+        await client.call_tool("search_memory", {"query": "deploy shop-api"})  # warm: meaning search loads
+        concurrent = await at_once(client, queries(1))
+        one_by_one = [(bool(r.is_error), r.content[0].text)
+                      for r in [await client.call_tool("search_memory", {"query": q, "limit": 5}) for q in queries(7)]]
+        return concurrent, one_by_one
+
+    concurrent, later = talk(params, conversation)
+
+    failed = [text for error, text in concurrent + later if error]
+    assert failed == []
+    for (_, text), query in zip(concurrent, queries(1), strict=True):
+        assert text.startswith(FENCE_OPEN) or text.startswith("No memory matches"), (query, text[:300])
+    # The same queries asked one at a time on a fresh server give the same answers.
+    fresh = call(params, *[("search_memory", {"query": q, "limit": 5}) for q in queries(1)[:40]])
+    assert fresh == concurrent[:40]
+
+
+def test_one_service_called_from_eight_threads_answers_every_call(shop: Store) -> None:
+    """The service itself is safe to share: searches, whole memories and a remembered note from
+    eight threads, none failing, each answer the one a single thread gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = [("search_memory", {"query": f"{w} postgres", "limit": 3}) for w in NEW_WORDS[:60]]
+    calls += [("get_memory", {"id": m.id}) for m in example_memories()] * 3
+    one_thread = Service(explicit_store=str(shop.root))
+    alone = [one_thread.call(name, args).text for name, args in calls]
+    one_thread.close()
+    calls.append(("remember", {"title": "Harbour tugs", "class": "reference",
+                               "body": "Two tugs assist every ship above 200 metres in the harbour."}))
+    service = Service(explicit_store=str(shop.root))  # used by the pool's threads alone
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda c: service.call(*c), calls))
+    service.close()
+
+    assert [a.text for a in answers if a.is_error] == []
+    assert [a.text for a in answers[:-1]] == alone
+    assert answers[-1].text.startswith("Remembered ")
+
+
+class Raw:
+    """The real server over a pipe, spoken to in raw JSON-RPC lines (what the SDK's client cannot
+    send: lone surrogates, broken frames)."""
+
+    def __init__(self, params: StdioServerParameters) -> None:
+        self.proc = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=params.env, cwd=params.cwd)
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert self.answer()[0]["result"]["serverInfo"]["name"] == "quipu"
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def send(self, line: str | bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self) -> tuple[dict[str, Any], int]:
+        """The next line the server writes, parsed, and its length; a server that never answers
+        fails the test instead of hanging it."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 120)
+        assert ready, "the server did not answer"
+        line = self.proc.stdout.readline()
+        assert line, "the server ended"
+        return json.loads(line), len(line)
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(60)
+
+
+def tool_call(request_id: int, name: str, arguments: dict[str, Any]) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments}})
+
+
+def test_every_frame_gets_an_answer_within_the_bound_and_the_server_keeps_serving(params: StdioServerParameters) -> None:
+    raw = Raw(params)
+    ten_mb = "harbour " * 1_250_000
+    asked: list[tuple[str | bytes, Any]] = [
+        (tool_call(1, "search_memory", {"query": "deploy"}).replace('"deploy"', '"deploy \\ud800"'), 1),
+        (tool_call(2, "search_memory", {"query": "x"}).replace('"search_memory"', '"search\\udc00"'), 2),
+        ('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {bad json', None),
+        (b'\xff\xfe\x00 not even text', None),
+        ("[1, 2, 3]", None),
+        ('{"jsonrpc": "2.0", "id": 6, "params": {}}', 6),
+        (tool_call(7, "search_memory", {"query": ten_mb}), 7),
+        (tool_call(8, "get_memory", {"id": ten_mb}), 8),
+        (tool_call(9, ten_mb, {}), 9),
+        (json.dumps({"jsonrpc": "2.0", "id": "i" * 10_000, "method": "ping"}), None),
+        ('{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\ud800"}}', "no answer"),
+        ("   ", "no answer"),  # a blank line is no frame
+        ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', None),  # the SDK alone reads it as a notification
+        (tool_call(11, "search_memory", {"query": "am I about to nuke production?"}), 11),
+    ]
+    answers = {}
+    for line, request_id in asked:
+        raw.send(line)
+        if request_id != "no answer":
+            message, size = raw.answer()
+            assert message["id"] == request_id, message
+            assert size < MAX_ANSWER_CHARS + 1_000  # the whole line: the answer's text and JSON-RPC's frame
+            answers[line if isinstance(line, str) else line.decode("latin-1")] = message
+    assert raw.close() == 0
+
+    (surrogate, named, broken, not_text, batch, no_method, long_query, long_id, long_name, long_request_id,
+     null_id, search) = answers.values()  # the notification and the blank line got none
+    assert surrogate["error"]["code"] == -32602
+    assert "params.arguments.query is not Unicode text" in surrogate["error"]["message"]
+    assert named["error"]["code"] == -32602 and "params.name is not Unicode text" in named["error"]["message"]
+    for message in (broken, not_text):
+        assert message["error"]["code"] == -32700 and message["id"] is None
+    for message in (batch, no_method, long_request_id, null_id):
+        assert message["error"]["code"] == -32600
+    for message in (long_query, long_id, long_name):
+        [part] = message["result"]["content"]
+        assert message["result"]["isError"] is True and len(part["text"]) <= MAX_ANSWER_CHARS
+    assert "query: the value (10,000,000 characters) is too long" in long_query["result"]["content"][0]["text"]
+    assert "id: the value (10,000,000 characters) does not match" in long_id["result"]["content"][0]["text"]
+    assert "harbour harbour" not in long_query["result"]["content"][0]["text"]  # the value is not echoed
+    assert "[1] Production deploy accident" in body_of(search["result"]["content"][0]["text"])
+
+
+def test_the_wire_bounds_every_message_and_writes_what_utf8_cannot_carry() -> None:
+    import mcp_types as types
+
+    from quipu.mcp import wire
+
+    error = wire.bounded(types.JSONRPCError(jsonrpc="2.0", id=1, error=types.ErrorData(
+        code=0, message="boom " * 2_000_000, data={"echo": "x" * 1_000_000})))
+    assert isinstance(error, types.JSONRPCError)
+    assert len(error.error.message) <= MAX_ANSWER_CHARS and error.error.data is None
+    assert error.error.message.endswith("characters cut]")
+    result = wire.bounded(types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"content": [
+        {"type": "text", "text": "a" * 9_000}, {"type": "text", "text": "b\ud800" * 9_000}], "isError": True}))
+    assert isinstance(result, types.JSONRPCResponse)
+    texts = [p["text"] for p in result.result["content"]]
+    assert sum(map(len, texts)) <= MAX_ANSWER_CHARS and texts[0] == "a" * 9_000
+    assert "\ud800" not in texts[1] and texts[1].startswith("b\ufffdb\ufffd")
+    result.model_dump_json()  # writable
+    three = wire.bounded(types.JSONRPCResponse(jsonrpc="2.0", id=3, result={"content": [
+        {"type": "text", "text": "c" * 12_000}, {"type": "text", "text": "d" * 50}, {"type": "text", "text": "e"}]}))
+    assert isinstance(three, types.JSONRPCResponse)
+    assert sum(len(p["text"]) for p in three.result["content"]) <= MAX_ANSWER_CHARS
+    for small in (types.JSONRPCResponse(jsonrpc="2.0", id=4, result={"tools": []}),
+                  types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"content": [{"type": "text", "text": "ok"}]})):
+        assert wire.bounded(small) is small
+
+
+def test_the_service_refuses_strings_that_are_not_text_and_never_repeats_a_long_value(shop: Store) -> None:
+    before = head(shop)
+    service = Service(explicit_store=str(shop.root))
+    surrogate = service.call("remember", {"title": "Tugs", "class": "reference", "body": "Tugs \udc00 assist.",
+                                          "topics": ["harbour"]})
+    long_topic = service.call("remember", {"title": "Tugs", "class": "reference", "body": "Tugs assist ships.",
+                                           "topics": ["t" * 1_000_000]})
+    service.close()
+
+    assert surrogate.is_error and "arguments.body is not Unicode text" in surrogate.text
+    surrogate.text.encode("utf-8")  # the answer itself is text
+    assert long_topic.is_error and "topics.0: the value (1,000,000 characters) is too long" in long_topic.text
+    assert len(long_topic.text) < 300
+    assert head(shop) == before  # nothing was committed

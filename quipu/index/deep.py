@@ -221,9 +221,12 @@ def label_factor(status: str, labels: Sequence[str]) -> float:
 
 
 def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = None,
-           now: float | None = None) -> Deep:
+           now: float | None = None, keep: Callable[[Hit], bool] | None = None,
+           excerpts: int | None = None) -> Deep:
     """The deep list for ``query`` on the index ``db``; ``nearest`` runs meaning search (None:
-    words only)."""
+    words only). ``keep``: only the hits it accepts are listed (a filter over the whole list,
+    before the cut to ``limit``); ``excerpts``: only the first that many hits get an excerpt
+    (default: every hit)."""
     result = Deep(query=query)
     terms = [t.text for t in extract_terms(query)]
     result.terms = terms
@@ -264,9 +267,10 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
                         (score if likely is None else likely) * lf * af, score,
                         lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af, likely, thread_of))
     hits.sort(key=lambda h: (-h.score, h.lexical_rank or GATHER + 1, h.id))
-    hits = _successors_first(hits)[:limit]
+    hits = [h for h in _successors_first(hits) if keep is None or keep(h)][:limit]
     stems = [s for s in (fts_term(t) for t in terms) if s]
-    result.hits = [_with_snippet(h, rows[h.id][-1], stems) for h in hits]
+    shown = len(hits) if excerpts is None else excerpts
+    result.hits = [_with_snippet(h, rows[h.id][-1], stems) if n < shown else h for n, h in enumerate(hits)]
     return result
 
 

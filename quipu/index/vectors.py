@@ -82,7 +82,8 @@ Matrix = npt.NDArray[np.float32]
 
 
 class Vectors:
-    """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync went."""
+    """Every memory's vector (rows in ``ids`` order, read on first use), and how the last sync
+    went. Not guarded: a keeper shared by threads reads it under its own lock (``quipu.mcp.meaning``)."""
 
     def __init__(self, path: Path, model: str, embedded: int, removed: int, generation: str = "") -> None:
         self.path = path
@@ -140,10 +141,10 @@ class Vectors:
         db = _connect(self.path)
         try:
             _prime(encoder.pieces, db, text.split())
-            encoder.weights = _weights(db, _table_rows(), encoder.pieces.text(text))
+            weights = _weights(db, encoder.rows, encoder.pieces.text(text))
         finally:
             db.close()
-        return encoder.one(text)
+        return encoder.weighed(weights).one(text)  # the encoder itself is left as it is (it may be shared)
 
 
 def memory_text(title: str, aliases: str, tags: str, description: str, body: str) -> str:
@@ -241,8 +242,7 @@ def _index_mark(index_db: sqlite3.Connection) -> str:
 
 
 def _meta_int(db: sqlite3.Connection, key: str) -> int:
-    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+    return int(value) if (value := _meta_text(db, key)).isdigit() else 0
 
 
 def _weights(db: sqlite3.Connection, size: int, only: Sequence[int] | None = None) -> npt.NDArray[np.float32]:
@@ -297,13 +297,6 @@ def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: 
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                    (("pieces_total", str(int(tally.sum()))), ("counted_memories", str(len(texts)))))
     return bag
-
-
-def _table_rows() -> int:
-    from quipu.index import embed
-
-    files = embed.locate()
-    return int(embed.load_table(files.weights).shape[0]) if files is not None else 0
 
 
 def _main_file(db: sqlite3.Connection) -> str:

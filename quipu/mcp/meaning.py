@@ -10,12 +10,16 @@ Contract:
   changed since the last sync (another process synced it first).
 - The encoder is loaded once. When the embedding is not installed, or the vectors cannot be kept
   this time, ``nearest`` returns None and search runs on words alone.
+- Calls may come from any thread (the server runs each on a worker thread of its pool): the
+  kept state is read and changed under one lock, and the search ``nearest`` returns holds it
+  too, so the kept vectors are read by one thread at a time.
 """
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,11 +43,16 @@ class Meaning:
     syncs: int = 0  # how many times they were brought up to the index
     _encoder: Any = None
     _synced: tuple[object, tuple[int, int, int] | None] | None = None  # (index key, vectors file) last synced
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def nearest(self, cache_dir: Path, db: sqlite3.Connection, key: object) -> Nearest | None:
         """Meaning search over the vectors of the index ``db``, or None (words alone). ``key``
         names the index's state (it changes when the index may have): with the same key and an
         untouched vectors file, the kept vectors answer without a sync."""
+        with self._lock:
+            return self._nearest(cache_dir, db, key)
+
+    def _nearest(self, cache_dir: Path, db: sqlite3.Connection, key: object) -> Nearest | None:
         from quipu.index import vectors
 
         path = cache_dir / vectors.FILE_NAME
@@ -65,6 +74,7 @@ class Meaning:
         kept, encoder = self.vectors, self._encoder
 
         def nearest(query: str, depth: int, centred: bool) -> Sequence[tuple[str, float]]:
-            return vectors.nearest(kept, kept.embed(encoder, query), depth, centred)
+            with self._lock:
+                return vectors.nearest(kept, kept.embed(encoder, query), depth, centred)
 
         return nearest

@@ -6,8 +6,13 @@ Contract:
 - The tool list is ``Service.tools()``: the memory tools, plus the past-conversation tools only
   when ``quipu.history`` exists.
 - A tool's failure is a tool result with ``isError`` set and a message that ends with the fix;
-  it never ends the server. Tool calls run one at a time in a worker thread, so the event loop
-  keeps answering (pings, cancellations) while git or SQLite work.
+  it never ends the server. Tool calls run one at a time, each in a worker thread of anyio's
+  pool (not always the same one), so the event loop keeps answering (pings, cancellations)
+  while git or SQLite work; everything a call keeps for the next is safe to use from another
+  thread (``quipu.mcp.tools.Service``).
+- stdin is read by ``quipu.mcp.wire`` (stdout is the SDK's transport, through its filter):
+  every frame is answered (a parse error, an invalid request, a string that is not text), and
+  every answer, errors included, is bounded as a tool's answer is.
 - Nothing of the store, pygit2, SQLite or numpy is loaded before the first tool call.
 - numpy's OpenBLAS runs on one thread here (unless ``OPENBLAS_NUM_THREADS`` says otherwise): a
   search multiplies one query vector by the store's, where waking its threads costs more than
@@ -23,10 +28,10 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from quipu import __version__, output
 from quipu.mcp.answers import Answer, Tool
+from quipu.mcp import wire
 from quipu.mcp.history_tools import has_history
 from quipu.mcp.tools import Service, conversation_id
 
@@ -71,7 +76,7 @@ def build(service: Service) -> Server[Any]:
         return types.ListToolsResult(tools=[_tool(t) for t in service.tools()])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        async with lock:  # one store operation at a time; the index connection is not shared
+        async with lock:  # one call at a time (the service's lock would wait too, but in a thread)
             result = await anyio.to_thread.run_sync(answer, service, params.name, params.arguments)
         return _result(result)
 
@@ -81,8 +86,7 @@ def build(service: Service) -> Server[Any]:
 
 async def _serve(service: Service) -> None:
     server = build(service)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    await wire.serve(server, server.create_initialization_options())
 
 
 def serve(explicit_store: str | None = None, cwd: str | None = None) -> int:

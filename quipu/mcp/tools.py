@@ -23,6 +23,13 @@ Contract:
   ``proposal``) on the old memory naming the new one, for ``quipu review`` to accept or reject.
   The same open proposal twice adds nothing.
 - The index stays open between calls and is brought up to HEAD when HEAD has moved.
+- A ``Service`` may be called from any thread (the server runs each call on a worker thread of
+  its pool, and several may arrive at once): one call runs at a time, under the service's lock,
+  so the open index, the store's git repository and the kept meaning search are never used by
+  two threads at once; the index connection is not tied to the thread that opened it.
+- Every string argument must be Unicode text: one holding a lone surrogate (which JSON can
+  escape but UTF-8 cannot carry) is refused with an error naming the argument. An invalid
+  argument's error names what is wrong without repeating the argument's value.
 - ``search_memory`` reads the deep list (``quipu.index.deep``: every content word by BM25 and
   meaning, fused by rank), not the prompt hook's precision layer; the class and superseded
   filters apply to the whole fused list before the cut. Meaning search loads at the first search
@@ -34,7 +41,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import secrets
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -83,6 +92,7 @@ class Service:
     _db: sqlite3.Connection | None = None
     _db_key: tuple[str | None, int] = (None, 0)
     meaning: Meaning = field(default_factory=Meaning)  # the encoder and vectors, kept between searches
+    _lock: threading.RLock = field(default_factory=threading.RLock)  # one call at a time, whatever the thread
 
     @property
     def store(self) -> Any:
@@ -133,9 +143,10 @@ class Service:
             return fn(self.index())
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def tools(self) -> list[Tool]:
         found = list(MEMORY_TOOLS)
@@ -148,15 +159,17 @@ class Service:
 
         tool = next((t for t in self.tools() if t.name == name), None)
         if tool is None:
-            return Answer(f"no tool named {name!r}; the tools are: {', '.join(t.name for t in self.tools())}", True)
+            return Answer(f"no tool named {cut_text(ascii(name), 80)}; the tools are: "
+                          f"{', '.join(t.name for t in self.tools())}", True)
         args = dict(arguments or {})
-        problem = _invalid(tool.schema, args)
+        problem = not_text(args) or _invalid(tool.schema, args)
         if problem:
             return Answer(f"{name}: invalid arguments: {problem}", True)
-        try:
-            answer = tool.run(self, args)
-        except FatalError as exc:
-            answer = Answer(f"{name}: {exc}", True)
+        with self._lock:
+            try:
+                answer = tool.run(self, args)
+            except FatalError as exc:
+                answer = Answer(f"{name}: {exc}", True)
         if answer.text.startswith(FENCE_OPEN + "\n"):
             return answer  # fenced: its body is defused already
         return Answer(defuse(answer.text), answer.is_error)  # a title echoed, an error naming a file: no tag either
@@ -174,14 +187,52 @@ def new_session_id() -> str:
     return f"mcp-{stamp}-{secrets.token_hex(4)}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def not_text(value: Any, where: str = "arguments") -> str | None:
+    """Where ``value`` (as JSON gave it) holds a string that is not Unicode text (a lone
+    surrogate), said without repeating the string; None when every string is text."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is None:
+            return None
+        return f"{where} is not Unicode text: it holds a lone surrogate ({ascii(found.group())}); send valid UTF-8 text"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        problem = ((not_text(key, f"a key of {where or 'the message'}") if isinstance(key, str) else None)
+                   or not_text(item, f"{where}.{_shown(key)}" if where else _shown(key)))
+        if problem:
+            return problem
+    return None
+
+
+def _shown(key: str | int) -> str:
+    """A key or index as an error names it: as it is when short and plain, else cut and escaped."""
+    plain = isinstance(key, int) or (len(key) <= 80 and key.isascii() and key.isprintable())
+    return str(key) if plain else cut_text(ascii(key), 80)
+
+
 def _invalid(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
     import jsonschema
 
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(args))
     if error is None:
         return None
-    where = ".".join(str(p) for p in error.absolute_path)
-    return f"{where + ': ' if where else ''}{error.message}"
+    where = ".".join(cut_text(str(p), 80) for p in error.absolute_path)
+    # jsonschema's message repeats the value ("'...' is too long"): a long one is cut.
+    return cut_text(f"{where + ': ' if where else ''}{_without_long_values(error)}", 500)
+
+
+def _without_long_values(error: Any) -> str:
+    """``error.message`` with a long offending value named by its size instead of repeated."""
+    text, value = str(error.message), repr(error.instance)
+    if len(value) > 120 and value in text:
+        size = len(error.instance) if isinstance(error.instance, str) else len(value)
+        text = text.replace(value, f"the value ({size:,} characters)")
+    if error.validator in ("maxLength", "minLength", "maxItems", "minItems"):
+        text += f" ({error.validator} {error.validator_value})"
+    return text
 
 
 # ---------------------------------------------------------------------------------- memory tools
@@ -203,12 +254,15 @@ def search_memory(service: Service, args: dict[str, Any]) -> Answer:
     cls, superseded = args.get("class"), args.get("include_superseded", False)
     filtered = cls is not None or not superseded
 
+    def keep(hit: deep.Hit) -> bool:
+        return (cls is None or hit.cls == cls) and (superseded or hit.status != "superseded")
+
     def read(db: sqlite3.Connection) -> tuple[list[Any], str, dict[str, float]]:
-        # Filters apply to the whole fused list (each gather brings at most GATHER), then the cut.
+        # Filters apply to the whole fused list (each gather brings at most GATHER), then the cut;
+        # only the hits shown get an excerpt.
         result = deep.search(db, query, limit=2 * deep.GATHER if filtered else limit,
-                             nearest=service.nearest(db))
-        hits = [h for h in result.hits
-                if (cls is None or h.cls == cls) and (superseded or h.status != "superseded")]
+                             nearest=service.nearest(db), keep=keep, excerpts=limit)
+        hits = result.hits
         ids = [h.id for h in hits[:limit]]
         marks = ", ".join("?" * len(ids))
         created = dict(db.execute(f"SELECT id, created_ts FROM memories WHERE id IN ({marks})", ids)) if ids else {}

@@ -13,12 +13,14 @@ Contract:
 - Nothing is deleted except by ``undo`` of the commit that added it.
 - ``commit`` writes only paths of the store's schema (``quipu.store.schema``): everything quipu
   writes is something a clone and a sync take.
+- A ``Store`` may be used from several threads: each opens its own git repository (``repo``).
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
+import threading
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +58,7 @@ class Store:
     def __init__(self, root: Path, how: str = "--store") -> None:
         self.root = Path(root)
         self.how = how
-        self._repo: pygit2.Repository | None = None
+        self._repos = threading.local()  # each thread's own repository: libgit2's are not shared
         self._cache: Path | None = None
 
     # ------------------------------------------------------------ finding and creating
@@ -139,11 +141,14 @@ class Store:
 
     @property
     def repo(self) -> pygit2.Repository:
-        if self._repo is None:
+        """The store's git repository, opened once per thread (a long-lived server calls from
+        several; one libgit2 repository must not be used by two threads at once)."""
+        repo: pygit2.Repository | None = getattr(self._repos, "repo", None)
+        if repo is None:
             from quipu.store import gitstore
 
-            self._repo = gitstore.open_repo(self.root)
-        return self._repo
+            repo = self._repos.repo = gitstore.open_repo(self.root)
+        return repo
 
     @property
     def gitdir(self) -> str:
