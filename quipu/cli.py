@@ -28,6 +28,7 @@ COMMANDS = (
     "recall",
     "supersede",
     "label",
+    "retract",
     "log",
     "undo",
     "sync",

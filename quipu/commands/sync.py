@@ -8,7 +8,11 @@ from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
 _ACTIONS = (("add", "added"), ("import", "imported"), ("fact-set", "facts set"), ("supersede", "superseded"),
-            ("label", "labelled"), ("unlabel", "unlabelled"), ("undo", "undone"))
+            ("label", "labelled"), ("unlabel", "unlabelled"), ("retract", "retracted"), ("undo", "undone"),
+            ("undo-unverified", "claimed undo, not verified"))
+
+
+SHOWN_PATHS = 10  # refused files listed per reason; --json lists every one
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,8 +50,10 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
         print(line)
         for action, word in _ACTIONS:
             if counts.get(action):
-                ids = sorted({i.memory for i in came if i.action == action and i.memory != "store"})
+                ids = sorted({i.memory for i in came if i.kind == action and i.memory != "store"})
                 shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+                if action == "undo-unverified":
+                    shown = "commit " + ", ".join(i.commit[:12] for i in came if i.kind == action)
                 print(f"  {word:<12} {counts[action]:>4}  {shown}")
         others = sum(n for a, n in counts.items() if a not in dict(_ACTIONS))
         if others:
@@ -58,8 +64,26 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
                   "keeps both active)")
     if result.refused:
         print(f"Refused {len(result.refused)} file(s) from {result.remote}; the rest was merged:")
+        groups: dict[tuple[str, str], list[str]] = {}
         for refusal in result.refused:
-            print(f"  {refusal.path}: {refusal.reason}")
+            groups.setdefault((refusal.commit, refusal.reason), []).append(refusal.path)
+        for (_commit, reason), paths in groups.items():
+            if len(paths) == 1:
+                print(f"  {paths[0]}: {reason}")
+                continue
+            print(f"  {len(paths)} files: {reason}")
+            for path in paths[:SHOWN_PATHS]:
+                print(f"    {path}")
+            if len(paths) > SHOWN_PATHS:
+                print(f"    and {len(paths) - SHOWN_PATHS} more (`--json` lists every one)")
+        removals: dict[str, int] = {}
+        for refusal in result.refused:
+            if refusal.commit and refusal.reason.startswith("removed by"):
+                removals[refusal.commit] = removals.get(refusal.commit, 0) + 1
+        for commit, n in removals.items():
+            where = f"here and, with this merge, on {result.remote}" if result.pushed else "here"
+            print(f"Refused the removal of {n} file(s) by commit {commit[:12]}: they stay {where} "
+                  f"(see `git -C {result.store} show --stat {commit[:12]}`)")
     if not quiet:
         print(f"Pushed {result.branch} to {result.remote}" if result.pushed else "Pushed nothing")
 

@@ -8,9 +8,13 @@ Contract (docs/sync.md states the same policy for people):
   template's ``README.md``. Everything else is refused: symlinks, submodules, executables, paths
   outside that schema, and ``quipu.toml`` or ``.gitignore`` (a store's settings never arrive
   from a remote).
-- ``removal_refusal(path, undone)``: a file leaves the store only through an undo (a commit
-  carrying ``Quipu-Action: undo`` that removed it); any other removal arriving from a remote is
-  refused and the local file stays.
+- ``removal_refusal(path, remover)``: whether a removal arriving from a remote is applied, from
+  what the commit that removed the file did (``Remover``), never from its message. An event file
+  leaves only through a verified undo: a commit that is the exact inverse of the commit its
+  ``Quipu-Reverts`` names, in the remote's history (``quipu.store.effects.verified_revert``). A
+  memory file leaves only through the exact inverse of a remote add this store never saw (which
+  in practice never reaches a merge); any other removal of a memory is refused, whatever the
+  message says. Each refusal names the commit and why, and the local file stays.
 - ``keep_both(...)``: the same memory file changed on both sides. Neither text is lost: the newer
   version (by the time of the last commit that changed the file on each side) stays at the id,
   the older one is kept as a memory of its own, ``<id>-<8 hex of its blob>`` (the same name on
@@ -42,9 +46,10 @@ COPY_HEX = 8
 class Refusal(NamedTuple):
     path: str
     reason: str
+    commit: str = ""  # the remote commit that made the refused change, where one did
 
     def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
+        return {"path": self.path, "reason": self.reason, "commit": self.commit}
 
 
 class KeptBoth(NamedTuple):
@@ -106,11 +111,34 @@ def _event_refusal(parts: list[str], data: bytes) -> str | None:
     return None
 
 
-def removal_refusal(path: str, undone: set[str]) -> str | None:
-    """Why a removal arriving from a remote is not applied (None: it is)."""
-    if path in undone:
-        return None
-    return "a file leaves a store only through `quipu undo`; the local file is kept"
+class Remover(NamedTuple):
+    """The remote commit that removed a file, as far as its effects tell."""
+
+    commit: str
+    summary: str  # its first line, made printable (it is someone else's text)
+    claims_undo: bool  # its message says Quipu-Action: undo
+    merge: bool  # a merge commit dropped the file
+    reverts: str | None  # the commit it verifiably undoes (exact inverse), or None
+    seen: bool  # that commit is in this store's own history already
+
+
+def removal_refusal(path: str, remover: Remover | None) -> str | None:
+    """Why a removal arriving from a remote is not applied (None: it is); see the module contract."""
+    if remover is None:
+        return "the remote removed it in no commit this store can check; the local file is kept"
+    by = f"removed by commit {remover.commit[:12]} ({remover.summary})"
+    memory = path.startswith("memories/")
+    if remover.merge:
+        return f"{by}, a merge; a file leaves a store only through a verified undo, so the local file is kept"
+    if remover.reverts is None:
+        claim = ", which says it is an undo but is not the exact inverse of a commit in its history" \
+            if remover.claims_undo else ""
+        rule = "no command deletes a memory" if memory else "a decision leaves a store only through `quipu undo`"
+        return f"{by}{claim}; {rule}, so the local file is kept"
+    if memory and remover.seen:
+        return (f"{by}, an undo of commit {remover.reverts[:12]} that created it, which this store already "
+                "had; no command deletes a memory here, so it is kept (`quipu retract` takes one out of recall)")
+    return None
 
 
 def copy_id(memory_id: str, blob: pygit2.Oid) -> str:
