@@ -284,3 +284,25 @@ def test_already_undone_is_read_from_the_store_not_from_trailers(store_path: Pat
     store.undo(memory="cdn-note")
     index.ensure_fresh(store)
     assert index.rows(store, "SELECT labels FROM memories WHERE id = 'cdn-note'")[0]["labels"] == ""
+
+
+def test_the_curator_counts_a_pair_as_undone_only_when_an_undo_really_took_it_back(store_path: Path) -> None:
+    from quipu.curate.ledger import load_ledger
+
+    store = make_store(store_path)
+    for mid in ("pair-a", "pair-b", "pair-c", "pair-d"):
+        store.add(memory(mid, f"Note {mid}", mid))
+    real = store.supersede("pair-a", "pair-b")
+    store.undo(commit=real)
+    # A hand-made commit whose trailers claim to revert a supersession of pair-c by pair-d.
+    git(store.root, "commit", "-q", "--allow-empty", "-m", "quipu: supersede pair-c by pair-d\n\n"
+        "Quipu-Action: supersede\nQuipu-Memory: pair-c\nQuipu-Supersedes: pair-c\nQuipu-Superseded-By: pair-d")
+    claimed = git(store.root, "rev-parse", "HEAD").strip()
+    git(store.root, "commit", "-q", "--allow-empty", "-m",
+        f"quipu: undo\n\nQuipu-Action: undo\nQuipu-Memory: pair-c\nQuipu-Reverts: {claimed}")
+    index.ensure_fresh(store)
+
+    ledger = load_ledger(store)
+
+    assert ledger.decided.get(("pair-a", "pair-b")) == "undone"
+    assert not ledger.is_decided("pair-c", "pair-d")
