@@ -274,8 +274,8 @@ def test_already_undone_is_read_from_the_store_not_from_trailers(store_path: Pat
     # A hand-made commit claims to revert the label but changes nothing.
     git(store.root, "commit", "-q", "--allow-empty", "-m",
         f"quipu: undo\n\nQuipu-Action: undo\nQuipu-Memory: cdn-note\nQuipu-Reverts: {label}")
-    store.undo(commit=label)  # still in force, so it is undone now
-    with pytest.raises(ConflictError, match="already undone"):
+    made = store.undo(commit=label)  # still in force, so it is undone now
+    with pytest.raises(ConflictError, match=f"already undone \\(by commit {made[0][:12]}\\)"):
         store.undo(commit=label)
     redo = store.log(limit=1)[0].commit
     store.undo(commit=redo)  # undoing the undo puts the label back, and it is in force again
@@ -306,3 +306,45 @@ def test_the_curator_counts_a_pair_as_undone_only_when_an_undo_really_took_it_ba
 
     assert ledger.decided.get(("pair-a", "pair-b")) == "undone"
     assert not ledger.is_decided("pair-c", "pair-d")
+
+
+def test_removing_re_adding_and_truly_reverting_the_add_still_deletes_nothing(tmp_path: Path) -> None:
+    """The add being undone is one this store never saw, but the memory it held was here before."""
+    victim, remote = _victim_and_remote(tmp_path)
+    mallory = _teammate(tmp_path, remote)
+    path = memory_path("cdn-rule")
+    git(mallory, "rm", "-q", path)
+    git(mallory, "commit", "-q", "-m", "tidy")
+    git(mallory, "checkout", "HEAD~1", "--", path)
+    git(mallory, "commit", "-q", "-m", "quipu: add cdn-rule\n\nQuipu-Action: add\nQuipu-Memory: cdn-rule")
+    readd = git(mallory, "rev-parse", "HEAD").strip()
+    git(mallory, "revert", "--no-edit", readd)
+    revert = _commit_and_push(mallory, "quipu: undo add cdn-rule\n\nQuipu-Action: undo\nQuipu-Memory: cdn-rule\n"
+                              f"Quipu-Reverts: {readd}", "--amend")
+
+    _code, out, _ = _sync(victim)
+
+    assert victim.exists("cdn-rule") and _memories_on(remote) == set(IDS)
+    assert revert[:12] in out and "added it again after this store had it" in out
+
+
+def test_a_decision_removed_re_added_and_truly_reverted_elsewhere_stays(tmp_path: Path) -> None:
+    victim, remote = _victim_and_remote(tmp_path)
+    victim.supersede("api-port", "vpn-host")
+    sync.sync(victim)
+    mallory = _teammate(tmp_path, remote)
+    path, = git(mallory, "ls-files", "events/ap/api-port").split()
+    git(mallory, "rm", "-q", path)
+    git(mallory, "commit", "-q", "-m", "tidy")
+    git(mallory, "checkout", "HEAD~1", "--", path)
+    git(mallory, "commit", "-q", "-m", "quipu: supersede api-port by vpn-host\n\nQuipu-Action: supersede\n"
+        "Quipu-Memory: api-port")
+    readd = git(mallory, "rev-parse", "HEAD").strip()
+    git(mallory, "revert", "--no-edit", readd)
+    revert = _commit_and_push(mallory, "quipu: undo\n\nQuipu-Action: undo\nQuipu-Memory: api-port\n"
+                              f"Quipu-Reverts: {readd}", "--amend")
+
+    _code, out, _ = _sync(victim)
+
+    assert revert[:12] in out and "which this store never had" in out
+    assert index.rows(victim, "SELECT status FROM memories WHERE id = 'api-port'")[0]["status"] == "superseded"

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
 from quipu.errors import ConflictError, InvalidMemory, NotFound
-from quipu.store import decisions, gitstore
+from quipu.store import decisions, effects, gitstore
 from quipu.store.decisions import Decision
 from quipu.store.memory import ID_RE, check_id
 from quipu.store.trailers import LogEntry, event_dir, format_message, trailer_stamp
@@ -122,7 +123,7 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
         if not targets:
             raise NotFound(f"sweep {sweep!r} has no commits left to undo\n- run `quipu log --sweep {sweep}`")
     for chosen in targets:
-        _check(by_sha.get(chosen.commit), chosen)
+        _check(by_sha.get(chosen.commit), chosen, lambda sha: _undone_by(store, history, sha))
     done = _revert(store, targets, by_sha, sweep)
     if memory:
         after = decisions.about(store, memory, follow_trailer=not store.exists(memory))
@@ -139,10 +140,21 @@ def _retracted(store: Store, memory_id: str) -> bool:
     return labels.get(RETRACTED, False)
 
 
-def _check(entry: LogEntry | None, target: Decision | None) -> None:
+def _undone_by(store: Store, history: list[LogEntry], sha: str) -> str:
+    """How ``sha`` was undone, for a message: the verified undo that names it, if one does."""
+    for entry in history:
+        if entry.action == "undo" and entry.trailers.get("Quipu-Reverts") == sha:
+            commit: pygit2.Commit = store.repo[entry.commit]  # type: ignore[assignment]
+            if effects.verified_revert(store.repo, commit) == sha:
+                return f"by commit {entry.commit[:12]}"
+    return "what it did is no longer in the store"
+
+
+def _check(entry: LogEntry | None, target: Decision | None, undone_by: Callable[[str], str] | None = None) -> None:
     if target is not None and target.state == "undone" and not target.is_creation:
-        raise ConflictError(f"commit {target.commit[:12]} was already undone: what it did is no longer in the store\n"
-                            "- run `quipu log` to see what undid it")
+        how = undone_by(target.commit) if undone_by else "what it did is no longer in the store"
+        raise ConflictError(f"commit {target.commit[:12]} was already undone ({how})\n"
+                            "- run `quipu log` to see the history; `quipu undo` of the undo takes it back")
     if entry is not None and entry.action in OUTSIDE_THE_STORE:
         # The name comes from a commit, which a shared store lets anyone write: it is shown in
         # a command to run only when it is a plain name.

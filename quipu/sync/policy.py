@@ -11,10 +11,12 @@ Contract (docs/sync.md states the same policy for people):
 - ``removal_refusal(path, remover)``: whether a removal arriving from a remote is applied, from
   what the commit that removed the file did (``Remover``), never from its message. An event file
   leaves only through a verified undo: a commit that is the exact inverse of the commit its
-  ``Quipu-Reverts`` names, in the remote's history (``quipu.store.effects.verified_revert``). A
-  memory file leaves only through the exact inverse of a remote add this store never saw (which
-  in practice never reaches a merge); any other removal of a memory is refused, whatever the
-  message says. Each refusal names the commit and why, and the local file stays.
+  ``Quipu-Reverts`` names (``quipu.store.effects.verified_revert``), which this store already
+  has (the decision it had is the one taken back, not a copy the remote made of it). A
+  memory file never leaves: a removal reaches the merge only for a file the common history held,
+  so this store had it before any add the remote undid (a verified undo of a remote add this
+  store never saw nets out on the remote's side and never reaches the merge: it syncs as it is).
+  Each refusal names the commit and why, and the local file stays.
 - ``keep_both(...)``: the same memory file changed on both sides. Neither text is lost: the newer
   version (by the time of the last commit that changed the file on each side) stays at the id,
   the older one is kept as a memory of its own, ``<id>-<8 hex of its blob>`` (the same name on
@@ -135,9 +137,16 @@ def removal_refusal(path: str, remover: Remover | None) -> str | None:
             if remover.claims_undo else ""
         rule = "no command deletes a memory" if memory else "a decision leaves a store only through `quipu undo`"
         return f"{by}{claim}; {rule}, so the local file is kept"
-    if memory and remover.seen:
-        return (f"{by}, an undo of commit {remover.reverts[:12]} that created it, which this store already "
-                "had; no command deletes a memory here, so it is kept (`quipu retract` takes one out of recall)")
+    if memory:
+        # A removal reaches the merge only for a file the common history held, so this store had the
+        # memory before any add the remote undid: an undo of an add it never saw nets out remotely.
+        whose = "which this store already had" if remover.seen else "which added it again after this store had it"
+        return (f"{by}, an undo of commit {remover.reverts[:12]} that created it, {whose}; no command deletes a "
+                "memory here, so it is kept (`quipu retract` takes one out of recall)")
+    if not remover.seen:
+        return (f"{by}, an undo of commit {remover.reverts[:12]}, which this store never had, while the file "
+                "was here before it; a decision leaves a store only through the undo of the commit that made "
+                "it, so the local file is kept")
     return None
 
 
