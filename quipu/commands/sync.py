@@ -67,7 +67,9 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
         groups: dict[tuple[str, str], list[str]] = {}
         for refusal in result.refused:
             groups.setdefault((refusal.commit, refusal.reason), []).append(refusal.path)
-        for (_commit, reason), paths in groups.items():
+        for (commit, reason), paths in groups.items():
+            if commit and commit[:12] not in reason:
+                reason += f" (commit {commit[:12]})"
             if len(paths) == 1:
                 print(f"  {paths[0]}: {reason}")
                 continue

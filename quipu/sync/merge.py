@@ -9,7 +9,8 @@ Contract:
   ``sync_policy.removal_refusal`` accepts the commit that made it (``removers``: judged by its
   effects, never by its message); a memory file changed on both sides keeps both versions
   (``sync_policy.keep_both``); any other path changed on both sides keeps the local version.
-  What is refused is listed, never silently dropped, and the rest still merges.
+  What is refused is listed with the remote commit that made the change, never silently
+  dropped, and the rest still merges.
 - New memories never collide (ids are random) and event files are append-only with unique
   names, so those merge as plain files without any custom driver.
 """
@@ -65,6 +66,21 @@ def removers(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, paths: 
         claims = parse_trailers(commit.message).get("Quipu-Action") == "undo"
         for path in gone:
             out[path] = Remover(str(commit.id), summary, claims, merge, reverts, seen)
+    return out
+
+
+def writers(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, wanted: dict[str, Entry]) -> dict[str, str]:
+    """For each path, the newest commit from ``tip`` (not from ``hide``) that wrote the entry given."""
+    out: dict[str, str] = {}
+    walker = repo.walk(tip, _SORT)
+    walker.hide(hide)
+    for commit in walker:
+        if len(out) == len(wanted):
+            break
+        for path, (oid, _mode) in wanted.items():
+            if path not in out and _entry_at(commit.tree, path) == oid and all(
+                    _entry_at(parent.tree, path) != oid for parent in commit.parents):
+                out[path] = str(commit.id)
     return out
 
 
@@ -150,4 +166,8 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
             index.add(pygit2.IndexEntry(path, want[0], pygit2.enums.FileMode(want[1])))
         if want != o_map.get(path):
             touched.append(path)
+    unnamed = {r.path: t_map[r.path] for r in refused if not r.commit and r.path in t_map}
+    if unnamed:
+        named = writers(repo, theirs.id, ours.id, unnamed)
+        refused = [r._replace(commit=named.get(r.path, "")) if not r.commit else r for r in refused]
     return MergePlan(index.write_tree(repo), touched, refused, kept)
