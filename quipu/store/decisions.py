@@ -54,10 +54,13 @@ def plain(text: object, fallback: str = "?") -> str:
     return text if isinstance(text, str) and ID_RE.match(text) else fallback
 
 
+def _printable(text: str, limit: int = 80) -> str:
+    return "".join(c if c.isprintable() else " " for c in text.strip())[:limit]
+
+
 def _summary(commit: pygit2.Commit) -> str:
-    line = commit.message.split("\n", 1)[0].strip()
-    line = "".join(c if c.isprintable() else " " for c in line)[:80]
-    return f"commit {str(commit.id)[:12]} ({line})" if line else f"commit {str(commit.id)[:12]}"
+    line = _printable(commit.message.split("\n", 1)[0])
+    return f'a commit of several changes ("{line}")' if line else "a commit of several changes"
 
 
 def _event_words(memory_id: str, data: bytes) -> str | None:
@@ -85,19 +88,22 @@ def _event_words(memory_id: str, data: bytes) -> str | None:
 def words(repo: pygit2.Repository, commit: pygit2.Commit, effect: effects.Effect) -> str:
     """What ``commit`` did, in words, from its effect (see the module contract)."""
     said: list[str] = []
+    created: list[str] = []
     for path, (old, new) in sorted(effect.items()):
         parts = path.split("/")
         mid = effects.memory_id_of(path)
         if mid is not None:
-            said.append(f"the creation of {mid}" if old is None else
-                        f"the removal of {mid}" if new is None else f"the edit of {mid}'s text")
-        elif len(parts) == 4 and parts[0] == "events" and ID_RE.match(parts[2]) and old is None and new:
-            text = _event_words(parts[2], repo[new[0]].data)  # type: ignore[attr-defined]
-            if text:
-                said.append(text)
-        elif len(parts) == 4 and parts[0] == "events" and new is None and ID_RE.match(parts[2]):
-            said.append(f"the removal of a decision about {parts[2]}")
-    said = list(dict.fromkeys(said))
+            if old is None:
+                created.append(mid)  # named only when that is all the commit did
+            else:
+                said.append(f"the removal of {mid}" if new is None else f"the edit of {mid}'s text")
+        elif len(parts) == 4 and parts[0] == "events" and ID_RE.match(parts[2]):
+            text = (_event_words(parts[2], repo[new[0]].data) if old is None and new  # type: ignore[attr-defined]
+                    else f"the removal of a decision about {parts[2]}" if new is None else None)
+            said.append(text or f"a change to a decision about {parts[2]}")
+        else:
+            said.append(f"the change to {_printable(path)}")
+    said = list(dict.fromkeys(said)) or [f"the creation of {m}" for m in created]
     if not said or len(said) > 3:
         return _summary(commit)
     return "; ".join(said)

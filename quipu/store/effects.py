@@ -60,8 +60,7 @@ def undoes_keeping(a: Mapping[str, tuple[Entry | None, Entry | None]],
     dirs = tuple(f"events/{m[:2]}/{m}/" for m in created)
     extra = {p: v for p, v in a.items() if p not in rest}
     return (bool(created) and bool(rest) and all(p in a and a[p] == (v[1], v[0]) for p, v in rest.items())
-            and bool(extra) and all(p.startswith(dirs) and old is None and new is not None
-                                    for p, (old, new) in extra.items()))
+            and all(p.startswith(dirs) and old is None and new is not None for p, (old, new) in extra.items()))
 
 
 def verified_revert(repo: pygit2.Repository, commit: pygit2.Commit, *, strict: bool = False) -> str | None:

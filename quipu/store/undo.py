@@ -20,6 +20,7 @@ never from trailers alone: a forged ``Quipu-Reverts`` cannot make a decision loo
 """
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 from collections.abc import Callable
@@ -58,8 +59,8 @@ class Undone:
 
 def retract_event(memory_id: str, detail: str) -> tuple[str, bytes]:
     """The event file that retracts a memory (a ``retracted`` label), as (path, bytes)."""
-    event = {"action": "label", "label": RETRACTED, "set": True, "detail": detail, "memory": memory_id,
-             "at": trailer_stamp()}
+    at = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {"action": "label", "label": RETRACTED, "set": True, "detail": detail, "memory": memory_id, "at": at}
     name = f"{event_dir(memory_id)}/{trailer_stamp()}-{os.urandom(3).hex()}.json"
     return name, (json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -104,6 +105,10 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
         mine = decisions.about(store, memory, follow_trailer=not store.exists(memory))
         if not mine:
             raise NotFound(f"memory {memory!r} has no decision to undo\n- run `quipu log --memory {memory}`")
+        if not store.exists(memory) and any(memory in d.created for d in mine):
+            raise NotFound(f"memory {memory} is not in the store now (an older quipu's undo removed it)\n"
+                           f"- run `quipu log --memory {memory}`: `quipu undo COMMIT` of the commit that removed it "
+                           "brings it back")
         open_ = [d for d in mine if d.state != "undone" and not d.is_creation]
         if not open_:
             raise ConflictError(
