@@ -23,7 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "store's writer lock throughout (quipu writers here wait; nothing they write is lost); starts over "
         "when the remote moved meanwhile. What came in is printed. Files the store's trust model forbids "
         "(symbolic links, files outside memories/ and events/, settings) are refused and listed, and the "
-        "rest still merges. A memory edited on both sides keeps both texts: the newer edit stays at the id, "
+        "rest still merges, each with the remote commit that made it. A removal is applied only when it is "
+        "the exact inverse of the commit this store got a decision from (what a commit does counts, not "
+        "what its message says), and no memory file is ever removed. "
+        "A memory edited on both sides keeps both texts: the newer edit stays at the id, "
         "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts. "
         "A remote whose branch was rewritten (force-pushed) is refused and nothing here changes. "
         "See docs/sync.md.",

@@ -10,7 +10,9 @@ Contract:
   newest first, each with its state against the tip ("in force", "undone", "changed since").
   Commits that verifiably undo an earlier commit (``effects.verified_revert``) are left out:
   undoing an undo is `quipu undo COMMIT`, not the memory's next step back. A memory that has no
-  file (the profile card's ``profile``) is followed by its ``Quipu-Memory`` trailer.
+  file (the profile card's ``profile``) is followed by its ``Quipu-Memory`` trailer, and then
+  only through commits that changed a file of the store's own (``profile.md``), never one that
+  changed only memories and their decisions.
 - Only reads.
 """
 from __future__ import annotations
@@ -151,8 +153,8 @@ def about(store: Store, memory_id: str, *, follow_trailer: bool = False) -> list
         if effects.verified_revert(repo, commit) is not None:
             continue
         found = decision(repo, commit, tip.tree)
-        if found is None:
-            continue
+        if found is None or (follow_trailer and all(p.startswith(("memories/", "events/")) for p in found.effect)):
+            continue  # a trailer names a file-less memory; it never makes a commit about other memories its
         out.append(found)
         if memory_id in found.created:
             break
