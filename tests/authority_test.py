@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from quipu.curate.ledger import load_ledger
 from quipu.errors import ConflictError, NotFound
 from quipu.index import index
-from quipu.store.memory import memory_path
+from quipu.store import effects
+from quipu.store.memory import memory_path, render_memory
 from quipu.store.store import Store
 from quipu.sync import sync
 from testing.fixtures import git, make_store, memory, quipu
@@ -287,8 +289,6 @@ def test_already_undone_is_read_from_the_store_not_from_trailers(store_path: Pat
 
 
 def test_the_curator_counts_a_pair_as_undone_only_when_an_undo_really_took_it_back(store_path: Path) -> None:
-    from quipu.curate.ledger import load_ledger
-
     store = make_store(store_path)
     for mid in ("pair-a", "pair-b", "pair-c", "pair-d"):
         store.add(memory(mid, f"Note {mid}", mid))
@@ -348,3 +348,47 @@ def test_a_decision_removed_re_added_and_truly_reverted_elsewhere_stays(tmp_path
 
     assert revert[:12] in out and "which this store never had" in out
     assert index.rows(victim, "SELECT status FROM memories WHERE id = 'api-port'")[0]["status"] == "superseded"
+
+
+def test_a_removal_brought_by_a_merge_commit_is_refused(tmp_path: Path) -> None:
+    victim, remote = _victim_and_remote(tmp_path)
+    mallory = _teammate(tmp_path, remote)
+    git(mallory, "checkout", "-q", "-b", "side")
+    git(mallory, "rm", "-r", "-q", "memories")
+    git(mallory, "commit", "-q", "-m", "quipu: undo\n\nQuipu-Action: undo\nQuipu-Memory: store")
+    git(mallory, "checkout", "-q", "main")
+    git(mallory, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    git(mallory, "merge", "-q", "--no-edit", "side")
+    git(mallory, "push", "-q", "origin", "HEAD:main")
+
+    _code, out, _ = _sync(victim)
+
+    assert all(victim.exists(m) for m in IDS) and _memories_on(remote) == set(IDS)
+    assert f"Refused {len(IDS)} file(s)" in out
+
+
+def test_undo_of_a_commit_that_created_memories_and_decided_more_keeps_and_retracts_them(store_path: Path) -> None:
+    store = make_store(store_path)
+    store.add(memory("old-a", "Old", "old"))
+    label = store.label("old-a", "disputed")
+    label_file = git(store.root, "show", "--name-only", "--format=", label).split()[0]
+    # A person's own commit: a new memory, and a second label on old-a, together.
+    new_file = store.root / memory_path("hand-b")
+    new_file.parent.mkdir(parents=True, exist_ok=True)
+    new_file.write_bytes(render_memory(memory("hand-b", "Hand", "by hand")))
+    second = Path(store.root / label_file).with_name("20990101T000000000000Z-abcdef.json")
+    second.write_text('{"action": "label", "label": "checked", "set": true, "memory": "old-a"}\n')
+    git(store.root, "add", "-A")
+    git(store.root, "commit", "-q", "-m", "by hand")
+    mixed = git(store.root, "rev-parse", "HEAD").strip()
+    import_ = [store.add(memory(f"imp-{n}", f"Imported {n}", "x"), action="import") for n in range(2)]
+
+    with pytest.raises(ConflictError, match="undo never deletes a memory"):
+        store.undo(commit=import_[0])
+    made = store.undo(commit=mixed)
+
+    assert store.exists("hand-b") and all(store.exists(f"imp-{n}") for n in range(2))
+    index.ensure_fresh(store)
+    rows = {r["id"]: r for r in index.rows(store, "SELECT id, status, labels FROM memories")}
+    assert rows["hand-b"]["status"] == "retracted" and rows["old-a"]["labels"] == "disputed"
+    assert effects.verified_revert(store.repo, store.repo[made[0]]) == mixed  # type: ignore[arg-type]

@@ -24,7 +24,8 @@ Contract:
   person's ``git commit`` may hold ``index.lock`` while their editor is open); the paths stay in
   the journal and the next write syncs them instead.
 - ``revert_commits`` undoes commits the same way (a revert commit each), refusing cleanly when a
-  revert would conflict.
+  revert would conflict; ``keep`` leaves given paths as the branch has them and adds given files
+  (``quipu.store.undo`` keeps the memories a commit created, and retracts them).
 - libgit2 never collects garbage, so now and then a detached ``git gc --auto`` is started.
 """
 from __future__ import annotations
