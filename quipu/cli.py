@@ -30,6 +30,7 @@ COMMANDS = (
     "recall",
     "supersede",
     "label",
+    "retract",
     "log",
     "undo",
     "sync",

@@ -154,7 +154,7 @@ def test_an_inferred_line_the_user_then_says_is_marked_as_said_by_the_user(store
     assert [ln.origin for ln in profile.read_card(store).lines] == ["user"]
 
 
-def test_undo_of_a_demotion_puts_the_line_back_and_takes_the_memory_out(store_path: Path) -> None:
+def test_undo_of_a_demotion_puts_the_line_back_and_retracts_the_memory_it_made(store_path: Path) -> None:
     store = make_store(store_path)
     limits = profile.Limits(max_lines=3)
     profile.add_line(store, *SAID[0], limits=limits)
@@ -165,7 +165,10 @@ def test_undo_of_a_demotion_puts_the_line_back_and_takes_the_memory_out(store_pa
 
     store.undo(memory=mid)
 
-    assert line.text == INFERRED[0][1] and not store.exists(mid)
+    # No command deletes a memory: the one the demotion made stays, out of recall and search.
+    assert line.text == INFERRED[0][1] and store.exists(mid)
+    index.ensure_fresh(store)
+    assert index.rows(store, "SELECT status FROM memories WHERE id = ?", (mid,))[0]["status"] == "retracted"
     assert [ln.text for ln in profile.read_card(store, limits).lines] == [
         SAID[0][1], INFERRED[0][1], SAID[1][1], SAID[2][1]]
 

@@ -74,16 +74,17 @@ def test_undo_of_a_label_after_a_later_label_on_the_same_memory(store: Store) ->
     assert _status(store) == ""
 
 
-def test_undo_of_a_memory_last_action_reverts_only_that_action(store: Store) -> None:
+def test_undo_of_a_memory_last_action_reverts_only_that_action_and_never_its_creation(store: Store) -> None:
     store.add(memory("perm-rule", "Never push to main directly", cls="rule"))
     store.label("perm-rule", "unverified")
     store.undo(memory="perm-rule")
     assert _state(store, "perm-rule") == ("active", None, "")
-    store.undo(memory="perm-rule")  # the next one back is the add
-    assert not store.exists("perm-rule")
-    assert not (store.root / "memories/pe/perm-rule.md").exists()
-    with pytest.raises(NotFound, match="no action left to undo"):
-        store.undo(memory="perm-rule")
+    head = store.head()
+    with pytest.raises(ConflictError, match="only its creation is left.*perm-rule stays") as caught:
+        store.undo(memory="perm-rule")  # the next one back is the add: never undone
+    assert "quipu retract perm-rule" in str(caught.value)
+    assert store.head() == head and store.exists("perm-rule")
+    assert (store.root / "memories/pe/perm-rule.md").exists()
     assert _status(store) == ""
 
 

@@ -212,12 +212,15 @@ def test_a_hostile_remote_is_refused_file_by_file_and_the_rest_merges(tmp_path: 
     git(attacker, "add", "-A")
     git(attacker, "commit", "-qm", "hostile")
     git(attacker, "push", "-q", "origin", "main")
+    hostile = git(attacker, "rev-parse", "HEAD").strip()
 
     result = quipu("--store", str(left.root), "sync")
     assert result.returncode == 0, result.stderr
     assert "Refused 4 file(s)" in result.stdout
+    lines = result.stdout.splitlines()
     for path in ("memories/ev/evil-link.md", "run.sh", "quipu.toml", memory_path("good-note")):
-        assert path in result.stdout
+        line, = [ln for ln in lines if ln.startswith(f"  {path}: ")]
+        assert f"commit {hostile[:12]}" in line  # each refusal names the commit that made the change
     assert left.exists("remote-good") and left.exists("good-note")
     assert not (left.root / "memories" / "ev").exists() and not (left.root / "run.sh").exists()
     assert "evil" not in (left.root / "quipu.toml").read_text()

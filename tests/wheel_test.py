@@ -51,7 +51,7 @@ def test_the_wheel_carries_hooks_probes_and_the_store_template(installed: tuple[
     assert not any("__pycache__" in name or name.startswith(("tests/", "testing/")) for name in names)
 
 
-def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_fresh_venv_runs_init_add_search_log_retract_and_undo(installed: tuple[Path, Path], tmp_path: Path) -> None:
     _wheel, bin_dir = installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
@@ -74,9 +74,11 @@ def test_a_fresh_venv_runs_init_add_search_log_and_undo(installed: tuple[Path, P
     log = json.loads(quipu(*s, "log", "--json").stdout)
     assert [(e["trailers"]["Quipu-Action"], e["trailers"]["Quipu-Memory"]) for e in log] == [("add", added["id"]), ("init", "store")]
 
-    quipu(*s, "undo", added["commit"])
+    retracted = json.loads(quipu(*s, "retract", added["id"], "--json").stdout)  # undo never deletes a memory
     assert json.loads(quipu(*s, "search", "--json", "migration").stdout) == []
-    assert json.loads(quipu(*s, "log", "--json").stdout)[0]["trailers"]["Quipu-Reverts"] == added["commit"]
+    quipu(*s, "undo", "--memory", added["id"])
+    assert [h["id"] for h in json.loads(quipu(*s, "search", "--json", "migration").stdout)] == [added["id"]]
+    assert json.loads(quipu(*s, "log", "--json").stdout)[0]["trailers"]["Quipu-Reverts"] == retracted["commit"]
     assert subprocess.run(["git", "-C", str(store), "status", "--porcelain"], capture_output=True, text=True).stdout == ""
 
     # The git hooks init installed call back into this venv's quipu: a hand commit refreshes the index,

@@ -12,7 +12,7 @@ from quipu.output import print_json, table
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("list", help="list memories", description="List memories, newest first.")
     p.add_argument("--class", dest="cls", choices=list(CLASSES), help="only this class")
-    p.add_argument("--status", choices=list(STATUSES), help="only this status")
+    p.add_argument("--status", choices=[*STATUSES, "retracted"], help="only this status")
     p.add_argument("--topic", help="only memories with this topic or entity")
     p.add_argument("--label", help="only memories carrying this label (e.g. unverified)")
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50, 0 for all)")

@@ -146,8 +146,10 @@ def _sync(store: Store, event_name: str, *, quiet: bool) -> None:
     from quipu.sync import sync  # only when asked: a hook must not pay for it otherwise
 
     result = sync.sync(store)
+    by = sorted({r.commit[:12] for r in result.refused if r.commit})
     log(event_name, f"sync with {result.remote}: {len(result.incoming)} commit(s) came in, "
-                    f"{len(result.refused)} file(s) refused, pushed: {result.pushed}")
+                    f"{len(result.refused)} file(s) refused" + (f" (from commit {', '.join(by)})" if by else "")
+                    + f", pushed: {result.pushed}")
     if not quiet:
         from quipu.commands.sync import print_result
 

@@ -13,7 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "supersede",
         help="mark a memory as replaced by another",
         description="Mark OLD as superseded by NEW. Nothing is deleted: OLD stays searchable with a label "
-        "and a ranking penalty; `quipu undo` reverts the decision.",
+        "and a ranking penalty; `quipu undo` reverts the decision. When OLD is already superseded by NEW, "
+        "nothing is written and the decision in force is named.",
     )
     p.add_argument("old", help="the id of the outdated memory")
     p.add_argument("new", help="the id of the memory that replaces it")
@@ -24,10 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
+    before = store.supersession(args.old)
     sha = store.supersede(args.old, args.new, reason=args.reason)
+    already = before == (args.new, sha)
     index.refresh_after_write(store)
     if args.json:
-        print_json({"commit": sha, "old": args.old, "new": args.new})
+        print_json({"commit": sha, "old": args.old, "new": args.new, "already": already})
+    elif already:
+        print(f"{args.old} is already superseded by {args.new}; nothing was written  [commit {sha[:12]}]")
     else:
         print(f"{args.old} is now superseded by {args.new}  [commit {sha[:12]}; undo with `quipu undo {sha[:12]}`]")
     return 0

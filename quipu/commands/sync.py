@@ -8,7 +8,11 @@ from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
 _ACTIONS = (("add", "added"), ("import", "imported"), ("fact-set", "facts set"), ("supersede", "superseded"),
-            ("label", "labelled"), ("unlabel", "unlabelled"), ("undo", "undone"))
+            ("label", "labelled"), ("unlabel", "unlabelled"), ("retract", "retracted"), ("undo", "undone"),
+            ("undo-unverified", "claimed undo, not verified"))
+
+
+SHOWN_PATHS = 10  # refused files listed per reason; --json lists every one
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,9 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "store's writer lock throughout (quipu writers here wait; nothing they write is lost); starts over "
         "when the remote moved meanwhile. What came in is printed. Files outside the store's schema (symbolic "
         "links, executables, paths quipu never writes, files that fail their kind's check, settings) are "
-        "refused and listed, and the rest still merges. A memory edited on both sides keeps both texts: the "
-        "newer edit stays at the id, the older becomes <id>-<hex>, superseded by it in an ordinary commit "
-        "that `quipu undo` reverts. The profile card edited on both sides is merged line by line. "
+        "refused and listed, and the rest still merges, each with the remote commit that made it. A removal "
+        "is applied only when it is the exact inverse of the commit this store got a decision from (what a "
+        "commit does counts, not what its message says), and no memory file is ever removed. "
+        "A memory edited on both sides keeps both texts: the newer edit stays at the id, "
+        "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts. "
+        "The profile card edited on both sides is merged line by line. "
         "A remote whose branch was rewritten (force-pushed) is refused and nothing here changes. "
         "See docs/sync.md.",
     )
@@ -47,8 +54,10 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
         print(line)
         for action, word in _ACTIONS:
             if counts.get(action):
-                ids = sorted({i.memory for i in came if i.action == action and i.memory != "store"})
+                ids = sorted({i.memory for i in came if i.kind == action and i.memory != "store"})
                 shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+                if action == "undo-unverified":
+                    shown = "commit " + ", ".join(i.commit[:12] for i in came if i.kind == action)
                 print(f"  {word:<12} {counts[action]:>4}  {shown}")
         others = sum(n for a, n in counts.items() if a not in dict(_ACTIONS))
         if others:
@@ -59,8 +68,28 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
                   "keeps both active)")
     if result.refused:
         print(f"Refused {len(result.refused)} file(s) from {result.remote}; the rest was merged:")
+        groups: dict[tuple[str, str], list[str]] = {}
         for refusal in result.refused:
-            print(f"  {refusal.path}: {refusal.reason}")
+            groups.setdefault((refusal.commit, refusal.reason), []).append(refusal.path)
+        for (commit, reason), paths in groups.items():
+            if commit and commit[:12] not in reason:
+                reason += f" (commit {commit[:12]})"
+            if len(paths) == 1:
+                print(f"  {paths[0]}: {reason}")
+                continue
+            print(f"  {len(paths)} files: {reason}")
+            for path in paths[:SHOWN_PATHS]:
+                print(f"    {path}")
+            if len(paths) > SHOWN_PATHS:
+                print(f"    and {len(paths) - SHOWN_PATHS} more (`--json` lists every one)")
+        removals: dict[str, int] = {}
+        for refusal in result.refused:
+            if refusal.commit and refusal.reason.startswith("removed by"):
+                removals[refusal.commit] = removals.get(refusal.commit, 0) + 1
+        for commit, n in removals.items():
+            where = f"here and, with this merge, on {result.remote}" if result.pushed else "here"
+            print(f"Refused the removal of {n} file(s) by commit {commit[:12]}: they stay {where} "
+                  f"(see `git -C {result.store} show --stat {commit[:12]}`)")
     if not quiet:
         print(f"Pushed {result.branch} to {result.remote}" if result.pushed else "Pushed nothing")
 

@@ -1,4 +1,4 @@
-"""`quipu undo`: revert a commit, a memory's last action, or a whole sweep."""
+"""`quipu undo`: revert a commit, a memory's latest decision, or a whole sweep; never delete a memory."""
 from __future__ import annotations
 
 import argparse
@@ -11,24 +11,43 @@ from quipu.output import print_json
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "undo",
-        help="revert a change",
-        description="Revert one commit, the last action on a memory (--memory), or every commit of a "
-        "sweep (--sweep). Each revert is a commit of its own, so undo can be undone too.",
+        help="revert a decision",
+        description="Revert one commit, the latest decision still in force about a memory (--memory: a "
+        "supersession, a label, a review, a sweep's verdict, an edit of its text), or every commit of a "
+        "sweep (--sweep). Each revert is a commit of its own, so undo can be undone too. Undo never "
+        "deletes a memory: a memory's creation is not undone (exit 1, with how to retract it: "
+        "`quipu retract ID`), and a sweep's or a profile move's new memories stay, retracted. "
+        "Whether a commit is already undone is read from what the store holds, not from commit messages.",
     )
     p.add_argument("commit", nargs="?", help="a commit id (see `quipu log`)")
-    p.add_argument("--memory", metavar="ID", help="undo the last action on this memory")
+    p.add_argument("--memory", metavar="ID", help="undo the latest decision about this memory")
     p.add_argument("--sweep", metavar="ID", help="undo every commit of this sweep")
     add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from quipu.store import undo
+
     store = open_store(args)
-    made = store.undo(commit=args.commit, memory=args.memory, sweep=args.sweep)
+    done = undo.undo(store, commit=args.commit, memory=args.memory, sweep=args.sweep)
     index.refresh_after_write(store)
     if args.json:
-        print_json({"reverts": made})
-    else:
-        for sha in made:
-            print(f"Reverted  [commit {sha[:12]}]")
+        print_json(done.to_json())
+        return 0
+    for what in done.undid:
+        print(f"Undid {what}")
+    if done.retracted:
+        print(f"Kept and retracted (undo never deletes a memory): {', '.join(done.retracted)}")
+    if done.commits:
+        print(f"  [{len(done.commits)} commit(s): {', '.join(sha[:12] for sha in done.commits)}]")
+    if args.memory:
+        if done.left:
+            print(f"Left to undo for {args.memory}: " + "; ".join(
+                f"{d.words} (commit {d.commit[:12]})" for d in done.left[:3])
+                + (f" and {len(done.left) - 3} more" if len(done.left) > 3 else ""))
+        else:
+            print(f"Left to undo for {args.memory}: no decision"
+                  + (" (its creation stays: undo never deletes a memory; "
+                     f"`quipu retract {args.memory}` takes it out of recall)" if done.creation_left else ""))
     return 0

@@ -20,6 +20,8 @@ from quipu.errors import FatalError
 from quipu.store.memory import Memory, parse_memory
 from quipu.store.store import Store
 
+_OUT = ("superseded", "retracted")  # statuses the curator leaves alone
+
 
 def norm(values: Iterable[str]) -> frozenset[str]:
     return frozenset(" ".join(v.casefold().split()) for v in values if v.strip())
@@ -58,12 +60,12 @@ class Corpus:
 
     def active(self) -> list[Entry]:
         """Not superseded (at load time or during this pass), oldest first then by id."""
-        out = [e for e in self.entries.values() if e.status != "superseded" and e.id not in self.retired]
+        out = [e for e in self.entries.values() if e.status not in _OUT and e.id not in self.retired]
         return sorted(out, key=lambda e: (e.created_ts, e.id))
 
     def is_active(self, memory_id: str) -> bool:
         entry = self.entries.get(memory_id)
-        return entry is not None and entry.status != "superseded" and memory_id not in self.retired
+        return entry is not None and entry.status not in _OUT and memory_id not in self.retired
 
     def retire(self, memory_id: str) -> None:
         self.retired.add(memory_id)

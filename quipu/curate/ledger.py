@@ -4,8 +4,9 @@ Contract:
 - A pair is decided when the store holds a decision about it: a supersession event (applied by a
   sweep, a review or a person), a review-queue item naming both memories, or a decision of either
   kind that a person undid (an undone decision is a "no", never re-applied automatically).
-  All of this is derived from git (the index's events table and the commit trailers), so a sweep
-  killed midway loses nothing: every decision that reached a commit is seen by the next sweep.
+  All of this is derived from git (the index's events table, and the commits that verifiably
+  undid a decision: ``quipu.store.effects``, never a trailer alone), so a sweep killed midway
+  loses nothing: every decision that reached a commit is seen by the next sweep.
 - Verdicts that change nothing in the store ("unrelated") are remembered in the git-ignored
   ``<store>/.cache/curate-verdicts.jsonl`` under both memories' content fingerprints: when either
   memory changes, the pair is asked again. Losing the cache costs model calls, never correctness.
@@ -20,7 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pygit2
+
 from quipu.index import index
+from quipu.store import effects
 from quipu.store.store import Store
 
 VERDICT_CACHE = "curate-verdicts.jsonl"
@@ -78,6 +82,29 @@ def _events(store: Store) -> Iterable[tuple[str, dict[str, object]]]:
             yield row["memory"], data
 
 
+def _undone_pairs(store: Store) -> Iterable[tuple[str, str]]:
+    """The pairs of the decisions an undo took back: an undo counts only when it is the exact
+    inverse of the commit it names (``effects.verified_revert``), and the pair is read from the
+    event files that commit added, never from trailers alone."""
+    repo = store.repo
+    for entry in store.log(action="undo"):
+        commit = repo[entry.commit]
+        named = effects.verified_revert(repo, commit) if isinstance(commit, pygit2.Commit) else None
+        target = repo[named] if named else None
+        effect: effects.Effect = (effects.changes(repo, target) or {}) if isinstance(target, pygit2.Commit) else {}
+        for path, (old, new) in effect.items():
+            parts = path.split("/")
+            if len(parts) != 4 or parts[0] != "events" or old is not None or new is None:
+                continue
+            try:
+                event = json.loads(repo[new[0]].data)  # type: ignore[attr-defined]
+            except (ValueError, RecursionError, UnicodeDecodeError):
+                continue
+            other = event.get("by") if event.get("action") == "supersede" else event.get("other")
+            if isinstance(other, str) and other:
+                yield parts[2], other
+
+
 def load_ledger(store: Store) -> Ledger:
     ledger = Ledger(cache_path=store.cache_dir / VERDICT_CACHE)
     for memory, event in _events(store):
@@ -87,16 +114,8 @@ def load_ledger(store: Store) -> Ledger:
         paths = event.get("paths")
         if event.get("label") == "dead-path" and isinstance(paths, list):
             ledger.dead_path_flags.setdefault(memory, set()).add(frozenset(str(p) for p in paths))
-    history = store.log()
-    by_commit = {e.commit: e.trailers for e in history}
-    for entry in history:
-        reverted = by_commit.get(entry.trailers.get("Quipu-Reverts", ""))
-        if not reverted:
-            continue
-        first = reverted.get("Quipu-Supersedes") or reverted.get("Quipu-Memory")
-        second = reverted.get("Quipu-Superseded-By") or reverted.get("Quipu-Other")
-        if first and second:
-            ledger.note(first, second, "undone")
+    for first, second in _undone_pairs(store):
+        ledger.note(first, second, "undone")
     path = ledger.cache_path
     if path is not None and path.is_file():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():

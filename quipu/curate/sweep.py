@@ -304,11 +304,11 @@ class SessionEvent:
 def session_focus(store: Store, event: SessionEvent, newest: int = SESSION_NEWEST) -> frozenset[str]:
     """The memories the session touched (by their ``session`` field), else the newest ``newest``."""
     if event.session_id:
-        found = index.rows(store, "SELECT id FROM memories WHERE session = ? AND status != 'superseded'",
+        found = index.rows(store, "SELECT id FROM memories WHERE session = ? AND status = 'active'",
                            (event.session_id,))
         if found:
             return frozenset(r["id"] for r in found)
-    found = index.rows(store, "SELECT id FROM memories WHERE status != 'superseded'"
+    found = index.rows(store, "SELECT id FROM memories WHERE status = 'active'"
                               " ORDER BY created_ts DESC, id LIMIT ?", (newest,))
     return frozenset(r["id"] for r in found)
 

@@ -30,7 +30,7 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
   (the hook's factors), and age as a tiebreak of at most ``AGE_TIEBREAK``: a memory keeps
   ``1 - AGE_TIEBREAK * (1 - 0.5 ** (age / half-life))`` of its score, so an old event is never
   buried under a weak recent match. A superseded memory never ranks above its successor when
-  both are listed.
+  both are listed. A retracted memory (``quipu retract``) is left out of the list.
 - Each hit carries its lexical rank, meaning rank and cosine, the fused score, the re-ranking's
   evidence, the hit whose thread brought it (when the fused list lacked it) and the factors, for
   ``quipu search --explain``.
@@ -260,6 +260,8 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         if row is None:
             continue
         title, desc, cls, status, sup_by, labels, created, half_life, body = row
+        if status == "retracted":
+            continue
         label_list = tuple(labels.split()) if labels else ()
         lf = label_factor(status, label_list)
         af = age_factor(created, half_life, now)

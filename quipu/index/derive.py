@@ -1,9 +1,16 @@
-"""State derived from the event log: each memory's status, labels and links, folded in order."""
+"""State derived from the event log: each memory's status, labels and links, folded in order.
+
+A memory labelled ``retracted`` (``quipu retract``) has the status ``retracted``, whatever else
+holds: recall and search leave it out, and it stays in the store and its history. Otherwise a
+supersession (an event, or a newer memory's ``supersedes``) makes it ``superseded``.
+"""
 from __future__ import annotations
 
 import json
 import sqlite3
 from collections.abc import Iterable
+
+RETRACTED = "retracted"  # the label (and status) of a memory taken out of recall and search
 
 
 def fold_events(events: Iterable[str]) -> tuple[str | None, dict[str, str]]:
@@ -63,9 +70,10 @@ def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
             continue
         by, labels = fold_events(events.get(mid, []))
         by = by or links.get(mid)
-        updates.append((by, " ".join(sorted(labels)), json.dumps(labels, sort_keys=True), by, mid))
+        updates.append((by, " ".join(sorted(labels)), json.dumps(labels, sort_keys=True), RETRACTED in labels, by,
+                        mid))
     db.executemany(
         "UPDATE memories SET superseded_by = ?, labels = ?, label_details = ?,"
-        " status = CASE WHEN ? IS NOT NULL THEN 'superseded' ELSE fm_status END WHERE id = ?",
+        " status = CASE WHEN ? THEN 'retracted' WHEN ? IS NOT NULL THEN 'superseded' ELSE fm_status END WHERE id = ?",
         updates,
     )

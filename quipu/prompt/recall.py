@@ -14,7 +14,7 @@ or opens git objects. Contract:
   assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
 - Scores are BM25 with field weights, then multiplied by decay (half-life from the class and
   created date; no decay when the half-life is NULL), a superseded penalty and an unverified
-  penalty. A floor keeps weak matches out.
+  penalty. A floor keeps weak matches out. A retracted memory (``quipu retract``) is never recalled.
 - A memory is injected only when the prompt's own words are evidence for it (``Evidence``:
   how many distinct topic terms it has, how specific they are, and what share of the prompt's
   topic they cover); a single incidental match never speaks.
@@ -282,6 +282,9 @@ def recall(
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
     for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life) in rows:
+        if status == "retracted":
+            result.left_out.append(f"{mid}: retracted")
+            continue
         base = carry[rowid]
         score = base * decay(created, half_life, now) * (1.0 + REST_BOOST * rest_share.get(rowid, 0.0))
         label_list = tuple(labels.split()) if labels else ()

@@ -24,7 +24,8 @@ Contract:
   person's ``git commit`` may hold ``index.lock`` while their editor is open); the paths stay in
   the journal and the next write syncs them instead.
 - ``revert_commits`` undoes commits the same way (a revert commit each), refusing cleanly when a
-  revert would conflict.
+  revert would conflict; ``keep`` leaves given paths as the branch has them and adds given files
+  (``quipu.store.undo`` keeps the memories a commit created, and retracts them).
 - libgit2 never collects garbage, so now and then a detached ``git gc --auto`` is started.
 """
 from __future__ import annotations
@@ -149,18 +150,37 @@ def commit_files(
     return oid
 
 
-def revert_commits(root: Path, commits: list[str], message_for: dict[str, str]) -> list[str]:
-    """Revert each commit (in the order given) as its own commit; all or nothing per commit."""
+def revert_commits(root: Path, commits: list[str], message_for: dict[str, str],
+                   keep: Mapping[str, tuple[Collection[str], Mapping[str, bytes]]] | None = None) -> list[str]:
+    """Revert each commit (in the order given) as its own commit; all or nothing per commit.
+
+    ``keep``: for a commit, paths the revert leaves as the branch has them, and files it adds
+    (``quipu undo`` keeps the memories a commit created, and retracts them)."""
     repo = open_repo(root)
     made: list[str] = []
 
     def builder(sha: str) -> TreeBuilder:
+        kept, added = (keep or {}).get(sha, ((), {}))
+
         def build(head: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
             target = repo[sha]
             if len(target.parents) != 1:  # type: ignore[attr-defined]
                 raise ConflictError(f"commit {sha[:12]} is a merge or root commit; quipu cannot undo it")
             index = repo.revert_commit(target, head)  # type: ignore[arg-type]
-            if index.conflicts is not None:
+            for path in kept:
+                if index.conflicts is not None:
+                    with contextlib.suppress(KeyError):
+                        del index.conflicts[path]
+                try:
+                    item = head.tree[path]
+                    index.add(pygit2.IndexEntry(path, item.id, item.filemode))
+                except KeyError:
+                    with contextlib.suppress(OSError, KeyError):
+                        index.remove(path)
+            for path, data in added.items():
+                check_path(path)
+                index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.enums.FileMode.BLOB))
+            if index.conflicts is not None and list(index.conflicts):
                 paths = sorted({(c[1] or c[0] or c[2]).path for c in index.conflicts})
                 raise ConflictError(
                     f"undoing {sha[:12]} conflicts with later changes to {', '.join(paths)}\n"

@@ -10,7 +10,11 @@ Contract:
 - Every mutation is exactly one commit carrying ``Quipu-Action`` and exactly one
   ``Quipu-Memory`` trailer (plus ``Quipu-Supersedes``, ``Quipu-Sweep``, ``Quipu-Session``,
   ``Quipu-Label`` where they apply), so ``git log`` is the audit log.
-- Nothing is deleted except by ``undo`` of the commit that added it.
+- No command deletes a memory (``quipu.store.undo`` never reverts a memory's creation);
+  ``retract`` takes one out of recall and search with a ``retracted`` label, an event like any
+  other, kept in history and undone like any decision.
+- ``supersede`` of a pair whose supersession is in force writes nothing and returns that
+  decision's commit (``supersession``).
 - ``commit`` writes only paths of the store's schema (``quipu.store.schema``): everything quipu
   writes is something a clone and a sync take.
 - A ``Store`` may be used from several threads: each opens its own git repository (``repo``).
@@ -92,52 +96,9 @@ class Store:
     @classmethod
     def init(cls, path: Path) -> tuple[Store, bool]:
         """Create a store at ``path`` from the template; returns (store, created)."""
-        import pygit2
+        from quipu.store import create
 
-        from quipu.store import assets, gitstore, indexlock, trees
-
-        path = Path(path).expanduser().absolute()
-        if (path / CONFIG_NAME).is_file() and locate.git_dir(str(path)):
-            return cls(path, "init"), False
-        if path.exists() and not path.is_dir():
-            raise NoStore(f"{path} exists and is not a folder\n- choose another path for the store")
-        if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
-            raise NoStore(
-                f"{path} is not empty and not a quipu store\n- choose an empty or new folder for the store"
-            )
-        path.mkdir(parents=True, exist_ok=True)
-        if locate.git_dir(str(path)) is None:
-            pygit2.init_repository(str(path), initial_head="main")
-        store = cls(path, "init")
-        template = assets.template_dir()
-        files: dict[str, bytes] = {}
-        for item in sorted(template.rglob("*")):
-            if item.is_file():
-                rel = item.relative_to(template).as_posix()
-                if rel == "gitignore":
-                    rel = ".gitignore"
-                files[rel] = item.read_bytes()
-        repo = store.repo
-        sig = gitstore.signature(repo)
-        builder_changes = files
-        if repo.head_is_unborn:
-            tree = trees.build_tree(repo, None, builder_changes)
-            message = format_message("quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
-            repo.create_commit("HEAD", sig, sig, message, tree, [])
-            for rel, data in files.items():
-                target = path / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            index = repo.index
-            index.read(True)
-            for rel in files:
-                index.add(rel)
-            index.write()
-            repo.config["index.version"] = indexlock.INDEX_VERSION  # git's own new indexes, too
-            indexlock.compact_index(repo)
-        else:
-            store.commit(files, "quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
-        return store, True
+        return create.init_store(cls, path)
 
     @property
     def repo(self) -> pygit2.Repository:
@@ -343,6 +304,9 @@ class Store:
             raise InvalidMemory("a memory cannot supersede itself")
         if not self.exists(new):
             raise NotFound(f"no memory {new!r} in {self.root}\n- run `quipu list` to see the ids")
+        in_force = self.supersession(old)
+        if in_force is not None and in_force[0] == new and in_force[1]:
+            return in_force[1]  # already decided: nothing is written
         return self.add_event(
             old,
             {"action": "supersede", "by": new, "reason": reason, "sweep": sweep},
@@ -355,6 +319,35 @@ class Store:
                 **(extra_trailers or {}),
             },
             also_require=(new,),
+        )
+
+    def supersession(self, old: str) -> tuple[str, str] | None:
+        """(the id that supersedes ``old``, the commit of that event) when a supersession is in
+        force, read from the event files the tip holds; None otherwise."""
+        import pygit2
+
+        from quipu.store import effects
+
+        latest: tuple[str, str] | None = None
+        for name, event in self.events(old):
+            if event.get("action") == "supersede" and isinstance(event.get("by"), str):
+                latest = (name, event["by"])  # the last one decides, as the index folds them
+        if latest is None:
+            return None
+        path = f"{event_dir(old)}/{latest[0]}"
+        for commit in self.repo.walk(self.repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL):
+            if effects.entry_at(commit.tree, path) and all(effects.entry_at(p.tree, path) is None
+                                                           for p in commit.parents):
+                return latest[1], str(commit.id)
+        return latest[1], ""
+
+    def retract(self, memory_id: str, *, reason: str = "", undo_sweep: str | None = None) -> str:
+        """Take a memory out of recall and search (a ``retracted`` label); nothing is deleted."""
+        return self.add_event(
+            memory_id,
+            {"action": "label", "label": "retracted", "set": True, "detail": reason},
+            summary=f"quipu: retract {memory_id}",
+            trailers={"Quipu-Action": "retract", "Quipu-Label": "retracted", "Quipu-Undo-Sweep": undo_sweep},
         )
 
     def label(
@@ -411,10 +404,11 @@ class Store:
         return out
 
     def undo(self, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> list[str]:
-        """Revert one commit, a memory's last action, or every commit of a sweep (newest first)."""
+        """Revert one commit, a memory's latest decision, or every commit of a sweep (newest first);
+        returns the commits made (``quipu.store.undo.undo`` says what each undid)."""
         from quipu.store import undo
 
-        return undo.undo(self, commit=commit, memory=memory, sweep=sweep)
+        return undo.undo(self, commit=commit, memory=memory, sweep=sweep).commits
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -17,7 +17,8 @@ TRAILER_KEYS = (
     "Quipu-Sweep",
     "Quipu-Session",
     "Quipu-Label",
-    "Quipu-Reverts",
+    "Quipu-Reverts",  # a claim: quipu.store.effects checks it against what the commit did
+    "Quipu-Retracts",
     "Quipu-Verdict",
     "Quipu-Confidence",
     "Quipu-Guards",

@@ -5,11 +5,13 @@ Contract:
   git objects (blobs and trees), never a ref, the worktree or git's index.
 - git's three-way merge (libgit2, rename detection off, virtual bases for criss-cross histories)
   proposes a result; every path where that result differs from ``ours`` is then decided here:
-  a file from the remote enters only if ``sync_policy.refusal`` accepts it; a removal only if an
-  undo made it; a memory file changed on both sides keeps both versions
+  a file from the remote enters only if ``sync_policy.refusal`` accepts it; a removal only if
+  ``sync_policy.removal_refusal`` accepts the commit that made it (``removers``: judged by its
+  effects, never by its message); a memory file changed on both sides keeps both versions
   (``sync_policy.keep_both``); ``profile.md`` changed on both sides is merged line by line
   (``sync_policy.merge_profile``); any other path changed on both sides keeps the local version.
-  What is refused is listed, never silently dropped, and the rest still merges.
+  What is refused is listed with the remote commit that made the change, never silently
+  dropped, and the rest still merges.
 - New memories never collide (ids are random) and event files are append-only with unique
   names, so those merge as plain files without any custom driver.
 """
@@ -19,9 +21,10 @@ from typing import NamedTuple
 
 import pygit2
 
-from quipu.store import schema
+from quipu.store import effects, schema
+from quipu.store.trailers import parse_trailers
 from quipu.sync import policy as sync_policy
-from quipu.sync.policy import KeptBoth, Refusal
+from quipu.sync.policy import KeptBoth, Refusal, Remover
 
 Entry = tuple[pygit2.Oid, int]
 _SORT = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
@@ -41,17 +44,45 @@ def entries(tree: pygit2.Tree) -> dict[str, Entry]:
     return {e.path: (e.id, e.mode) for e in index}
 
 
-def undone_paths(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid) -> set[str]:
-    """Paths removed by the undo commits reachable from ``tip`` but not from ``hide``."""
-    out: set[str] = set()
+def removers(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, paths: set[str]) -> dict[str, Remover]:
+    """For each of ``paths``, the newest commit from ``tip`` (not from ``hide``) that removed it,
+    judged by what it did (``quipu.store.effects``), never by its message."""
+    out: dict[str, Remover] = {}
+    left = set(paths)
     walker = repo.walk(tip, _SORT)
     walker.hide(hide)
     for commit in walker:
-        if len(commit.parents) != 1 or "\nQuipu-Action: undo" not in commit.message:
+        if not left:
+            break
+        gone = {p for p in left if _entry_at(commit.tree, p) is None
+                and any(_entry_at(parent.tree, p) is not None for parent in commit.parents)}
+        if not gone:
             continue
-        for delta in repo.diff(commit.parents[0].tree, commit.tree).deltas:  # type: ignore[call-overload]
-            if delta.status_char() == "D":
-                out.add(delta.old_file.path)
+        left -= gone
+        merge = len(commit.parents) != 1
+        strict = any(p.startswith("memories/") for p in gone)
+        reverts = None if merge else effects.verified_revert(repo, commit, strict=strict)
+        seen = reverts is not None and (str(hide) == reverts or repo.descendant_of(hide, pygit2.Oid(hex=reverts)))
+        line = commit.message.split("\n", 1)[0].strip()
+        summary = "".join(c if c.isprintable() else " " for c in line)[:80] or "no message"
+        claims = parse_trailers(commit.message).get("Quipu-Action") == "undo"
+        for path in gone:
+            out[path] = Remover(str(commit.id), summary, claims, merge, reverts, seen)
+    return out
+
+
+def writers(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, wanted: dict[str, Entry]) -> dict[str, str]:
+    """For each path, the newest commit from ``tip`` (not from ``hide``) that wrote the entry given."""
+    out: dict[str, str] = {}
+    walker = repo.walk(tip, _SORT)
+    walker.hide(hide)
+    for commit in walker:
+        if len(out) == len(wanted):
+            break
+        for path, (oid, _mode) in wanted.items():
+            if path not in out and _entry_at(commit.tree, path) == oid and all(
+                    _entry_at(parent.tree, path) != oid for parent in commit.parents):
+                out[path] = str(commit.id)
     return out
 
 
@@ -84,7 +115,8 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
     o_map, t_map = entries(ours.tree), entries(theirs.tree)
     m_map = {e.path: (e.id, e.mode) for e in index}
     paths = conflicted | {p for p in o_map.keys() | m_map.keys() if o_map.get(p) != m_map.get(p)}
-    undone = undone_paths(repo, theirs.id, ours.id)
+    removed = {p for p in paths if p not in conflicted and p in o_map and p not in m_map and p not in t_map}
+    by = removers(repo, theirs.id, ours.id, removed) if removed else {}
     base_id = repo.merge_base(ours.id, theirs.id)
     bases = repo[base_id].tree if base_id is not None else None
     final: dict[str, Entry | None] = {}
@@ -94,13 +126,15 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
 
     def incoming(path: str, entry: Entry | None) -> bool:
         """Take the remote's version of ``path`` if the policy allows it."""
+        commit = ""
         if entry is None:
-            reason = sync_policy.removal_refusal(path, undone)
+            reason = sync_policy.removal_refusal(path, by.get(path))
+            commit = by[path].commit if path in by else ""
         else:
             data = repo[entry[0]].data if entry[1] != 0o160000 else b""  # type: ignore[attr-defined]
             reason = sync_policy.refusal(path, entry[1], data, replaces=path in o_map)
         if reason:
-            refused.append(Refusal(path, reason))
+            refused.append(Refusal(path, reason, commit))
             return False
         final[path] = entry
         return True
@@ -147,4 +181,8 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
             index.add(pygit2.IndexEntry(path, want[0], pygit2.enums.FileMode(want[1])))
         if want != o_map.get(path):
             touched.append(path)
+    unnamed = {r.path: t_map[r.path] for r in refused if not r.commit and r.path in t_map}
+    if unnamed:
+        named = writers(repo, theirs.id, ours.id, unnamed)
+        refused = [r._replace(commit=named.get(r.path, "")) if not r.commit else r for r in refused]
     return MergePlan(index.write_tree(repo), touched, refused, kept, line_merged)

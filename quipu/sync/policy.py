@@ -10,9 +10,15 @@ Contract (docs/sync.md states the same policy for people):
   store's settings never arrive from a remote).
 - ``merge_profile(base, ours, theirs)``: ``profile.md`` changed on both sides meets line by line,
   and no line either side added is lost (see the function).
-- ``removal_refusal(path, undone)``: a file leaves the store only through an undo (a commit
-  carrying ``Quipu-Action: undo`` that removed it); any other removal arriving from a remote is
-  refused and the local file stays.
+- ``removal_refusal(path, remover)``: whether a removal arriving from a remote is applied, from
+  what the commit that removed the file did (``Remover``), never from its message. An event file
+  leaves only through a verified undo: a commit that is the exact inverse of the commit its
+  ``Quipu-Reverts`` names (``quipu.store.effects.verified_revert``), which this store already
+  has (the decision it had is the one taken back, not a copy the remote made of it). A
+  memory file never leaves: a removal reaches the merge only for a file the common history held,
+  so this store had it before any add the remote undid (a verified undo of a remote add this
+  store never saw nets out on the remote's side and never reaches the merge: it syncs as it is).
+  Each refusal names the commit and why, and the local file stays.
 - ``keep_both(...)``: the same memory file changed on both sides. Neither text is lost: the newer
   version (by the time of the last commit that changed the file on each side) stays at the id,
   the older one is kept as a memory of its own, ``<id>-<8 hex of its blob>`` (the same name on
@@ -38,9 +44,10 @@ COPY_HEX = 8
 class Refusal(NamedTuple):
     path: str
     reason: str
+    commit: str = ""  # the remote commit that made the refused change, where one did
 
     def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
+        return {"path": self.path, "reason": self.reason, "commit": self.commit}
 
 
 class KeptBoth(NamedTuple):
@@ -108,11 +115,41 @@ def merge_profile(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
     return ("\n".join(out).rstrip("\n") + "\n").encode("utf-8")
 
 
-def removal_refusal(path: str, undone: set[str]) -> str | None:
-    """Why a removal arriving from a remote is not applied (None: it is)."""
-    if path in undone:
-        return None
-    return "a file leaves a store only through `quipu undo`; the local file is kept"
+class Remover(NamedTuple):
+    """The remote commit that removed a file, as far as its effects tell."""
+
+    commit: str
+    summary: str  # its first line, made printable (it is someone else's text)
+    claims_undo: bool  # its message says Quipu-Action: undo
+    merge: bool  # a merge commit dropped the file
+    reverts: str | None  # the commit it verifiably undoes (exact inverse), or None
+    seen: bool  # that commit is in this store's own history already
+
+
+def removal_refusal(path: str, remover: Remover | None) -> str | None:
+    """Why a removal arriving from a remote is not applied (None: it is); see the module contract."""
+    if remover is None:
+        return "the remote removed it in no commit this store can check; the local file is kept"
+    by = f"removed by commit {remover.commit[:12]} ({remover.summary})"
+    memory = path.startswith("memories/")
+    if remover.merge:
+        return f"{by}, a merge; a file leaves a store only through a verified undo, so the local file is kept"
+    if remover.reverts is None:
+        claim = ", which says it is an undo but is not the exact inverse of a commit in its history" \
+            if remover.claims_undo else ""
+        rule = "no command deletes a memory" if memory else "a decision leaves a store only through `quipu undo`"
+        return f"{by}{claim}; {rule}, so the local file is kept"
+    if memory:
+        # A removal reaches the merge only for a file the common history held, so this store had the
+        # memory before any add the remote undid: an undo of an add it never saw nets out remotely.
+        whose = "which this store already had" if remover.seen else "which added it again after this store had it"
+        return (f"{by}, an undo of commit {remover.reverts[:12]} that created it, {whose}; no command deletes a "
+                "memory here, so it is kept (`quipu retract` takes one out of recall)")
+    if not remover.seen:
+        return (f"{by}, an undo of commit {remover.reverts[:12]}, which this store never had, while the file "
+                "was here before it; a decision leaves a store only through the undo of the commit that made "
+                "it, so the local file is kept")
+    return None
 
 
 def copy_id(memory_id: str, blob: pygit2.Oid) -> str:

@@ -8,6 +8,9 @@ Contract:
   compare-and-swap as every quipu write, so the worktree and git's index stay clean; then the
   branch is pushed. A push the remote rejects because it moved meanwhile starts over (fetch,
   merge, push), up to ``MAX_ATTEMPTS`` times.
+- Nothing a remote says about itself is taken on its word: an incoming commit that says it is an
+  undo is counted as one only when it is the exact inverse of the commit it names
+  (``Incoming.verified``), and a removal is applied only as ``quipu.sync.policy`` allows.
 - A memory edited on both sides keeps both versions (see ``quipu.sync.policy``); the older one
   is superseded by the newer with an ordinary supersession commit, which ``quipu undo`` reverts.
 - ``refs/quipu/synced/<remote>/<branch>`` records the remote tip this store last merged or
@@ -36,6 +39,7 @@ from typing import Any
 
 import pygit2
 
+from quipu.store import effects
 from quipu.store import githooks
 from quipu.store import schema
 from quipu.store import gitstore
@@ -60,14 +64,19 @@ class SyncError(ConflictError):
 @dataclass(frozen=True)
 class Incoming:
     commit: str
-    action: str
+    action: str  # its Quipu-Action trailer: what it says it is
     memory: str
     author: str
     summary: str
+    verified: bool = True  # False: it says it is an undo, and is not the exact inverse of what it names
 
-    def to_json(self) -> dict[str, str]:
+    @property
+    def kind(self) -> str:
+        return self.action if self.verified else f"{self.action}-unverified"
+
+    def to_json(self) -> dict[str, str | bool]:
         return {"commit": self.commit, "action": self.action, "memory": self.memory, "author": self.author,
-                "summary": self.summary}
+                "summary": self.summary, "verified": self.verified}
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,7 @@ class SyncResult:
     supersessions: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return dict(Counter(i.action for i in self.incoming if i.action not in ("sync", "")))
+        return dict(Counter(i.kind for i in self.incoming if i.action not in ("sync", "")))
 
     def authors(self) -> list[str]:
         return sorted({i.author for i in self.incoming if i.action != "sync"})
@@ -207,8 +216,11 @@ def _incoming(repo: pygit2.Repository, theirs: pygit2.Oid, hide: pygit2.Oid) -> 
     out = []
     for commit in walker:
         trailers = parse_trailers(commit.message)
-        out.append(Incoming(str(commit.id), trailers.get("Quipu-Action", ""), trailers.get("Quipu-Memory", ""),
-                            f"{commit.author.name} <{commit.author.email}>", commit.message.split("\n", 1)[0]))
+        action = trailers.get("Quipu-Action", "")
+        verified = action != "undo" or effects.verified_revert(repo, commit) is not None
+        out.append(Incoming(str(commit.id), action, trailers.get("Quipu-Memory", ""),
+                            f"{commit.author.name} <{commit.author.email}>", commit.message.split("\n", 1)[0],
+                            verified))
     return out
 
 

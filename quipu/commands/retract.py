@@ -1,0 +1,35 @@
+"""`quipu retract ID`: take a memory out of recall and search, kept in history (a decision `quipu undo` reverts)."""
+from __future__ import annotations
+
+import argparse
+
+from quipu.index import index
+from quipu.commands._common import add_json, open_store
+from quipu.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "retract",
+        help="take a memory out of recall and search (nothing is deleted)",
+        description="Retract a memory written by mistake: it gets the label 'retracted', leaves recall, "
+        "search and the always-on layer, and stays in the store and its history (`quipu show` still shows "
+        "it). A commit of its own: `quipu undo --memory ID` (or `quipu label ID retracted --remove`) "
+        "brings it back.",
+    )
+    p.add_argument("id", help="the memory's id")
+    p.add_argument("--reason", default="", help="why (kept in the event)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    sha = store.retract(args.id, reason=args.reason)
+    index.refresh_after_write(store)
+    if args.json:
+        print_json({"commit": sha, "id": args.id, "retracted": True})
+    else:
+        print(f"Retracted {args.id}: out of recall and search, kept in the store  "
+              f"[commit {sha[:12]}; undo with `quipu undo --memory {args.id}`]")
+    return 0

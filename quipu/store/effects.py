@@ -1,0 +1,122 @@
+"""What a commit does to the store's files, read from its trees and never from its message.
+
+Contract:
+- ``changes(repo, commit)`` is a one-parent commit's effect: for each path it changed, the entry
+  (blob id, mode) before and after (None: absent). Rename detection is off, so a move is a
+  removal and an addition. A merge or root commit has no single effect here (None).
+- ``is_inverse(a, b)``: ``a`` undoes exactly what ``b`` did (same paths, each entry swapped) and
+  is not empty; ``undoes_keeping(a, b)``: the same, except that the memories ``b`` created stay
+  and are retracted (new event files of theirs). ``verified_revert(repo, commit)``: the commit
+  its ``Quipu-Reverts`` trailer names, when that commit is an ancestor of ``commit`` (in this
+  store's history) and ``commit`` undoes it in one of those two ways; else None. A trailer
+  alone never makes a commit an undo.
+- ``state(tree, effect)``: whether a commit's effect is what ``tree`` holds now ("in force"),
+  what it replaced ("undone"), or neither ("changed since"). Whether a commit is already undone
+  is decided by this, never by trailers.
+- ``created_memories(effect)``: the memory ids whose files the commit added: undoing it would
+  delete them, which no command does.
+- Only reads objects; writes nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pygit2
+
+from quipu.store.memory import ID_RE
+from quipu.store.trailers import parse_trailers
+
+Entry = tuple[str, int]  # (blob id, mode)
+Effect = dict[str, "tuple[Entry | None, Entry | None]"]
+
+
+def changes(repo: pygit2.Repository, commit: pygit2.Commit) -> Effect | None:
+    """The effect of a one-parent commit (see the module contract); None for a merge or root."""
+    if len(commit.parent_ids) != 1:
+        return None
+    parent: pygit2.Commit = repo[commit.parent_ids[0]]  # type: ignore[assignment]
+    out: Effect = {}
+    for delta in repo.diff(parent.tree, commit.tree).deltas:  # type: ignore[call-overload]
+        old = None if delta.status_char() == "A" else (str(delta.old_file.id), int(delta.old_file.mode))
+        new = None if delta.status_char() == "D" else (str(delta.new_file.id), int(delta.new_file.mode))
+        out[delta.new_file.path if new else delta.old_file.path] = (old, new)
+    return out
+
+
+def is_inverse(a: Mapping[str, tuple[Entry | None, Entry | None]],
+               b: Mapping[str, tuple[Entry | None, Entry | None]]) -> bool:
+    """``a`` is exactly the reverse of ``b`` (and not empty)."""
+    return bool(b) and a.keys() == b.keys() and all(a[p] == (b[p][1], b[p][0]) for p in b)
+
+
+def undoes_keeping(a: Mapping[str, tuple[Entry | None, Entry | None]],
+                   b: Mapping[str, tuple[Entry | None, Entry | None]]) -> bool:
+    """``a`` is the reverse of ``b`` except that the memories ``b`` created stay, each with new
+    event files of its own (their retraction): how ``quipu undo`` takes back a commit that also
+    created memories, since no command deletes one."""
+    created = created_memories(b)
+    kept = {f"memories/{m[:2]}/{m}.md" for m in created}
+    rest = {p: v for p, v in b.items() if p not in kept}
+    dirs = tuple(f"events/{m[:2]}/{m}/" for m in created)
+    extra = {p: v for p, v in a.items() if p not in rest}
+    return (bool(created) and bool(rest) and all(p in a and a[p] == (v[1], v[0]) for p, v in rest.items())
+            and all(p.startswith(dirs) and old is None and new is not None for p, (old, new) in extra.items()))
+
+
+def verified_revert(repo: pygit2.Repository, commit: pygit2.Commit, *, strict: bool = False) -> str | None:
+    """The commit that ``commit`` names in ``Quipu-Reverts``, when that commit is in this store's
+    history before it and ``commit`` undoes exactly what it did (``strict``: the exact inverse;
+    else also ``undoes_keeping``); otherwise None, whatever the message says."""
+    named = parse_trailers(commit.message).get("Quipu-Reverts", "")
+    if len(named) != 40 or not all(c in "0123456789abcdef" for c in named):
+        return None
+    try:
+        target = repo[named]
+        if not isinstance(target, pygit2.Commit) or not repo.descendant_of(commit.id, target.id):
+            return None
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    mine, theirs = changes(repo, commit), changes(repo, target)
+    if mine is None or theirs is None:
+        return None
+    return named if is_inverse(mine, theirs) or (not strict and undoes_keeping(mine, theirs)) else None
+
+
+def entry_at(tree: pygit2.Tree, path: str) -> Entry | None:
+    try:
+        item = tree[path]
+    except KeyError:
+        return None
+    return (str(item.id), int(item.filemode))
+
+
+def state(tree: pygit2.Tree, effect: Mapping[str, tuple[Entry | None, Entry | None]]) -> str:
+    """"in force", "undone" or "changed since" (see the module contract)."""
+    now = {path: entry_at(tree, path) for path in effect}
+    if all(now[p] == new for p, (_old, new) in effect.items()):
+        return "in force"
+    if all(now[p] == old for p, (old, _new) in effect.items()):
+        return "undone"
+    return "changed since"
+
+
+def memory_id_of(path: str) -> str | None:
+    """The id of the memory file at ``path`` (``memories/<shard>/<id>.md``), else None."""
+    parts = path.split("/")
+    if len(parts) != 3 or parts[0] != "memories" or not parts[2].endswith(".md"):
+        return None
+    memory_id = parts[2][:-3]
+    return memory_id if ID_RE.match(memory_id) and parts[1] == memory_id[:2] else None
+
+
+def created_memories(effect: Mapping[str, tuple[Entry | None, Entry | None]]) -> list[str]:
+    """The ids of the memory files the commit added (undoing it would delete them)."""
+    return sorted(m for p, (old, new) in effect.items()
+                  if old is None and new is not None and (m := memory_id_of(p)) is not None)
+
+
+def about(effect: Mapping[str, tuple[Entry | None, Entry | None]], memory_id: str) -> bool:
+    """The commit changed the memory's file or its decisions (its event files)."""
+    mine = f"memories/{memory_id[:2]}/{memory_id}.md"
+    events = f"events/{memory_id[:2]}/{memory_id}/"
+    return any(p == mine or p.startswith(events) for p in effect)
