@@ -1,22 +1,29 @@
 """Health checks behind `quipu doctor`. Each check returns a ``Check``; none raises for a finding.
 
 Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
-submodules and cache files), the index (fresh or not, rebuilt if needed), files skipped for bad
+submodules and cache files), git lock files left behind, the index (fresh or not, rebuilt if
+needed; a journal a killed index write left beside it is named, with the command that heals it), files skipped for bad
 frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
 MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from quipu.store import githooks
 from quipu.index import index
 from quipu.claude import memorymd
 from quipu.store import safepath
+from quipu.store import locks
 from quipu.store import settings
+from quipu.store.gitstore import LOCK_NAME
+from quipu.index.schema import leftovers
 from quipu.errors import UnsafeStore
 from quipu.store.store import Store
 
@@ -52,10 +59,44 @@ def check_tree(store: Store) -> Check:
 
 
 def check_index(store: Store) -> Check:
+    left = stale_index_files(store)
+    if left:
+        return Check("index", False, f"a killed index write left {', '.join(p.name for p in left)} beside the index "
+                     "(recall stays off while it is there); run `quipu index --rebuild`")
     was = index.ensure_fresh(store)
     if was.action == "fresh":
         return Check("index", True, f"fresh at {(was.head or '')[:12]}")
     return Check("index", True, f"was behind HEAD; {was.action} ({was.changed} change(s), {was.seconds * 1000:.0f} ms)")
+
+
+def stale_index_files(store: Store) -> list[Path]:
+    """The journal, WAL and shared-memory files beside the index while no index writer runs."""
+    path = store.index_path
+    if locks.is_held(path.with_name("index.lock")):
+        return []
+    return leftovers(path)
+
+
+GIT_LOCK_STALE_SECONDS = 600.0
+
+
+def check_git_locks(store: Store) -> Check:
+    """git's own lock files in the store's repository that no running quipu write holds and that
+    are older than any git command takes (a `git commit` waiting in an editor can be that old)."""
+    gitdir = Path(store.repo.path)
+    if locks.is_held(gitdir / LOCK_NAME):
+        return Check("git locks", True, "a quipu write is running")
+    now = time.time()
+    old = []
+    for lock in [gitdir / "index.lock", *(gitdir / "refs" / "heads").rglob("*.lock")]:
+        with contextlib.suppress(OSError):
+            if now - lock.lstat().st_mtime > GIT_LOCK_STALE_SECONDS:
+                old.append(lock)
+    if not old:
+        return Check("git locks", True, "no git lock file left behind")
+    return Check("git locks", False, f"{len(old)} git lock file(s) left by a git command that did not finish; "
+                 f"if no git command is running, remove them: rm {' '.join(str(p) for p in old)}",
+                 [f"{p} ({(now - p.lstat().st_mtime) / 60:.0f} minutes old)" for p in old if p.exists()])
 
 
 def check_problems(store: Store) -> Check:
@@ -133,7 +174,7 @@ def check_always_on(store: Store) -> Check:
     return Check("always-on layer", not (unsearchable or card.unparsed), summary, details)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
+CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_git_locks, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
 
 
 def _run(check: Callable[[Store], Check], store: Store) -> Check:
