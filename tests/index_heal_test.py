@@ -176,3 +176,48 @@ def test_a_journal_planted_beside_the_index_is_rebuilt_over_by_the_next_read(tmp
     finally:
         db.close()
     assert _doctor_index(store)["ok"] is True
+
+
+def test_the_history_index_rebuilt_beside_a_journal_never_takes_it(tmp_path: Path) -> None:
+    """The past-conversation index is rebuilt the same way (a new file renamed into place): a
+    journal a killed writer left beside the old file goes before the new file takes the name."""
+    from quipu.history.archive import Layout
+    from testing.transcripts import Transcript
+
+    projects = tmp_path / "claude" / "projects"
+    t = Transcript("5d1c2a10-5b7e-4c21-9d0a-3e4f5a6b7c31", "/home/dev/shop")
+    t.user("Why is the zanzibar-kiln rotation failing on Mondays?")
+    t.assistant("The kiln keys expired before the rotation job ran.")
+    t.write(projects)
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    assert quipu("history", "index", env=env).returncode == 0
+    layout = Layout.default()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = elsewhere / layout.index.name
+    other.write_bytes(layout.index.read_bytes())
+    writer = ("import sqlite3, os, signal, sys\n"
+              "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+              "db.execute('PRAGMA cache_size = 2')\n"
+              "db.execute('BEGIN')\n"
+              "db.execute(\"UPDATE meta SET value = 'planted'\")\n"
+              "db.execute('CREATE TABLE filler(x)')\n"
+              "db.executemany('INSERT INTO filler VALUES (?)', [('x' * 900,)] * 2000)\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    assert subprocess.run([sys.executable, "-c", writer, str(other)], check=False).returncode == -signal.SIGKILL
+    journal = layout.index.with_name(layout.index.name + "-journal")
+    os.replace(elsewhere / (other.name + "-journal"), journal)
+    assert _hot_journal(layout.index) == JOURNAL_MAGIC
+
+    done = quipu("history", "index", "--rebuild", env=env)
+    assert done.returncode == 0, done.stderr
+    assert not journal.exists()
+    found = quipu("history", "search", "--json", "zanzibar-kiln rotation", env=env)
+    assert found.returncode == 0, found.stderr
+    assert any("zanzibar-kiln" in hit["text"] for hit in json.loads(found.stdout)["hits"])
+    db = sqlite3.connect(layout.index)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert "planted" not in [row[0] for row in db.execute("SELECT value FROM meta")]
+    finally:
+        db.close()
