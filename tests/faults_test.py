@@ -442,3 +442,27 @@ def test_every_number_the_cli_takes_has_a_checked_range() -> None:
 
     bare = [a.option_strings or a.dest for a in actions(cli.build_parser()) if a.type in (int, float)]
     assert bare == []
+
+
+def test_doctor_names_a_git_lock_file_left_behind_with_the_fix(tmp_path: Path) -> None:
+    """A git command killed mid-write leaves `.git/index.lock`, and every later `git add` fails;
+    doctor names one older than any git command takes (a fresh one may be a person's commit)."""
+    import json
+    import os
+    import time
+
+    store = _store_with_notes(tmp_path)
+    lock = store.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+
+    def git_locks() -> dict[str, object]:
+        done = subprocess.run([sys.executable, "-m", "quipu", "--store", str(store.root), "doctor", "--json"],
+                              capture_output=True, text=True, cwd=REPO_ROOT)
+        return {c["name"]: c for c in json.loads(done.stdout)["checks"]}["git locks"]
+
+    assert git_locks()["ok"] is True  # as new as a `git commit` waiting in an editor
+    hour_ago = time.time() - 3600
+    os.utime(lock, (hour_ago, hour_ago))
+    found = git_locks()
+    assert found["ok"] is False and f"rm {lock}" in str(found["summary"]), found
+    assert "if no git command is running" in str(found["summary"])
