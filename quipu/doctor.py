@@ -2,9 +2,10 @@
 
 Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
 submodules and cache files), git lock files left behind, the index (fresh or not, rebuilt if
-needed; a journal a killed index write left beside it is named, with the command that heals it), files skipped for bad
-frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
-MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
+needed; a journal a killed index write left beside it is named, with the command that heals it),
+files skipped for bad frontmatter, the git hooks, the store's size, git's garbage-collection state
+and Claude Code's MEMORY.md load limit. A check that meets something quipu refuses
+(``UnsafeStore``) reports it.
 """
 from __future__ import annotations
 

@@ -221,3 +221,16 @@ def test_the_history_index_rebuilt_beside_a_journal_never_takes_it(tmp_path: Pat
         assert "planted" not in [row[0] for row in db.execute("SELECT value FROM meta")]
     finally:
         db.close()
+
+
+def test_the_hook_treats_a_damaged_index_as_absent_and_a_refresh_heals_it(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "zanzibar.md").write_text(f"# {SUBJECT}\n\nRotate the zanzibar-kiln keys every Monday.\n")
+    assert quipu("--store", str(store.root), "import", "markdown", str(tmp_path / "notes")).returncode == 0
+    index.ensure_fresh(store)
+    store.index_path.write_bytes(b"not a database at all" * 500)
+    assert _hook(store, "s-damaged") == ""
+    assert "refresh was started" in (Path(os.environ["QUIPU_HOME"]) / "logs" / "hook.log").read_text()
+    _wait_for(lambda: SUBJECT in _hook(store, f"s-{time.monotonic_ns()}"))
+    assert SUBJECT in _hook(store, "s-healed")
