@@ -97,7 +97,7 @@ def _event_refusal(parts: list[str], data: bytes) -> str | None:
         return f"it is larger than {MAX_FILE_BYTES} bytes"
     try:
         event = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return "it is not UTF-8 JSON"
     if not isinstance(event, dict):
         return "an event file holds one JSON object"
