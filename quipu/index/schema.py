@@ -165,14 +165,15 @@ def discard_leftovers(path: Path) -> None:
     file is never played into a new one."""
     if not leftovers(path):
         return
-    try:
-        db = sqlite3.connect(str(path), timeout=5, isolation_level=None)
+    if path.is_file():  # (opening a missing file would create one)
         try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls a hot journal back
-        finally:
-            db.close()
-    except sqlite3.Error:
-        pass  # a damaged file: it is being replaced, its journal goes with it
+            db = sqlite3.connect(str(path), timeout=5, isolation_level=None)
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls a hot journal back
+            finally:
+                db.close()
+        except sqlite3.Error:
+            pass  # a damaged file: it is being replaced, its journal goes with it
     for side in leftovers(path):
         try:
             side.unlink()
