@@ -1,10 +1,12 @@
 """The `quipu` command line: parses arguments and dispatches; nothing else.
 
 Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparsers)`` and
-``run(args) -> int``. ``main`` turns ``FatalError`` and a full disk into one message and exit 1,
-anything unexpected into exit 3 with the traceback written to a log file, and ^C into 130. A
-command that did its work but left some inputs out returns ``EXIT_SOME_SKIPPED`` (4), after
-listing each with its reason (``quipu import``). argparse's usage errors exit 2.
+``run(args) -> int``. ``main`` turns ``FatalError``, a full disk and a file system it may not write
+(read-only, or another user's) into one message and exit 1, an argument that is not UTF-8 into
+one message and exit 1, anything unexpected into one line and exit 3 with the traceback written
+to ``$QUIPU_HOME/logs/crash.log`` (never to the terminal), and ^C into 130. A command that did
+its work but left some inputs out returns ``EXIT_SOME_SKIPPED`` (4), after listing each with its
+reason (``quipu import``). argparse's usage errors exit 2.
 """
 from __future__ import annotations
 
@@ -127,12 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_chosen_command(argv))
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
     try:
+        _check_utf8(argv)
+        parser = build_parser(_chosen_command(argv))
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
         return int(args.func(args) or 0)
     except FatalError as exc:
         print(f"quipu: error: {exc}", file=sys.stderr)
@@ -142,29 +145,93 @@ def _main(argv: Sequence[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except OSError as exc:
-        if not _is_disk_full(exc):
-            return _crashed(exc)
-        print(f"quipu: error: no space left on the device ({exc}); the command did not finish, and a write "
-              "that did not finish was not committed\n- free some space, then run the command again",
-              file=sys.stderr)
-        return 1
     except Exception as exc:  # noqa: BLE001 - the one place unexpected failures are reported
+        if _is_disk_full(exc):
+            print(f"quipu: error: no space left on the device ({_first_line(exc)}); the command did not finish, "
+                  "and a write that did not finish was not committed\n- free some space, then run the command again",
+                  file=sys.stderr)
+            return 1
+        if _is_unwritable(exc):
+            where = f" {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
+            print(f"quipu: error: cannot write{where} ({_first_line(exc)}); the command did not finish, and a write "
+                  "that did not finish was not committed\n- a read-only disk must be mounted read-write, and a "
+                  "folder another user owns needs its owner to let you write; then run the command again\n"
+                  "- reading commands (search, show, list, log, doctor) work on a store you cannot write",
+                  file=sys.stderr)
+            return 1
         return _crashed(exc)
 
 
 def _crashed(exc: BaseException) -> int:
-    from quipu import output
+    """One line and the crash log's path; never a traceback on the terminal, whatever fails here."""
+    try:
+        from quipu import output
 
-    path = output.crash_log(exc, sys.argv)
-    print(f"quipu: unexpected error: {type(exc).__name__}: {exc}\n- details were written to {path}", file=sys.stderr)
+        path = output.crash_log(exc, sys.argv)
+    except Exception:  # noqa: BLE001 - the crash path itself must not crash
+        path = "(could not write a log)"
+    try:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+    except Exception:  # noqa: BLE001 - an exception whose str() fails
+        first = ""
+    try:
+        print(f"quipu: unexpected error: {type(exc).__name__}: {first}\n- details were written to {path}",
+              file=sys.stderr)
+    except Exception:  # noqa: BLE001 - no terminal to tell
+        pass
     return 3
 
 
-def _is_disk_full(exc: OSError) -> bool:
-    """ENOSPC or EDQUOT, from the OS or as libgit2 words it (its OSError carries no errno)."""
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "no space left on device" in str(exc).lower() \
-        or "disk quota exceeded" in str(exc).lower()
+def _check_utf8(argv: Sequence[str]) -> None:
+    """Refuse an argument that is not UTF-8 (Python hands such bytes over as lone surrogates): no
+    memory, query, path or id can hold it, and the store must never receive it."""
+    for position, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raw = arg.encode("utf-8", "surrogateescape")
+            at = len(arg[:exc.start].encode("utf-8", "surrogateescape"))
+            shown = raw.decode("utf-8", "backslashreplace")
+            raise FatalError(f"argument {position} ('{shown}') is not valid UTF-8 (byte {at + 1} is 0x{raw[at]:02x})"
+                             "\n- pass text, ids and paths as UTF-8") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - an exception whose str() fails
+        return type(exc).__name__
+    return (text.splitlines() or [type(exc).__name__])[0]
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    """The primary SQLite result code of an ``sqlite3`` error (not imported here to ask)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if type(exc).__module__ == "sqlite3" and isinstance(code, int) else None
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC or EDQUOT, from the OS, as libgit2 words it (its OSError carries no errno) or as
+    SQLite reports it (SQLITE_FULL)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if _sqlite_code(exc) == 13:  # SQLITE_FULL: "database or disk is full"
+        return True
+    text = _first_line(exc).lower()
+    return isinstance(exc, (OSError, RuntimeError)) and ("no space left on device" in text or "disk quota exceeded" in text)
+
+
+def _is_unwritable(exc: BaseException) -> bool:
+    """A read-only file system or a file this user may not write: EROFS, EACCES, EPERM from the OS,
+    libgit2's words for them, or SQLite's SQLITE_READONLY."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return True
+    if _sqlite_code(exc) == 8:  # SQLITE_READONLY: "attempt to write a readonly database"
+        return True
+    text = _first_line(exc).lower()
+    return isinstance(exc, OSError) and exc.errno is None and ("read-only file system" in text or "permission denied" in text)
 
 
 if __name__ == "__main__":

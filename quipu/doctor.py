@@ -2,7 +2,8 @@
 
 Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
 submodules, cache files and any file outside the store's schema, ``quipu.store.schema``), a stale
-git index lock, the index (fresh or not, rebuilt if needed), files skipped for bad
+git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a journal a killed
+index write left beside it is named, with the command that heals it), files skipped for bad
 frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
 MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
 """
@@ -11,14 +12,17 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from quipu.store import githooks
 from quipu.index import index
 from quipu.claude import memorymd
 from quipu.store import safepath
+from quipu.store import locks
 from quipu.store import schema
 from quipu.store import settings
+from quipu.index.schema import leftovers
 from quipu.errors import UnsafeStore
 from quipu.store.store import Store
 
@@ -60,10 +64,22 @@ def check_tree(store: Store) -> Check:
 
 
 def check_index(store: Store) -> Check:
+    left = stale_index_files(store)
+    if left:
+        return Check("index", False, f"a killed index write left {', '.join(p.name for p in left)} beside the index "
+                     "(recall stays off while it is there); run `quipu index --rebuild`")
     was = index.ensure_fresh(store)
     if was.action == "fresh":
         return Check("index", True, f"fresh at {(was.head or '')[:12]}")
     return Check("index", True, f"was behind HEAD; {was.action} ({was.changed} change(s), {was.seconds * 1000:.0f} ms)")
+
+
+def stale_index_files(store: Store) -> list[Path]:
+    """The journal, WAL and shared-memory files beside the index while no index writer runs."""
+    path = store.index_path
+    if locks.is_held(path.with_name("index.lock")):
+        return []
+    return leftovers(path)
 
 
 def check_problems(store: Store) -> Check:

@@ -67,15 +67,16 @@ def progress(done: int, total: int, label: str = "") -> None:
 
 def crash_log(exc: BaseException, argv: Sequence[str]) -> str:
     """Append ``exc``'s traceback to ``$QUIPU_HOME/logs/crash.log``; returns the log's path."""
-    directory = os.path.join(locate.quipu_home(), "logs")
     try:
+        directory = os.path.join(locate.quipu_home(), "logs")
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, "crash.log")
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(argv)}\n")
+        # Text that is not UTF-8 (an argument's raw bytes, a file name) is written escaped.
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(f"--- {_dt.datetime.now().isoformat()} quipu {__version__} {' '.join(map(str, argv))}\n")
             import traceback
 
             fh.write("".join(traceback.format_exception(exc)))
         return path
-    except OSError:
+    except Exception:  # noqa: BLE001 - a log that cannot be written must not become a second crash
         return "(could not write a log)"

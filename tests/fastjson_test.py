@@ -101,3 +101,10 @@ def test_a_megabyte_string_keeps_its_opening_and_its_end() -> None:
         raw = '{"prompt": "deploy ' + filler + ' trace: OOMKilled"}'
         prompt = _fastjson.loads(raw, long_strings=1000)["prompt"]
         assert prompt.startswith("deploy ") and prompt.endswith(" trace: OOMKilled") and len(prompt) <= 1001
+
+
+@pytest.mark.parametrize("line", [b"[" * 100_000 + b"]" * 100_000, b'{"a": ' * 50_000 + b"1" + b"}" * 50_000])
+def test_a_value_nested_too_deep_is_a_value_error_like_any_unreadable_line(line: bytes) -> None:
+    """The json module raises RecursionError here; the readers skip lines on ValueError."""
+    with pytest.raises(ValueError, match="nested too deep"):
+        _fastjson.loads(line)

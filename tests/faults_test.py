@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from testing.fixtures import REPO_ROOT, git, make_store, memory, read_only_mounts_work
+from testing.fixtures import REPO_ROOT, git, make_store, memory, quipu, read_only_mounts_work
 
 _FULL_DISK = r'''
 set -u
@@ -255,3 +255,190 @@ def test_a_journal_cut_short_before_its_first_line_is_named_and_cleared(tmp_path
     assert check["details"] == ["write: a write did not finish (its journal cannot be read)"]
     _code, check = _doctor(store.root, "--repair")
     assert check["ok"] is True and not (store.root / ".git" / "quipu-pending.json").exists()
+
+
+# ---------------------------------------------------------------- faults that took the crash path
+
+_FULL_DISK_READS = r'''
+set -u
+D=$1; PY=$2; OUT=$4
+mount -t tmpfs -o size=3m tmpfs "$D" || exit 97
+export QUIPU_HOME="$D/home" CLAUDE_CONFIG_DIR="$D/claude"
+cd "$3"
+$PY -m quipu init "$D/store" >/dev/null 2>&1 || exit 98
+for n in 1 2 3; do $PY -m quipu --store "$D/store" add "note $n about the pipeline" --title "note$n" >/dev/null || exit 99; done
+mkdir -p "$D/claude/projects/p" && cp "$5" "$D/claude/projects/p/"
+rm -f "$D/store/.cache/index.sqlite"*
+dd if=/dev/zero of="$D/filler" bs=1k count=100000 2>/dev/null
+for cmd in "index --rebuild" "search pipeline" "history index"; do
+  $PY -m quipu --store "$D/store" $cmd >/dev/null 2>"$OUT/err"; echo "rc=$?"; cat "$OUT/err"
+done
+rm "$D/filler"
+echo "commits=$(git -C "$D/store" rev-list --count HEAD)"
+echo "found=$($PY -m quipu --store "$D/store" search pipeline | grep -c score)"
+'''
+
+
+@pytest.mark.skipif(not read_only_mounts_work(), reason="no mount namespaces here to mount a small tmpfs in")
+def test_a_full_disk_under_the_index_or_the_history_archive_is_one_message_exit_1(tmp_path: Path) -> None:
+    """SQLite's SQLITE_FULL ("database or disk is full") is a full disk, as ENOSPC is: the index
+    rebuild, a search that must rebuild, and `history index` each say so in one line, exit 1."""
+    from testing.transcripts import Transcript
+
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    t = Transcript("5d1c2a10-5b7e-4c21-9d0a-3e4f5a6b7c11", "/home/dev/shop")
+    t.user("Why does the orders endpoint take four seconds?")
+    t.assistant("There is no index on orders.created_at.")
+    transcript = t.write(tmp_path / "projects")
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", _FULL_DISK_READS, "sh",
+                           str(folder), sys.executable, str(REPO_ROOT), str(tmp_path), str(transcript)],
+                          capture_output=True, text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    codes = [line for line in lines if line.startswith("rc=")]
+    assert codes == ["rc=1"] * 3, done.stdout + done.stderr
+    messages = [line for line in lines if line.startswith("quipu:")]
+    assert len(messages) == 3 and all("no space left" in m for m in messages), done.stdout
+    assert "unexpected" not in done.stdout and "Traceback" not in done.stdout
+    assert sum(line.startswith("- free some space") for line in lines) == 3
+    assert "commits=4" in lines and "found=3" in lines  # nothing committed was lost; space back, all found
+
+
+@pytest.mark.skipif(not read_only_mounts_work(), reason="no mount namespaces here to mount a store read-only")
+@pytest.mark.parametrize("command", [
+    ["add", "a second note about pipelines", "--title", "second"],
+    ["undo", "HEAD"],
+    ["fact", "set", "database", "postgres"],
+    ["sweep", "--model", "none"],
+    ["hooks", "install"],
+    ["init", "{elsewhere}"],
+])
+def test_a_write_to_a_read_only_mount_is_one_message_exit_1_and_changes_nothing(tmp_path: Path, command: list[str]) -> None:
+    """EROFS (even root cannot write a read-only mount) was "unexpected error: OSError", exit 3."""
+    from testing.fixtures import quipu_read_only
+
+    store = _store_with_notes(tmp_path)
+    head = store.head()
+    args = [part.replace("{elsewhere}", str(tmp_path / "store" / "inner")) for part in command]
+    done = quipu_read_only([store.root], "--store", str(store.root), *args)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("quipu: error: cannot write ") and "Read-only file system" in lines[0], lines
+    assert all(line.startswith("- ") for line in lines[1:]) and len(lines) >= 2
+    assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
+    assert store.head() == head and git(store.root, "status", "--porcelain").strip() == ""
+
+
+def test_an_argument_that_is_not_utf8_is_one_message_exit_1(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 on the command line (Python hands them over as lone surrogates)
+    ended in two tracebacks and an empty crash.log."""
+    import os
+
+    store = _store_with_notes(tmp_path)
+    head = store.head()
+    for args in ([b"search", b"caf\xe9"], [b"add", b"a note \xff\xfe"], [b"show", b"note-\xc3"]):
+        done = subprocess.run([sys.executable.encode(), b"-m", b"quipu", b"--store", os.fsencode(store.root), *args],
+                              capture_output=True, cwd=REPO_ROOT)
+        err = done.stderr.decode("utf-8", "replace")
+        assert done.returncode == 1, err
+        assert "Traceback" not in err and "unexpected" not in err
+        lines = err.strip().splitlines()
+        assert len(lines) == 2 and "is not valid UTF-8" in lines[0] and lines[1].startswith("- "), lines
+    assert store.head() == head
+
+
+def test_the_crash_path_prints_one_line_and_writes_the_log_whatever_the_arguments(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler of unexpected errors itself failed on an argument that is not UTF-8."""
+    import os
+
+    from quipu import cli
+
+    monkeypatch.setattr(sys, "argv", ["quipu", "search", "caf\udce9"])
+    try:
+        raise ValueError("a failure no one planned for\nwith a second line")
+    except ValueError as exc:
+        assert cli._crashed(exc) == 3
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == "quipu: unexpected error: ValueError: a failure no one planned for"
+    assert len(err.splitlines()) == 2 and "Traceback" not in err
+    log = Path(os.environ["QUIPU_HOME"]) / "logs" / "crash.log"
+    text = log.read_text(encoding="utf-8")
+    assert "caf\\udce9" in text and "Traceback" in text and "a failure no one planned for" in text
+
+
+def test_one_transcript_line_nested_too_deep_is_skipped_and_the_others_archived(tmp_path: Path) -> None:
+    """One 100,000-deep JSON line failed the whole `history index`: later transcripts were never archived."""
+    import json
+
+    from testing.transcripts import Transcript
+
+    projects = tmp_path / "claude" / "projects"
+    sessions = [f"5d1c2a10-5b7e-4c21-9d0a-3e4f5a6b7c2{n}" for n in range(3)]
+    for n, sid in enumerate(sessions):
+        t = Transcript(sid, f"/home/dev/p{n}")
+        t.user(f"Question {n}: why is the zanzibar-{n} build slow?")
+        if n == 1:
+            t.raw(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+            t.raw(b'{"type": "user", "message": ' + b"[" * 100_000 + b"\n")
+        t.assistant(f"Answer {n}: the cache of zanzibar-{n} was cold.")
+        t.write(projects)
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    done = quipu("history", "index", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["sessions"] == 3 and summary["bad_lines"] == 2, summary
+    for n in range(3):
+        found = quipu("history", "search", "--json", f"zanzibar-{n}", env=env)
+        assert found.returncode == 0, found.stderr
+        assert any(f"zanzibar-{n}" in hit["text"] for hit in json.loads(found.stdout)["hits"])
+
+
+_NUMBERS = [
+    ["list", "--limit", "1e30"], ["list", "--limit", "1" + "0" * 30], ["list", "--limit", "-1"],
+    ["log", "--limit", "1" + "0" * 30], ["search", "--limit", "1" + "0" * 30, "pipeline"],
+    ["search", "--limit", "nan", "pipeline"], ["recall", "--limit", "1" + "0" * 30, "pipeline"],
+    ["history", "search", "--limit", "1" + "0" * 30, "x"], ["history", "show", "--context", "1" + "0" * 30, "s:1"],
+    ["add", "--half-life", "1e400", "a note that decays"], ["add", "--half-life", "nan", "a note that decays"],
+    ["add", "--half-life", "-3", "a note that decays"], ["verify", "--jobs", "0", "--all"],
+    ["verify", "--timeout", "inf", "--all"], ["sweep", "--max-calls", "-1"], ["capture", "--max-chars", "1e30"],
+    ["skills", "candidates", "--min-sessions", "0"], ["profile", "add", "--stable-months", "1" + "0" * 30, "Editor: vim"],
+]
+
+
+@pytest.mark.parametrize("args", _NUMBERS, ids=[" ".join(a)[:40] for a in _NUMBERS])
+def test_a_number_out_of_range_is_a_usage_error_naming_the_range(tmp_path: Path, args: list[str]) -> None:
+    """`quipu list --limit 1e30` gave IntegrityError: every number the CLI takes is checked."""
+    store = _store_with_notes(tmp_path)
+    done = quipu("--store", str(store.root), *args)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "error: argument" in last and (" from " in last or " above " in last), last
+    assert "Traceback" not in done.stderr and "unexpected" not in done.stderr
+
+
+@pytest.mark.parametrize("since", ["1e30d", "99999999999y", "9" * 40 + "d", "9999-12-31T23:00-05:00"])
+def test_an_age_or_date_out_of_range_is_one_message_exit_1(tmp_path: Path, since: str) -> None:
+    """`quipu history search --since 1e30d` gave OverflowError (the form it took then)."""
+    for args in (["history", "search", "--since", since, "x"], ["history", "forget", "--before", since, "--dry-run"]):
+        done = quipu(*args)
+        assert done.returncode == 1, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert lines[0].startswith("quipu: error: ") and lines[-1].startswith("- ") and len(lines) == 2, lines
+
+
+def test_every_number_the_cli_takes_has_a_checked_range() -> None:
+    """No option parses a bare int or float: each uses a type from quipu.commands._common that names its range."""
+    import argparse
+
+    from quipu import cli
+
+    def actions(parser: argparse.ArgumentParser):  # type: ignore[no-untyped-def]
+        for action in parser._actions:
+            yield action
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from actions(sub)
+
+    bare = [a.option_strings or a.dest for a in actions(cli.build_parser()) if a.type in (int, float)]
+    assert bare == []

@@ -176,3 +176,54 @@ def test_an_edit_in_the_same_tick_as_a_write_stays_visible_to_git_after_the_next
     assert git(store.root, "diff", "--name-only") == "memories/sa/same-tick.md\n"
     store.add(memory("third-write", "And another"))  # a smudged entry stays smudged
     assert git_status() == " M memories/sa/same-tick.md\n"
+
+
+def _wait_for_the_writer_lock(root: Path) -> None:
+    """Wait while a detached collection holds the store's writer lock (it hands the lock to git)."""
+    from quipu.store.locks import is_held
+
+    lock = root / ".git" / gitstore.LOCK_NAME
+    deadline = time.monotonic() + 300
+    while is_held(lock) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not is_held(lock)
+
+
+def test_two_thousand_adds_leave_a_packed_store_that_doctor_finds_in_order(store_path: Path) -> None:
+    """libgit2 never collects: 1,600 adds left 8,012 loose objects and doctor asked for `git gc`."""
+    from quipu import doctor
+
+    store = make_store(store_path)
+    for n in range(2000):
+        store.add(memory(f"note-{n:04d}", f"Note {n} about service {n % 97}", f"Service {n % 97} runs step {n}."))
+    _wait_for_the_writer_lock(store.root)
+    assert list((store.root / ".git" / "objects" / "pack").glob("*.pack"))
+    check = doctor.check_gc(store)
+    assert check.ok, check.summary
+    assert git(store.root, "rev-list", "--count", "HEAD").strip() == "2001"
+    assert git(store.root, "fsck", "--no-dangling").strip() == ""
+
+
+def test_the_collection_ignores_what_the_stores_git_config_would_run_or_switch_off(store_path: Path) -> None:
+    """A store's config may turn auto-gc off or name hooks; quipu packs anyway and runs none of them."""
+    store = make_store(store_path)
+    hooks = store_path.parent / "evil-hooks"
+    hooks.mkdir()
+    ran = store_path.parent / "ran"
+    script = hooks / "pre-auto-gc"
+    script.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    script.chmod(0o755)
+    for key, value in (("gc.auto", "0"), ("gc.autoDetach", "true"), ("core.hooksPath", str(hooks))):
+        git(store.root, "config", key, value)
+    bulk = store.root / "bulk"
+    bulk.mkdir()
+    for n in range(9000):  # a person's own commit, past git's loose-object limit
+        (bulk / f"{n:05d}.txt").write_text(f"line {n}\n")
+    git(store.root, "add", "bulk")
+    git(store.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "bulk")
+    store.add(memory("after-bulk", "A note after the bulk commit"))
+    _wait_for_the_writer_lock(store.root)
+    assert list((store.root / ".git" / "objects" / "pack").glob("*.pack"))
+    assert not ran.exists()
+    loose = dict(line.split(": ", 1) for line in git(store.root, "count-objects", "-v").splitlines())
+    assert int(loose["count"]) < 100

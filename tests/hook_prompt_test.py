@@ -321,3 +321,12 @@ def test_a_huge_prompt_is_read_by_its_head_and_tail_only(shop: Store) -> None:
     assert "deploy-procedure" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     middle_topic = event(filler + "what port does local postgres listen on?" + filler, shop, session_id="s-huge-mid")
     assert hook(middle_topic, shop)[0] == ""
+
+
+def test_a_transcript_line_nested_too_deep_is_skipped_and_the_hook_still_recalls(shop: Store, tmp_path: Path) -> None:
+    """A bad line in the transcript's tail must cost only that line, never the prompt's recall."""
+    transcript = tmp_path / "deep.jsonl"
+    transcript.write_bytes(b'{"type": "user", "message": {"content": "hello"}}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    out, err = hook(event("how do we deploy shop-api to production?", shop, transcript_path=str(transcript),
+                          session_id="s-deep-transcript"), shop)
+    assert "deploy-procedure" in out and err == b""

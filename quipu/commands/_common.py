@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,3 +18,44 @@ def open_store(args: argparse.Namespace) -> Store:
 
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for machine readers")
+
+
+MAX_COUNT = 1_000_000_000  # far above any store or archive, well inside SQLite's 64-bit integers
+
+
+def count(minimum: int = 0, maximum: int = MAX_COUNT) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number from ``minimum`` to ``maximum``: anything else (a
+    fraction, ``1e30``, a number past the bound) is a usage error naming the range."""
+
+    def parse(text: str) -> int:
+        digits = text.strip()
+        if digits[:1] in "+-":
+            digits = digits[1:]
+        if not digits.isascii() or not digits.isdigit() or len(digits) > 12:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {minimum:,} to {maximum:,}")
+        value = int(text)
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {minimum:,} to {maximum:,}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type in its own messages
+    return parse
+
+
+def amount(minimum: float, maximum: float, *, above: bool = True) -> Callable[[str], float]:
+    """An argparse ``type`` for a finite number above (or, with ``above=False``, at least)
+    ``minimum`` and at most ``maximum``: never ``nan``, ``inf`` or ``1e400``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        low_ok = value > minimum if above else value >= minimum
+        if not (math.isfinite(value) and low_ok and value <= maximum):
+            side = "above" if above else "from"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number {side} {minimum:g} and at most {maximum:,g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse

@@ -14,7 +14,7 @@ import tempfile
 from typing import Any
 
 from quipu.index import index
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, amount, open_store
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
 from quipu.store.notes import memory_document
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--alias", action="append", default=[], help="words a person would type to find it (repeatable)")
     p.add_argument("--origin", default="user", choices=list(ORIGINS), help="who said it (default: user)")
     p.add_argument("--supersedes", action="append", default=[], metavar="ID", help="a memory this one replaces")
-    p.add_argument("--half-life", type=float, metavar="DAYS", help="decay half-life in days (default: by class)")
+    p.add_argument("--half-life", type=amount(0, 1_000_000), metavar="DAYS", help="decay half-life in days (default: by class)")
     p.add_argument("--never-decays", action="store_true", help="this memory never loses weight with age")
     p.add_argument("--always-on", action="store_true", help="inject at every session start (rules)")
     p.add_argument("--project", help="the project root this memory is about")

@@ -5,7 +5,7 @@ import argparse
 import os
 
 from quipu.capture import capture
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.errors import FatalError
 from quipu.commands.sweep import make_model
 from quipu.model import Budget, Model
@@ -17,9 +17,9 @@ def add_model_options(p: argparse.ArgumentParser, *, max_calls: int, max_chars: 
     p.add_argument("--model", metavar="SPEC",
                    help="the offline model: claude, claude:<model> or command:<command line> "
                         "(default: $QUIPU_MODEL, else [sweep] model in $QUIPU_HOME/config.toml, else claude)")
-    p.add_argument("--max-calls", type=int, default=max_calls, metavar="N",
+    p.add_argument("--max-calls", type=count(), default=max_calls, metavar="N",
                    help=f"never make more than N model calls (default {max_calls}; 0 for no limit)")
-    p.add_argument("--max-chars", type=int, default=max_chars, metavar="N",
+    p.add_argument("--max-chars", type=count(), default=max_chars, metavar="N",
                    help=f"never send the model more than N characters (default {max_chars:,}; 0 for no limit)")
 
 

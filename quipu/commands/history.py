@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from quipu.commands._common import add_json
+from quipu.commands._common import add_json, count
 from quipu.output import print_json, progress
 
 ENABLE_ENV = "QUIPU_HISTORY"  # "0" or "off": the session hooks archive nothing
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--project", metavar="P", help="only turns of this project folder (and folders under it)")
     s.add_argument("--since", metavar="DATE", help="only turns since DATE (2026-05-01, an ISO time, or 7d, 2w, 3m, 1y)")
     s.add_argument("--role", choices=("user", "assistant"), help="only the person's prompts, or only the replies")
-    s.add_argument("--limit", type=int, default=10, help="at most this many hits (default 10)")
+    s.add_argument("--limit", type=count(), default=10, help="at most this many hits (default 10)")
     add_json(s)
     s.set_defaults(func=run_search)
 
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                          description="Print archived turns: SESSION (an id or a unique prefix) for the whole "
                          "session, SESSION:TURN for that turn with --context turns either side.")
     sh.add_argument("ref", metavar="SESSION[:TURN]")
-    sh.add_argument("--context", type=int, default=2, metavar="N", help="turns either side of TURN (default 2)")
+    sh.add_argument("--context", type=count(0, 100_000), default=2, metavar="N", help="turns either side of TURN (default 2)")
     add_json(sh)
     sh.set_defaults(func=run_show)
 

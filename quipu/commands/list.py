@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from quipu.index import index
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.store.memory import CLASSES, STATUSES
 from quipu.output import print_json, table
 
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--status", choices=[*STATUSES, "retracted"], help="only this status")
     p.add_argument("--topic", help="only memories with this topic or entity")
     p.add_argument("--label", help="only memories carrying this label (e.g. unverified)")
-    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50, 0 for all)")
+    p.add_argument("--limit", type=count(), default=50, help="at most this many (default 50, 0 for all)")
     add_json(p)
     p.set_defaults(func=run)
 

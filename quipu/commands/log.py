@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.output import print_json
 
 
@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--memory", metavar="ID", help="only commits about this memory")
     p.add_argument("--sweep", metavar="ID", help="only commits of this sweep")
     p.add_argument("--action", help="only this action (add, supersede, label, undo...)")
-    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50, 0 for all)")
+    p.add_argument("--limit", type=count(), default=50, help="at most this many (default 50, 0 for all)")
     add_json(p)
     p.set_defaults(func=run)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from quipu.curate import consistency
 from quipu.capture import profile
 from quipu.capture import profile_rebuild
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.commands.capture import add_model_options, model_and_budget
 from quipu.errors import FatalError
 from quipu.model import MeteredModel
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(the admission test); on a full card the weakest line moves to the store.")
     a.add_argument("prefix", choices=sorted(_PREFIX_NAMES), help="the line's prefix")
     a.add_argument("text", help='the claim, e.g. "The user prefers short answers with code first"')
-    a.add_argument("--stable-months", type=int, default=profile.DEFAULT_STABLE_MONTHS, metavar="N",
+    a.add_argument("--stable-months", type=count(1, 1200), default=profile.DEFAULT_STABLE_MONTHS, metavar="N",
                    help=f"how many months the value will plausibly stay true (default "
                         f"{profile.DEFAULT_STABLE_MONTHS}; under {profile.MIN_STABLE_MONTHS} stays off the card)")
     a.add_argument("--inferred", action="store_true", help="the line was inferred, not said by the user")

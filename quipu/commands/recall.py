@@ -9,7 +9,7 @@ from quipu.prompt import recall
 from quipu.prompt import inject
 from quipu.prompt import indexread
 from quipu.prompt import transcript
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.output import print_json
 
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("prompt", help="the prompt text")
     p.add_argument("--transcript", metavar="FILE", help="a Claude Code transcript whose tail gives context")
     p.add_argument("--explain", action="store_true", help="show terms, document frequencies, scores and exclusions")
-    p.add_argument("--limit", type=int, help="at most this many memories (default from quipu.toml)")
+    p.add_argument("--limit", type=count(), help="at most this many memories (default from quipu.toml)")
     add_json(p)
     p.set_defaults(func=run)
 

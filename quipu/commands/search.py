@@ -8,7 +8,7 @@ import sqlite3
 
 from quipu.index import deep
 from quipu.index import index
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.output import print_json
 from quipu.store.store import Store
 
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "superseded memories too (below their successors).",
     )
     p.add_argument("query", help="words to search for")
-    p.add_argument("--limit", type=int, default=10, help="at most this many results (default 10)")
+    p.add_argument("--limit", type=count(), default=10, help="at most this many results (default 10)")
     p.add_argument("--words-only", action="store_true", help="no meaning search: words alone")
     p.add_argument("--explain", action="store_true", help="show each hit's lexical and meaning ranks, the "
                    "fused score (or the hit whose thread brought it), the re-ranking's evidence and what labels "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.output import print_json
 
 TYPE_CHECKING = False
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         description="List the procedures that recur in at least --min-sessions distinct sessions "
                         "of the history index, ranked by sessions, occurrences and the last time seen, with "
                         "the sessions (SESSION:TURN) and the error lines found around them. Asks no model.")
-    c.add_argument("--min-sessions", type=int, default=MIN_SESSIONS, metavar="N",
+    c.add_argument("--min-sessions", type=count(1), default=MIN_SESSIONS, metavar="N",
                    help=f"at least N distinct sessions (default and minimum {MIN_SESSIONS})")
     add_json(c)
     c.set_defaults(func=run_candidates)
@@ -52,9 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--model", metavar="SPEC",
                    help="claude (default), claude:<model>, command:<command line> or scripted "
                         "(default: QUIPU_MODEL, then [sweep] model in $QUIPU_HOME/config.toml, else claude)")
-    d.add_argument("--max-calls", type=int, metavar="N",
+    d.add_argument("--max-calls", type=count(), metavar="N",
                    help=f"at most N model calls in this run (default {DEFAULT_MAX_CALLS}; 0 for no limit)")
-    d.add_argument("--max-chars", type=int, metavar="N",
+    d.add_argument("--max-chars", type=count(), metavar="N",
                    help=f"at most N characters sent to the model in this run (default {DEFAULT_MAX_CHARS:,}; "
                         "0 for no limit)")
     add_json(d)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from quipu.store import settings
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, count, open_store
 from quipu.errors import FatalError
 from quipu.model import DEFAULT_TIMEOUT, TIMEOUT_SETTING, Budget, Model, get_model
 from quipu.output import print_json, progress
@@ -21,9 +21,9 @@ def add_model_options(p: argparse.ArgumentParser, *, calls: int, chars: int) -> 
                    help="claude (default), claude:<model>, command:<command line> or scripted; for `quipu "
                         "sweep` also none (the deterministic pass only) (default: $QUIPU_MODEL, else [sweep] model "
                         "in $QUIPU_HOME/config.toml, else claude; never a store's setting)")
-    p.add_argument("--max-calls", type=int, metavar="N",
+    p.add_argument("--max-calls", type=count(), metavar="N",
                    help=f"at most N model calls in this run (default {calls}; 0 for no limit)")
-    p.add_argument("--max-chars", type=int, metavar="N",
+    p.add_argument("--max-chars", type=count(), metavar="N",
                    help=f"at most N characters sent to the model in this run (default {chars:,}; 0 for no limit)")
     p.add_argument("--project-root", metavar="PATH",
                    help="judge relative paths in memories without a project folder against PATH")

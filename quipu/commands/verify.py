@@ -15,7 +15,7 @@ from quipu.index import index
 from quipu.prompt import locate
 from quipu.store import settings
 from quipu.verify.claims import DEFAULT_ROOT, ROOT_NAME
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, amount, count, open_store
 from quipu.errors import FatalError
 from quipu.output import print_json, progress, table
 from quipu.store.store import Store
@@ -63,8 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         f"roots, so a shared store cannot probe your machine); also {PATHS_ENV}=any or [verify] paths = \"any\" "
         "in $QUIPU_HOME/config.toml (never in a store)",
     )
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per probe (default 10)")
-    p.add_argument("--jobs", type=int, default=4, metavar="N", help="probes run at once (default 4)")
+    p.add_argument("--timeout", type=amount(0, 3600), default=10.0, metavar="SECONDS", help="per probe (default 10)")
+    p.add_argument("--jobs", type=count(1, 256), default=4, metavar="N", help="probes run at once (default 4)")
     p.add_argument(
         "--allow-loopback", action="store_true", help="let URL probes reach 127.0.0.1 and ::1 (for tests)"
     )

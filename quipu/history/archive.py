@@ -165,8 +165,8 @@ def read_file(path: Path) -> dict[str, Turn]:
         for raw in fh:
             try:
                 turn = Turn.create(json.loads(raw))
-            except ValueError:
-                continue  # a line cut by a crash: the next append repeats that turn
+            except (ValueError, RecursionError):
+                continue  # a line cut by a crash (the next append repeats that turn), or nested past reading
             if turn is not None:
                 turns[turn.key] = turn
     return turns

@@ -67,6 +67,10 @@ def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[st
     except OSError as exc:
         summary.skipped.append((str(path), f"cannot be read: {exc.strerror or exc}"))
         return []
+    except Exception as exc:  # noqa: BLE001 - one transcript quipu cannot read must not stop the others
+        summary.skipped.append((str(path), f"cannot be read as a transcript ({type(exc).__name__}: "
+                                           f"{str(exc)[:200]})"))
+        return []
     if session_id:
         session.session_id = session_id
     summary.bad_lines += session.bad_lines

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from quipu.index import embed
+from quipu.index.schema import discard_leftovers
 from quipu.history.archive import Layout, Turn, all_turns
 from quipu.prompt.stem import TOKENIZE
 
@@ -224,10 +225,13 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None) -> int:
         writer.optimize()
     finally:
         writer.close()
+    # A killed writer's journal beside an old file would be played into the new one: it goes first.
+    discard_leftovers(layout.vectors)
     if tmp_vectors.exists():
         os.replace(tmp_vectors, layout.vectors)
     else:
         layout.vectors.unlink(missing_ok=True)
+    discard_leftovers(layout.index)
     os.replace(tmp_index, layout.index)
     return count
 

@@ -61,10 +61,10 @@ def _records(path: Path, counter: list[int]) -> Iterator[dict[str, Any]]:
             except UnicodeDecodeError:
                 try:
                     record = json.loads(raw.decode("utf-8", "replace"))
-                except ValueError:
+                except (ValueError, RecursionError):
                     counter[0] += 1
                     continue
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested past what json parses
                 counter[0] += 1
                 continue
             if isinstance(record, dict):

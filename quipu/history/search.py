@@ -84,12 +84,21 @@ def parse_since(text: str, now: _dt.datetime | None = None) -> _dt.datetime:
     now = now or _dt.datetime.now(_dt.timezone.utc)
     m = _RELATIVE.match(text.strip().lower())
     if m:
-        days = int(m.group(1)) * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
-        return now - _dt.timedelta(days=days)
+        try:
+            days = int(m.group(1).lstrip("0")[:13] or "0") * {"d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
+            if len(m.group(1).lstrip("0")) > 12:
+                raise OverflowError(text)
+            return now - _dt.timedelta(days=days)
+        except OverflowError:  # an age from before the year 1
+            raise FatalError(f"the age {text!r} reaches back before the year 1\n- give an age of at most "
+                             f"{(now - _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)).days:,}d, or a date") from None
     value = parse_ts(text.strip())
     if value is None:
         raise FatalError(f"cannot read the date {text!r}\n- give a date (2026-05-01), an ISO time, or an age (7d, 2w, 3m, 1y)")
-    return value
+    try:
+        return value.astimezone(_dt.timezone.utc)
+    except OverflowError:  # 9999-12-31T23:00-05:00 is past the last time a datetime holds
+        raise FatalError(f"the date {text!r} is out of range\n- give a date from 0001-01-02 to 9999-12-30") from None
 
 
 def _filters(project: str | None, since: _dt.datetime | None, role: str | None) -> tuple[str, list[object]]:

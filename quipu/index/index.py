@@ -8,6 +8,9 @@ Contract:
   HEAD (read from git's files) and re-indexes only the paths that differ between the two trees.
   A missing, corrupt, foreign or unreadable index, or one whose commit git no longer has, is
   rebuilt (into a new file that replaces the old one atomically); it never surfaces as an error.
+- A journal, write-ahead log or shared-memory file found beside the index under the index lock is
+  a killed writer's: the index is rebuilt, and the rebuild rolls back or removes those files
+  before its new file takes the name, so a hot journal of an old file never reaches a new one.
 - After every write quipu records the file's identity (inode, size, mtime) beside it in
   ``index.sqlite.stamp``. A file changed by anything else (bytes overwritten, a copy dropped in)
   must pass ``PRAGMA quick_check`` before it is trusted again. ``query`` and ``rows`` rebuild and
@@ -38,7 +41,7 @@ from typing import Any, TypeVar
 
 from quipu.errors import FatalError
 from quipu.index.derive import fold_events
-from quipu.index.schema import SCHEMA, SCHEMA_VERSION, connect, read_meta
+from quipu.index.schema import SCHEMA, SCHEMA_VERSION, connect, leftovers, read_meta
 from quipu.prompt import locate
 from quipu.store.locks import file_lock
 from quipu.store.store import CONFIG_NAME, Store
@@ -205,7 +208,11 @@ def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
     start = time.perf_counter()
     with _index_lock(store):
         head = store.head()
-        db = None if force_rebuild else _open_valid(store)
+        # Under this lock nobody writes the index: a journal, WAL or shared-memory file beside it
+        # is a killed writer's, which cannot be proven to belong to the file it sits beside (an
+        # older rebuild may have renamed a new file under it). The index is rebuilt from git.
+        stale = bool(leftovers(index_file(store)))
+        db = None if force_rebuild or stale else _open_valid(store)
         if db is not None:
             try:
                 indexed = read_meta(db).get("head")

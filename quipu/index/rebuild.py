@@ -1,4 +1,8 @@
-"""The full rebuild: every memory blob of HEAD into a new index file, in one transaction."""
+"""The full rebuild: every memory blob of HEAD into a new index file, in one transaction.
+
+The file is built under a temporary name and renamed over the index; before the rename, the old
+file's journal, write-ahead log and shared memory (left by a killed writer) are rolled back or
+removed, so none of them is ever applied to the new file."""
 from __future__ import annotations
 
 import contextlib
@@ -17,6 +21,7 @@ from quipu.index.schema import (
     SCHEMA,
     SCHEMA_VERSION,
     connect,
+    discard_leftovers,
     indexable_memory,
     insert_rows,
     is_memory_path,
@@ -66,6 +71,9 @@ def rebuild_index(store: Store, head: str | None, path: Path) -> tuple[int, int]
         db.close()
         for item in problems:
             print(f"quipu: skipped {item[1]}", file=sys.stderr)
+        # A killed writer's journal beside the old file would be played into the new one by the
+        # next connection that writes: it goes first, then the new file takes the name at once.
+        discard_leftovers(path)
         os.replace(tmp, path)
         return len(rows), len(problems)
     except BaseException:

@@ -148,6 +148,39 @@ def connect(path: Path | str, *, any_thread: bool = False) -> sqlite3.Connection
     return db
 
 
+# The files SQLite keeps beside a database while it writes (rollback journal, write-ahead log and
+# its shared memory). Under the index lock nobody is writing, so any of them is a killed writer's.
+SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+def leftovers(path: Path) -> list[Path]:
+    """The side files beside the index ``path`` that exist now."""
+    return [side for side in (path.with_name(path.name + suffix) for suffix in SIDE_FILES) if side.exists()]
+
+
+def discard_leftovers(path: Path) -> None:
+    """Settle what a killed writer left beside ``path`` (call it under the index lock, before a new
+    file is renamed over ``path``): a hot journal is rolled back into the file it belongs to by
+    opening it for writing, and whatever is still there is removed, so that a journal of an old
+    file is never played into a new one."""
+    if not leftovers(path):
+        return
+    if path.is_file():  # (opening a missing file would create one)
+        try:
+            db = sqlite3.connect(str(path), timeout=5, isolation_level=None)
+            try:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # rolls a hot journal back
+            finally:
+                db.close()
+        except sqlite3.Error:
+            pass  # a damaged file: it is being replaced, its journal goes with it
+    for side in leftovers(path):
+        try:
+            side.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def read_meta(db: sqlite3.Connection) -> dict[str, str]:
     return dict(db.execute("SELECT key, value FROM meta").fetchall())
 

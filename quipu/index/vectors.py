@@ -196,9 +196,8 @@ def _open(path: Path, model: str) -> sqlite3.Connection:
         db.execute("DELETE FROM meta WHERE key IN ('synced', 'generation')")
         db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
         return db
-    except sqlite3.DatabaseError:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    except sqlite3.DatabaseError:  # its journal goes too: never played into the new file
+        remove(path.parent)
         db = _connect(path)
         db.executescript(SCHEMA)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
@@ -435,7 +434,7 @@ def _new_generation(db: sqlite3.Connection) -> str:
 
 def remove(cache_dir: Path) -> None:
     """Drop the vectors file (``quipu index --rebuild`` rebuilds it on the next search)."""
-    for name in (FILE_NAME, f"{FILE_NAME}-journal", matrix_file.FILE_NAME):
+    for name in (FILE_NAME, f"{FILE_NAME}-journal", f"{FILE_NAME}-wal", f"{FILE_NAME}-shm", matrix_file.FILE_NAME):
         with contextlib.suppress(OSError):
             os.unlink(cache_dir / name)
 

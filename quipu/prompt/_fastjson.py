@@ -38,6 +38,8 @@ def loads(text: "str | bytes", long_strings: int = 0) -> object:
         value, end = _value(text, _skip(text, 0))
     except IndexError:
         raise ValueError("JSON ends too early") from None
+    except RecursionError:  # a line nested deeper than the parser recurses: as unreadable as any
+        raise ValueError("JSON nested too deep") from None
     finally:
         _long_strings = 0
     if _skip(text, end) != len(text):

@@ -8,7 +8,9 @@ Contract:
   (``QUIPU_CHILD``), or when the prompt has no topic.
 - A memory injected earlier in the same session is not injected again.
 - Any failure (bad JSON, missing store or index, locked or corrupt index, unreadable transcript)
-  exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``.
+  exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``. An index SQLite cannot
+  read (damaged, or a hot journal a killed writer left beside it, which a read-only connection
+  cannot roll back) is treated as absent: silent, and the same detached refresh is started.
 - When the index is behind HEAD, the hook answers from it anyway and starts a detached
   ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits;
   when a store has no index yet (a fresh clone), it stays silent and starts the same refresh.
@@ -227,9 +229,26 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
             "removed (`quipu doctor` says how)")
         return ""
     index = locate.index_path(root)
-    if not _fs.isfile(index) and locate.git_dir(root) and _fs.isfile(_fs.join(root, "quipu.toml")):
+    if not _fs.isfile(index) and _is_store(root):
         _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
         return ""
+    try:
+        return _recall(root, index, event, terms)
+    except indexread.sqlite_module().DatabaseError as exc:
+        # A damaged index, or one a killed writer left a hot journal beside (a read-only
+        # connection cannot roll it back): as if there were none. The refresh heals it.
+        if not _is_store(root):
+            raise
+        log(f"index unreadable ({type(exc).__name__}: {exc}); an index refresh was started")
+        _spawn_refresh(root)
+        return ""
+
+
+def _is_store(root: str) -> bool:
+    return bool(locate.git_dir(root)) and _fs.isfile(_fs.join(root, "quipu.toml"))
+
+
+def _recall(root: str, index: str, event: PromptEvent, terms: "list[query.Term]") -> str:
     db = indexread.open_index(index)
     session = _Session(root, event.session_id)
     try:

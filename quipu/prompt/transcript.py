@@ -194,7 +194,7 @@ def records(path: str) -> "Iterator[dict[str, Any]]":
         for raw in fh:
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested past what json parses
                 continue
             if isinstance(record, dict):
                 yield record

@@ -26,13 +26,14 @@ Contract:
 - ``revert_commits`` undoes commits the same way (a revert commit each), refusing cleanly when a
   revert would conflict; ``keep`` leaves given paths as the branch has them and adds given files
   (``quipu.store.undo`` keeps the memories a commit created, and retracts them).
-- libgit2 never collects garbage, so now and then a detached ``git gc --auto`` is started.
+- libgit2 never collects garbage: after each write ``quipu.store.packing`` checks the loose
+  objects as git's auto-gc does and, past git's limits, packs them in a detached ``git gc --auto``
+  that holds the writer lock while it runs.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -43,6 +44,7 @@ import pygit2
 from quipu.errors import ConflictError, NoStore
 from quipu.store.indexlock import GitIndexLock, compact_index
 from quipu.store.journal import Journal, recover, safe_worktree_path, write_worktree
+from quipu.store import packing
 from quipu.store.locks import file_lock
 from quipu.store.trees import build_tree, check_path, check_preconditions
 
@@ -146,7 +148,7 @@ def commit_files(
         compact_index(repo)
         oid = _land(repo, build, message, pending)
     if oid is not None:
-        _maybe_gc(repo, oid)
+        _maybe_gc(repo)
     return oid
 
 
@@ -202,6 +204,8 @@ def revert_commits(root: Path, commits: list[str], message_for: dict[str, str],
             pending = []
             if oid is not None:
                 made.append(oid)
+    if made:
+        _maybe_gc(repo)
     return made
 
 
@@ -212,7 +216,10 @@ def land(repo: pygit2.Repository, build: TreeBuilder, make_commit: CommitMaker) 
     with writer_lock(repo):
         pending = recover(repo)
         compact_index(repo)
-        return _land(repo, build, "", pending, make_commit=make_commit)
+        oid = _land(repo, build, "", pending, make_commit=make_commit)
+    if oid is not None:
+        _maybe_gc(repo)
+    return oid
 
 
 def _land(
@@ -340,15 +347,8 @@ def _swap(repo: pygit2.Repository, ref: pygit2.Reference, oid: pygit2.Oid, journ
 # ---------------------------------------------------------------- worktree and git's index
 
 
-def _maybe_gc(repo: pygit2.Repository, oid: str) -> None:
-    """About one commit in 256 starts a detached ``git gc --auto`` (libgit2 never collects)."""
-    if not oid.startswith("00"):
-        return
-    with contextlib.suppress(OSError):
-        subprocess.Popen(
-            ["git", "-C", repo.workdir, "gc", "--auto", "--quiet"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+def _maybe_gc(repo: pygit2.Repository) -> None:
+    """Pack the store's loose objects as git's auto-gc would, detached, when there are too many."""
+    if getattr(_HELD, "paths", None):
+        return  # this thread still holds the writer lock (a sync's commits): its last write checks
+    packing.maybe_pack(repo, os.path.join(repo.path, LOCK_NAME))

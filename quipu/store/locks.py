@@ -18,3 +18,18 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def is_held(path: str | os.PathLike[str]) -> bool:
+    """Whether a live process holds ``file_lock(path)`` now (a lock file alone holds nothing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken just now

@@ -179,7 +179,7 @@ class Store:
         for entry in sorted(self.repo[tree.id], key=lambda e: e.name):  # type: ignore[call-overload]  # a Tree
             try:
                 out.append((entry.name, json.loads(self.repo[entry.id].data)))  # type: ignore[attr-defined]  # a Blob
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
         return out
 
