@@ -307,7 +307,7 @@ def test_a_full_disk_under_the_index_or_the_history_archive_is_one_message_exit_
 @pytest.mark.skipif(not read_only_mounts_work(), reason="no mount namespaces here to mount a store read-only")
 @pytest.mark.parametrize("command", [
     ["add", "a second note about pipelines", "--title", "second"],
-    ["undo", "HEAD"],
+    ["retract", "note-2"],
     ["fact", "set", "database", "postgres"],
     ["sweep", "--model", "none"],
     ["hooks", "install"],
