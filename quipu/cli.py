@@ -47,6 +47,7 @@ COMMANDS = (
     "profile",
     "session-start",
     "mcp",
+    "serve",
 )
 
 
