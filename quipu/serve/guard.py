@@ -13,7 +13,7 @@ Contract:
   Anything else is answered 403 (421 for a wrong host) with a short text, and nothing runs.
 - A state change is a POST whose form carries the CSRF token (checked by the app, ``csrf_ok``).
 - Every answer carries a strict Content-Security-Policy (``default-src 'self'``, no inline script
-  or style, no frames, forms only to the viewer), ``nosniff``, no referrer and no caching.
+  or style, no frames, forms only to the viewer), ``nosniff``, a referrer only to itself, no caching.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self';
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" would make a browser send its own forms as "Origin: null"
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),
