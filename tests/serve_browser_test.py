@@ -115,7 +115,7 @@ def _screenshot(driver: Any, tmp_path: Path) -> None:
 def _no_script_ran(driver: Any) -> None:
     assert driver.execute_script("return typeof window.__pwned") == "undefined"
     with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text
+        _ = driver.switch_to.alert.text
 
 
 def test_a_hostile_store_runs_nothing_in_the_browser(browser: Any, tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def listing(db: sqlite3.Connection, *, cls: str = "", label: str = "", topic: st
     total = int(db.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()[0])
     rows = db.execute(f"SELECT {', '.join(LISTED)} FROM memories{where} ORDER BY created_ts DESC, id LIMIT ? OFFSET ?",
                       [*params, PAGE, (page - 1) * PAGE]).fetchall()
-    return total, [dict(zip(LISTED, row)) for row in rows]
+    return total, [dict(zip(LISTED, row, strict=True)) for row in rows]
 
 
 def searching(viewer: Viewer, db: sqlite3.Connection, query: str, *, cls: str = "", label: str = "",
