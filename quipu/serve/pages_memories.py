@@ -52,7 +52,7 @@ def listing(db: sqlite3.Connection, *, cls: str = "", label: str = "", topic: st
     """(how many match, the rows of ``page``), newest first."""
     where, params = _where(cls, label, topic)
     total = int(db.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()[0])
-    rows = db.execute(f"SELECT {', '.join(LISTED)} FROM memories{where} ORDER BY created_ts DESC, id LIMIT ? OFFSET ?",
+    rows = db.execute(f"SELECT {', '.join(LISTED)} FROM memories{where} ORDER BY created_ts DESC, id DESC LIMIT ? OFFSET ?",
                       [*params, PAGE, (page - 1) * PAGE]).fetchall()
     return total, [dict(zip(LISTED, row, strict=True)) for row in rows]
 
