@@ -51,7 +51,7 @@ def make_app(viewer: Viewer, address: str, port: int) -> guard.Guard:
     async def posted(request: Request) -> dict[str, str]:
         data = await request.form()
         fields = {k: v for k, v in data.items() if isinstance(v, str)}
-        if not guard.csrf_ok(fields.get("csrf"), viewer.csrf):
+        if not guard.same_secret(fields.get("csrf"), viewer.csrf):
             raise _Forbidden()
         return fields
 
@@ -59,7 +59,9 @@ def make_app(viewer: Viewer, address: str, port: int) -> guard.Guard:
         return RedirectResponse("/review", status_code=303)
 
     async def review_page(request: Request) -> Response:
-        return render("Review", pages_review.body(viewer, show_all=bool(request.query_params.get("all"))), "/review")
+        q = request.query_params
+        return render("Review", pages_review.body(viewer, show_all=bool(q.get("all")), page=_int(q.get("page"))),
+                      "/review")
 
     async def review_resolve(request: Request) -> Response:
         await posted(request)

@@ -11,7 +11,7 @@ Contract:
   - it carries the run's token: the ``quipu_token_PORT`` cookie, or a ``token`` query parameter,
     which is answered with the cookie and a redirect to the same page without it.
   Anything else is answered 403 (421 for a wrong host) with a short text, and nothing runs.
-- A state change is a POST whose form carries the CSRF token (checked by the app, ``csrf_ok``).
+- A state change is a POST whose form carries the CSRF token (checked by the app, ``same_secret``).
 - Every answer carries a strict Content-Security-Policy (``default-src 'self'``, no inline script
   or style, no frames, forms only to the viewer), ``nosniff``, a referrer only to itself, no caching.
 """
@@ -45,6 +45,9 @@ HEADERS = [
 ]
 
 
+CHECKED = ("host", "origin", "sec-fetch-site", "cookie")
+
+
 def loopback(host: str) -> str:
     """``host`` as an address to bind, when it is a loopback one (raises ``FatalError`` otherwise)."""
     name = host.strip().strip("[]")
@@ -73,7 +76,7 @@ def cookie_name(port: int) -> str:
     return f"quipu_token_{port}"
 
 
-def csrf_ok(sent: object, expected: str) -> bool:
+def same_secret(sent: object, expected: str) -> bool:
     return isinstance(sent, str) and hmac.compare_digest(sent.encode(), expected.encode())
 
 
@@ -88,7 +91,7 @@ class Guard:
         headers: dict[str, str] = {}
         for key, value in scope.get("headers", []):
             name = key.decode("latin-1").lower()
-            if name in headers:  # a repeated Host or Origin is refused outright
+            if name in CHECKED and name in headers:  # a repeated Host or Origin is refused outright
                 return 400, "a header the viewer checks was sent twice"
             headers[name] = value.decode("latin-1")
         if headers.get("host", "").lower() not in self.hosts:
@@ -110,14 +113,17 @@ class Guard:
                 except Exception:  # noqa: BLE001 - an unreadable cookie header is no token
                     continue
                 sent = jar.get(self.cookie)
-                if sent is not None and csrf_ok(sent.value, self.token):
+                if sent is not None and same_secret(sent.value, self.token):
                     return True, False
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        return csrf_ok(query.get("token"), self.token), True
+        return same_secret(query.get("token"), self.token), True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # the viewer has no WebSocket
+            await send({"type": "websocket.close", "code": 1008})
             return
         refusal = self._refusal(scope)
         valid, in_query = self._token(scope)

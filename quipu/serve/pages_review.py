@@ -2,7 +2,7 @@
 verdict, its confidence, the guards, and Accept / Reject.
 
 Contract:
-- The queue is ``quipu.curate.review.items`` and a resolution is ``review.accept`` or
+- The queue is ``quipu.curate.review.items``, newest first, ``PAGE`` items a page; and a resolution is ``review.accept`` or
   ``review.reject``: exactly what `quipu review accept|reject` does, one commit each.
 - A memory missing from the store shows as such; every field shows as text.
 """
@@ -12,10 +12,11 @@ from typing import Any
 
 from quipu.curate import review
 from quipu.errors import NotFound
-from quipu.serve.html import Safe, esc, form, h, join, url, word_diff
+from quipu.serve.html import Safe, esc, form, h, join, pager, url, word_diff
 from quipu.serve.state import Viewer
 from quipu.store.memory import Memory
 
+PAGE = 20
 ROLES = {"tension": ("old (loser)", "new (winner)"), "proposal": ("old (loser)", "new (winner)"),
          "duplicate": ("flagged", "original"), "dead-path": ("flagged", "")}
 
@@ -95,15 +96,17 @@ def item_html(viewer: Viewer, item: review.ReviewItem) -> Safe:
              actions=actions)
 
 
-def body(viewer: Viewer, *, show_all: bool = False) -> Safe:
+def body(viewer: Viewer, *, show_all: bool = False, page: int = 1) -> Safe:
     queue = review.items(viewer.store, include_closed=show_all)
     toggle = h('<p><a href="{u}">{t}</a></p>', u=url("/review", all="" if show_all else "1"),
                t="only open items" if show_all else "show resolved items too")
     if not queue:
         return h('{toggle}<p class="empty">Nothing to review.</p>', toggle=toggle)
     open_count = sum(i.is_open for i in queue)
-    return h('{toggle}<p>{n} open item{s}.</p>{items}', toggle=toggle, n=open_count, s="" if open_count == 1 else "s",
-             items=join(item_html(viewer, i) for i in reversed(queue)))
+    newest = queue[::-1][(page - 1) * PAGE: page * PAGE]
+    return h('{toggle}<p>{n} open item{s}, newest first.</p>{items}{pager}', toggle=toggle, n=open_count,
+             s="" if open_count == 1 else "s", items=join(item_html(viewer, i) for i in newest),
+             pager=pager("/review", page, len(queue) > page * PAGE, all="1" if show_all else ""))
 
 
 def resolve(viewer: Viewer, review_id: str, action: str) -> str:
