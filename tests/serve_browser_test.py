@@ -35,6 +35,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
 def browser() -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager, were it asked, may not go online
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

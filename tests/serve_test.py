@@ -166,6 +166,28 @@ def test_every_page_of_a_store_answers(queued: tuple[Store, Served]) -> None:
     assert "What the hook would inject" in page and "atlas-cdn (this memory)" in page
 
 
+def test_the_memories_list_filters_by_class_label_and_topic(queued: tuple[Store, Served]) -> None:
+    store, served = queued
+    from quipu.index import index
+
+    def listed(query: str) -> list[str]:
+        status, page = served.get("/memories?" + query)
+        assert status == 200, page[-1000:]
+        return re.findall(r'<a href="/memories/([^"?]+)">', page)
+
+    every = {r["id"]: r for r in index.rows(store, "SELECT id, class, labels, tags FROM memories")}
+    assert sorted(listed("")) == sorted(every)
+    assert sorted(listed("class=rule")) == sorted(i for i, r in every.items() if r["class"] == "rule")
+    assert listed("label=dead-path") == ["ci-cache"]
+    assert sorted(listed("topic=permissions")) == sorted(i for i, r in every.items()
+                                                         if "permissions" in r["tags"].split(" | "))
+    assert listed("topic=permission") == [] and listed("label=%25") == []  # whole values; LIKE's own signs are text
+    found = listed("q=cloudfront&class=fact")
+    assert "atlas-cdn" in found and all(every[i]["class"] == "fact" for i in found)
+    assert "cors-staging" in listed("q=cloudfront") and every["cors-staging"]["class"] != "fact" \
+        and "cors-staging" not in found  # filtered out
+
+
 def test_a_hostile_store_shows_as_text_in_the_raw_html(tmp_path: Path) -> None:
     projects = tmp_path / "claude" / "projects"
     store = hostile_store(tmp_path / "store", projects)

@@ -122,7 +122,7 @@ def diff_html(viewer: Viewer, sha: str) -> Safe | None:
             lines.append(h('<span class="{css}">{line}</span>', css=css, line=line))
     more = total - MAX_FILES if total > MAX_FILES else 0
     note = h('<p class="cut">{n} more files not shown</p>', n=more) if more else Safe("")
-    return h('<p class="commit-head"><span class="id">{sha}</span> {msg}</p><pre class="diff">{lines}</pre>{note}',
+    return h('<p class="id">{sha}</p><pre class="commit-message">{msg}</pre><pre class="diff">{lines}</pre>{note}',
              sha=str(commit.id), msg=commit.message, lines=join(lines, "\n"), note=note)
 
 
