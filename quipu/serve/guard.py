@@ -130,6 +130,7 @@ class Guard:
         if refusal is None and not valid:
             refusal = 403, "open the address quipu serve printed (it carries this run's key)"
         if refusal is not None:
+            await _drain(receive)
             await _answer(send, refusal[0], refusal[1].encode() + b"\n", [(b"content-type", b"text/plain")])
             return
         if in_query:
@@ -146,6 +147,19 @@ class Guard:
             await send(message)
 
         await self.app(scope, receive, guarded)
+
+
+async def _drain(receive: Receive, limit: int = 1 << 20) -> None:
+    """Read a refused request's body (up to ``limit`` bytes), so the answer is not lost to a reset
+    connection (closing a socket with unread data resets it)."""
+    seen = 0
+    while seen <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        seen += len(message.get("body", b""))
+        if not message.get("more_body"):
+            return
 
 
 async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
