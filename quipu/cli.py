@@ -52,6 +52,7 @@ COMMANDS = (
     "profile",
     "session-start",
     "mcp",
+    "serve",
 )
 
 

@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"quipu.curate", "quipu.history"},
     {"quipu.skills"},
     {"quipu.output", "quipu.doctor"},
-    {"quipu.mcp"},
+    {"quipu.mcp", "quipu.serve"},
     {"quipu.commands"},
     {"quipu.cli"},
     {"quipu.__main__"},

@@ -21,6 +21,8 @@ MUST_CARRY = (
     "quipu/_assets/template/quipu.toml",
     "quipu/_assets/template/gitignore",
     "quipu/probes/__init__.py",
+    "quipu/serve/static/app.js",
+    "quipu/serve/static/style.css",
 )
 
 

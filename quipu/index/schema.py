@@ -9,7 +9,7 @@ from quipu.errors import FatalError, InvalidMemory
 from quipu.prompt.stem import TOKENIZE
 from quipu.store.memory import Memory, parse_created, parse_memory
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE memories(
@@ -36,6 +36,8 @@ CREATE TABLE memories(
     always_on INTEGER NOT NULL
 );
 CREATE INDEX memories_class ON memories(class, status);
+-- Newest first, a page at a time (the viewer's memories list): read from the end, never sorted.
+CREATE INDEX memories_created ON memories(created_ts, id);
 -- A memory's thread (quipu.index.thread): the memories of its session in the order they were written.
 CREATE INDEX memories_thread ON memories(session, created_ts, id) WHERE session IS NOT NULL;
 -- External-content FTS5 over the text columns of `memories`; rowids are shared.

@@ -33,7 +33,7 @@ Contract:
 - ``search_memory`` reads the deep list (``quipu.index.deep``: every content word by BM25 and
   meaning, fused by rank), not the prompt hook's precision layer; the class and superseded
   filters apply to the whole fused list before the cut. Meaning search loads at the first search
-  and stays loaded (``quipu.mcp.meaning``); without the embedding, words alone.
+  and stays loaded (``quipu.index.meaning``); without the embedding, words alone.
 - ``search_history`` and ``show_history`` are offered only when ``quipu.history`` exists
   (``has_history``); see ``HISTORY_CONTRACT`` for what it must provide.
 """
@@ -64,7 +64,7 @@ from quipu.mcp.answers import (
     object_schema,
 )
 from quipu.mcp.history_tools import HISTORY_TOOLS
-from quipu.mcp.meaning import Meaning
+from quipu.index.meaning import Meaning
 
 if TYPE_CHECKING:
     import sqlite3
@@ -118,7 +118,7 @@ class Service:
         return self._db
 
     def nearest(self, db: sqlite3.Connection) -> Nearest | None:
-        """Meaning search on the open index ``db`` (None: words alone); see ``quipu.mcp.meaning``."""
+        """Meaning search on the open index ``db`` (None: words alone); see ``quipu.index.meaning``."""
         from quipu.index import index
 
         return self.meaning.nearest(index.index_file(self.store).parent, db, self._db_key)

@@ -1,4 +1,5 @@
-"""Meaning search for the long-lived server: the encoder and the store's vectors kept between calls.
+"""Meaning search for a long-lived server (the MCP server, the viewer): the encoder and the store's
+vectors kept between calls.
 
 Contract:
 - Nothing here is imported at the server's start beyond the standard library: numpy, the
