@@ -1,8 +1,9 @@
 """The decision to speak: whether the prompt's own words are evidence enough for a memory."""
 from quipu.prompt.indexread import ordinary_of
 from quipu.prompt.inject import word_starts
-from quipu.prompt.query import fts_quote
-from quipu.prompt.scoring import idf, match_expr, rows_matching
+from quipu.prompt.query import FILE_EXTS, forms_of, fts_any, fts_quote, is_stopword, long_form, phrase_words
+from quipu.prompt.scoring import BM25_WEIGHTS, idf, match_expr, rows_matching
+from quipu.prompt.stem import fts_term
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,30 +51,110 @@ SOLE_TERM_SHARE = 0.5
 ABSENT_ORDINARY_WEIGHT = 0.5  # in a request: an ordinary word the store lacks, against a specific one
 EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
 EVIDENCE_CHECKS = 12          # candidates (best first) whose evidence is weighed: past them, none speaks
+PHRASE_WORDS = 2              # an alias said whole in the prompt: this many words other than stop words
+TITLE_PHRASE_WORDS = 3        # a title said whole
+PHRASE_PROMPT_WORDS = 40      # phrases are looked for in prompts of at most this many words
+PHRASE_PAIRS = 6              # neighbouring content words of the prompt that find phrase candidates (rarest)
+PHRASE_GAP = 3                # stop words between them in a title or alias ("ship to production")
+PHRASE_ROWS = 50              # phrase candidates read, best first
 
 
 def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
     """Whether the prompt may be answered at all: it has a topic term, or it is a short question
-    of at least TITLE_WORDS everyday words ("which package manager do we use?"), which may be
-    answered by a memory whose title or aliases say the same (and by nothing else)."""
+    of at least PHRASE_WORDS everyday words ("which package manager do we use?", "how do we ship
+    to production?"), which may be answered by a memory whose title or aliases say the same (and
+    by nothing else)."""
     if any(not t.generic for t in terms):
         return True
     words = {t.text for t in terms if len(t.text) > 3 and not t.text.isdigit()}
-    return len(words) >= TITLE_WORDS and is_question(prompt)
+    return len(words) >= PHRASE_WORDS and is_question(prompt)
+
+
+def _key(word: str) -> str:
+    """A word as a phrase compares it: its long form ("prod": "production"), stemmed as the index stems."""
+    long = long_form(word)
+    return fts_term(long) or long
+
+
+def _content(words: "Sequence[str]") -> "list[str]":
+    """The words of a phrase that say something: no stop word, number or file extension."""
+    return [w for w in words if len(w) > 2 and not is_stopword(w) and not w.isdigit() and w not in FILE_EXTS]
+
+
+def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[int, tuple[float, str]]":
+    """The memories an alias or title of which the prompt says whole, in order: {rowid: (score,
+    phrase)}. An alias needs PHRASE_WORDS words other than stop words, numbers and file
+    extensions; a title TITLE_PHRASE_WORDS, and only in a prompt of at most QUESTION_WORDS_MAX
+    words (a title of two everyday words, "Lint fix", is a heading, not a way to ask, and a long
+    paste says "main entry point" in passing); each counts whatever its words are ("ship to production" is
+    everyday vocabulary, yet a person who wrote it as an alias said that is how they will ask). Candidates are the memories whose title or aliases have two
+    neighbouring content words of the prompt near each other (at most PHRASE_PAIRS pairs, the rarest, in a
+    prompt of at most PHRASE_PROMPT_WORDS words; PHRASE_ROWS rows by BM25); each is then checked word by word."""
+    if len(prompt.split(None, PHRASE_PROMPT_WORDS)) > PHRASE_PROMPT_WORDS:
+        return {}  # a long prompt (a paste, a plan) is not how a person asks for a memory by name
+    words = phrase_words(prompt)
+    content = _content(words)
+    if len(content) < PHRASE_WORDS:
+        return {}
+    pairs: list[str] = []
+    # The rarest pairs first (``df``: the prompt's words in the store): any pair of a phrase finds it.
+    unknown = 1 << 30
+    ranked = sorted(zip(content, content[1:], strict=False),
+                    key=lambda ab: min(df.get(ab[0], 0) or unknown, df.get(ab[1], 0) or unknown))
+    for a, b in ranked:
+        if df.get(a, 1) == 0 or df.get(b, 1) == 0:
+            continue  # a word no memory has is in no title or alias either
+        for fa in forms_of(a):
+            for fb in forms_of(b):
+                near = f"NEAR({fts_quote(fa)} {fts_quote(fb)}, {PHRASE_GAP})"
+                if near not in pairs:
+                    pairs.append(near)
+    if not pairs:
+        return {}
+    expr = "{title aliases} : (" + " OR ".join(pairs[:PHRASE_PAIRS]) + ")"
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    sql = (f"SELECT rowid, title, aliases, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
+           f" ORDER BY s DESC LIMIT {PHRASE_ROWS}")
+    keys: dict[str, str] = {}
+
+    def key(word: str) -> str:
+        if word not in keys:
+            keys[word] = _key(word)
+        return keys[word]
+
+    said = " " + " ".join(key(w) for w in words) + " "
+    titles = len(prompt.split(None, QUESTION_WORDS_MAX)) <= QUESTION_WORDS_MAX
+    out: dict[int, tuple[float, str]] = {}
+    for rowid, title, aliases, score in db.execute(sql, (expr,)):
+        for n, phrase in enumerate([title if titles and title else "", *(aliases or "").split(" | ")]):
+            mine = phrase_words(phrase)
+            if len(_content(mine)) >= (TITLE_PHRASE_WORDS if n == 0 else PHRASE_WORDS) and f" {' '.join(key(w) for w in mine)} " in said:
+                out[rowid] = (float(score), phrase.strip())
+                break
+    return out
 
 
 _QUESTION_WORDS = frozenset("who whom whose what when where which why how".split())
+# A request for something the person once knew ("can you remind me what the deploy process is")
+# asks a question whatever its punctuation.
+_ASKING = ("remind me", "tell me", "do you remember", "do you know", "any idea", "i forgot", "i forget")
 
 
 def is_question(prompt: str) -> bool:
-    """A short question (at most QUESTION_WORDS_MAX words ending with "?", or at most
-    QUESTION_OPENING_MAX words opening with a question word): it names what it asks about ("When did Jon visit Rome?"); a follow-up naming
-    one everyday thing ("yes, merge it") is not a question, nor is a long request."""
+    """A short prompt (at most QUESTION_WORDS_MAX words) that asks: it ends with "?", has a
+    sentence ending with "?" inside ("... what the deploy process is? I think there was a
+    gate"), asks to be reminded or told ("remind me how we deploy"), or has at most
+    QUESTION_OPENING_MAX words and opens with a question word. A short question names what it
+    asks about ("When did Jon visit Rome?"); a follow-up naming one everyday thing ("yes, merge
+    it") is not a question, nor is a long request, even with a question in it."""
     text = prompt.strip()
     words = text.split(None, QUESTION_WORDS_MAX)
     if not words or len(words) > QUESTION_WORDS_MAX:
         return False  # a long, multi-clause prompt is a request, even with a question in it
-    if text.endswith("?"):
+    if text.endswith("?") or any(w.endswith("?") and w.rstrip("?") for w in words):
+        return True
+    low = " ".join(w.lower().strip(",.!:;") for w in words)
+    if any(f" {phrase} " in f" {low} " for phrase in _ASKING):
         return True
     return len(words) <= QUESTION_OPENING_MAX and words[0].lower().strip(",.!:;") in _QUESTION_WORDS
 
@@ -92,8 +173,10 @@ class Evidence:
 
     def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
                  df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
-                 question: bool, by_title: bool = False) -> None:
+                 question: bool, by_title: bool = False,
+                 phrased: "dict[int, tuple[float, str]] | None" = None) -> None:
         self.db = db
+        self.phrased = phrased or {}
         self.by_title = by_title
         self.terms = {t.text: t for t in prompt_terms}
         self.stems = stems
@@ -124,8 +207,8 @@ class Evidence:
     def _match(self, rowids: "Sequence[int]") -> dict[int, set[str]]:
         matched: dict[int, set[str]] = {r: set() for r in rowids}
         expr_chosen = match_expr(self.chosen)
-        for term in self.rest:
-            for rowid, _score in rows_matching(self.db, f"{fts_quote(term)} AND ({expr_chosen})", rowids, self.rare):
+        for term in self.rest if self.chosen else ():
+            for rowid, _score in rows_matching(self.db, f"{fts_any(term)} AND ({expr_chosen})", rowids, self.rare):
                 matched[rowid].add(term)
         return matched
 
@@ -163,7 +246,8 @@ class Evidence:
                 continue
             topic += 1
             covered += self.topic_weight.get(stem, 0.0)
-            specific = stem not in self.ordinary and word_starts(self._text(hit.rowid), _root(word), 1)
+            text = self._text(hit.rowid)
+            specific = stem not in self.ordinary and any(word_starts(text, _root(f), 1) for f in forms_of(word))
             value += SPECIFIC_VALUE if specific else TOPIC_VALUE
         share = covered / self.total_weight if self.total_weight else 0.0
         return value, topic, share, sorted(words)
@@ -177,6 +261,8 @@ class Evidence:
 
     def lacking(self, hit: "Hit", eligible: "Sequence[Hit]") -> str:
         """Why ``hit`` may not be injected, or '' when the prompt's words are evidence enough."""
+        if hit.rowid in self.phrased:
+            return ""  # the prompt says its title or an alias whole
         value, topic, share, words = self.weigh(hit, eligible)
         why = ""
         if self.by_title:

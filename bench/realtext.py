@@ -1,0 +1,162 @@
+"""Stores and prompts of real text for bench/bench_hook.py ``--text real``.
+
+A memory joins two real texts of ``../shared/data`` (read at run time, never copied): a note of
+memories-real and a LoCoMo turn, or two notes, picked by a seeded generator; its title is the
+first words of its first text. At 100,000 memories a word of ordinary developer prose ("test",
+"build", "config") is then in thousands of memories, as in a real large store.
+
+The prompts are prompts-dev's topical and conversational prompts. Each is run once in-process
+on the largest store (``quipu.prompt.recall`` with the options the hook reads); the first
+``--prompts`` that fire and that stay silent are then timed through the real hook process, every
+prompt once per round in a rotated order beside the bare interpreter, and reported apart.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import _common as C
+
+from quipu.index import index
+from quipu.prompt import evidence, indexread, query, recall
+from quipu.store.memory import Memory
+from quipu.store.store import Store
+from testing import realistic as R
+
+HOOK = C.REPO / "hooks" / "prompt_submit.py"
+GOAL_FIRE_RATIO = {10_000: 1.5, 100_000: 2.0}
+
+
+def texts(data: Path) -> tuple[list[str], list[str]]:
+    """(the bodies of memories-real's notes, LoCoMo's turns)."""
+    notes = [n.body for n in R.real_notes(data)]
+    turns: list[str] = []
+    for conv in json.loads((data / "locomo" / "locomo10.json").read_text(encoding="utf-8")):
+        for key, value in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(value, list):
+                turns.extend(t["text"] for t in value if t.get("text"))
+    return notes, turns
+
+
+def memories(data: Path, count: int, seed: int) -> list[Memory]:
+    notes, turns = texts(data)
+    rng = random.Random(seed)
+    out = []
+    for n in range(count):
+        first = rng.choice(notes)
+        second = rng.choice(turns) if rng.random() < 0.5 else rng.choice(notes)
+        title = " ".join(first.replace("`", "").replace("*", "").split()[:9]).strip("-# ") or "note"
+        fields = {"id": f"rt-{n:06d}", "title": title[:200], "class": rng.choice(("rule", "fact", "reference")),
+                  "origin": "import", "created": R.CREATED}
+        out.append(Memory.create(fields, f"{first.strip()}\n\n{second.strip()}\n"))
+    return out
+
+
+def build(data: Path, scratch: Path, size: int) -> Path:
+    root = scratch / f"realtext-{size}"
+    if (root / ".cache" / "index.sqlite").is_file():
+        return root
+    start = time.perf_counter()
+    C.bulk_store(root, memories(data, size, seed=size), checkout=False)
+    index.ensure_fresh(Store(root))
+    print(f"bench: built and indexed a real-text store of {size:,} memories in {time.perf_counter() - start:.1f} s",
+          file=sys.stderr)
+    return root
+
+
+def split_prompts(root: Path, prompts: list[str], wanted: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """([(prompt, an id it injects)], [silent prompts]), at most ``wanted`` of each."""
+    db = indexread.open_index(str(root / ".cache" / "index.sqlite"))
+    fire: list[tuple[str, str]] = []
+    silent: list[str] = []
+    try:
+        options = recall.Options.from_config(indexread.index_config(db))
+        for text in prompts:
+            hits = recall.recall(db, text, "", options).hits
+            if hits and len(fire) < wanted:
+                fire.append((text, hits[0].id))
+            elif not hits and len(silent) < wanted and evidence.names_a_subject(
+                    text, query.extract_terms(text)):
+                silent.append(text)  # silent after opening the index: the costly kind of silence
+    finally:
+        db.close()
+    return fire, silent
+
+
+def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str, str], machine: str) -> int:
+    data = R.data_dir()
+    if data is None or not (data / "locomo" / "locomo10.json").is_file():
+        print(f"bench_hook: --text real skipped: {R.MISSING_DATA} (and locomo/locomo10.json)", file=sys.stderr)
+        return 0
+    roots = {size: build(data, scratch, size) for size in sizes}
+    topical = [p.text for p in R.real_prompts(data, "topical") if len(p.text) < 2000]
+    random.Random(5).shuffle(topical)
+    fire, silent = split_prompts(roots[sizes[-1]], topical, args.prompts)
+    py = C.REAL_PYTHON
+    bare = [py, "-I", "-S", "-c", "pass"]
+    hook = [py, "-I", "-S", str(HOOK)]
+    # (group, argv, event or None, root or None, expectation)
+    commands: list[tuple[str, list[str], dict[str, str] | None, Path | None, str]] = [("bare", bare, None, None, "")]
+    for size in sizes:
+        for text, target in fire:
+            commands.append((f"fire-{size}", hook, {"prompt": text, "transcript_path": ""}, roots[size],
+                             target if size == sizes[-1] else ""))
+        for text in silent:
+            commands.append((f"silent-{size}", hook, {"prompt": text, "transcript_path": ""}, roots[size],
+                             "silent" if size == sizes[-1] else ""))
+    events = scratch / "rt-events"
+    events.mkdir(exist_ok=True)
+    walls: dict[str, list[float]] = {}
+    checks: dict[str, list[bool]] = {}
+    for rnd in range(args.warmup + args.rounds):
+        shift = rnd % len(commands)
+        for k, (group, argv, event, root, expect) in enumerate(commands[shift:] + commands[:shift]):
+            stdin, child_env = os.devnull, env
+            if event is not None and root is not None:
+                stdin = str(events / f"{k}.json")
+                Path(stdin).write_text(json.dumps({"session_id": f"rt-{rnd}-{k}", "cwd": str(root),
+                                                   "hook_event_name": "UserPromptSubmit", **event}), encoding="utf-8")
+                child_env = {**env, "QUIPU_STORE": str(root)}
+            out = str(events / f"{k}.out")
+            wall, _rss, code = C.spawn_timed(argv, stdin=stdin, stdout=out, env=child_env, cwd=None)
+            if rnd < args.warmup:
+                continue
+            walls.setdefault(group, []).append(wall)
+            if expect:
+                text = Path(out).read_text(encoding="utf-8")
+                checks.setdefault(group, []).append(code == 0 and (text == "" if expect == "silent" else expect in text))
+    base = C.median(walls["bare"])
+    rows = [("`python -I -S -c pass` (bare, baseline)", "", f"{base * 1000:.1f}",
+             f"{C.percentile(walls['bare'], 95) * 1000:.1f}", "1.00x", "", "")]
+    reading = []
+    for size in sizes:
+        for kind, prompts in (("fire", fire), ("silent", silent)):
+            times = walls.get(f"{kind}-{size}", [])
+            if not times:
+                continue
+            ratio = C.median(times) / base
+            goal = ""
+            if kind == "fire" and size in GOAL_FIRE_RATIO:
+                goal = f"<= {GOAL_FIRE_RATIO[size]}x: " + ("met" if ratio <= GOAL_FIRE_RATIO[size] else "**not met**")
+                reading.append(f"{size:,} memories: prompts that fire p50 {ratio:.2f}x the bare start ({goal})")
+            got = checks.get(f"{kind}-{size}", [])
+            check = f"{'injected' if kind == 'fire' else 'silent'} {sum(got)}/{len(got)}" if got else ""
+            rows.append((f"hook, {size:,} real-text memories, prompts that {'fire' if kind == 'fire' else 'stay silent'}", str(len(prompts)),
+                         f"{C.median(times) * 1000:.1f}", f"{C.percentile(times, 95) * 1000:.1f}", f"{ratio:.2f}x",
+                         goal, check))
+    body = (f"Real text: each memory joins two texts of ../shared/data (memories-real notes, LoCoMo turns). "
+            f"Prompts: prompts-dev topical prompts, split in-process on the {sizes[-1]:,} store into "
+            f"{len(fire)} that fire and {len(silent)} that open the index and stay silent. Rounds: {args.rounds} "
+            f"timed (+{args.warmup} warm-up), every prompt once per round, rotated.\n\n"
+            + C.table(["command", "prompts", "p50 ms", "p95 ms", "p50 / bare `-I -S`", "goal (p50)", "output check"], rows)
+            + "\n\nReading: " + ("; ".join(reading) or "no store size with a goal") + ".")
+    print(body)
+    if args.write_results:
+        C.update_results("bench_hook_realtext", "Prompt hook wall time on real text: bench/bench_hook.py --text real",
+                         body, command=C.command_line(), machine_line=machine)
+    return 0
