@@ -70,7 +70,8 @@ def build(data: Path, scratch: Path, size: int) -> Path:
 
 
 def split_prompts(root: Path, prompts: list[str], wanted: int) -> tuple[list[tuple[str, str]], list[str]]:
-    """([(prompt, an id it injects)], [silent prompts]), at most ``wanted`` of each."""
+    """([(prompt, an id it injects)], [silent prompts]), at most ``wanted`` of each. The timed runs
+    check only that a prompt that fires injects something (equal scores may swap places)."""
     db = indexread.open_index(str(root / ".cache" / "index.sqlite"))
     fire: list[tuple[str, str]] = []
     silent: list[str] = []
@@ -129,7 +130,10 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
             walls.setdefault(group, []).append(wall)
             if expect:
                 text = Path(out).read_text(encoding="utf-8")
-                checks.setdefault(group, []).append(code == 0 and (text == "" if expect == "silent" else expect in text))
+                ok = code == 0 and (text == "" if expect == "silent" else "(id rt-" in text)
+                checks.setdefault(group, []).append(ok)
+                if not ok and os.environ.get("QUIPU_BENCH_DEBUG"):
+                    print(f"bench_hook: {group} expected {expect!r}, got {text[:200]!r}", file=sys.stderr)
     base = C.median(walls["bare"])
     rows = [("`python -I -S -c pass` (bare, baseline)", "", f"{base * 1000:.1f}",
              f"{C.percentile(walls['bare'], 95) * 1000:.1f}", "1.00x", "", "")]

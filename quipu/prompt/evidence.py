@@ -2,7 +2,7 @@
 from quipu.prompt.indexread import ordinary_of
 from quipu.prompt.inject import word_starts
 from quipu.prompt.query import FILE_EXTS, forms_of, fts_any, fts_quote, is_stopword, long_form, phrase_words
-from quipu.prompt.scoring import BM25_WEIGHTS, idf, match_expr, rows_matching
+from quipu.prompt.scoring import idf, match_expr, rows_matching
 from quipu.prompt.stem import fts_term
 
 TYPE_CHECKING = False
@@ -53,10 +53,10 @@ EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per mem
 EVIDENCE_CHECKS = 12          # candidates (best first) whose evidence is weighed: past them, none speaks
 PHRASE_WORDS = 2              # an alias said whole in the prompt: this many words other than stop words
 TITLE_PHRASE_WORDS = 3        # a title said whole
-PHRASE_PROMPT_WORDS = 40      # phrases are looked for in prompts of at most this many words
-PHRASE_PAIRS = 6              # neighbouring content words of the prompt that find phrase candidates (rarest)
+PHRASE_PROMPT_WORDS = 30      # phrases are looked for in prompts of at most this many words
+PHRASE_PAIRS = 4              # neighbouring content words of the prompt that find phrase candidates (rarest)
 PHRASE_GAP = 3                # stop words between them in a title or alias ("ship to production")
-PHRASE_ROWS = 50              # phrase candidates read, best first
+PHRASE_ROWS = 200             # phrase candidates read
 
 
 def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
@@ -81,15 +81,14 @@ def _content(words: "Sequence[str]") -> "list[str]":
     return [w for w in words if len(w) > 2 and not is_stopword(w) and not w.isdigit() and w not in FILE_EXTS]
 
 
-def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[int, tuple[float, str]]":
-    """The memories an alias or title of which the prompt says whole, in order: {rowid: (score,
-    phrase)}. An alias needs PHRASE_WORDS words other than stop words, numbers and file
+def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[int, str]":
+    """The memories an alias or title of which the prompt says whole, in order: {rowid: phrase}. An alias needs PHRASE_WORDS words other than stop words, numbers and file
     extensions; a title TITLE_PHRASE_WORDS, and only in a prompt of at most QUESTION_WORDS_MAX
     words (a title of two everyday words, "Lint fix", is a heading, not a way to ask, and a long
     paste says "main entry point" in passing); each counts whatever its words are ("ship to production" is
     everyday vocabulary, yet a person who wrote it as an alias said that is how they will ask). Candidates are the memories whose title or aliases have two
     neighbouring content words of the prompt near each other (at most PHRASE_PAIRS pairs, the rarest, in a
-    prompt of at most PHRASE_PROMPT_WORDS words; PHRASE_ROWS rows by BM25); each is then checked word by word."""
+    prompt of at most PHRASE_PROMPT_WORDS words; the first PHRASE_ROWS rows); each is then checked word by word."""
     if len(prompt.split(None, PHRASE_PROMPT_WORDS)) > PHRASE_PROMPT_WORDS:
         return {}  # a long prompt (a paste, a plan) is not how a person asks for a memory by name
     words = phrase_words(prompt)
@@ -112,9 +111,14 @@ def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[in
     if not pairs:
         return {}
     expr = "{title aliases} : (" + " OR ".join(pairs[:PHRASE_PAIRS]) + ")"
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    sql = (f"SELECT rowid, title, aliases, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
-           f" ORDER BY s DESC LIMIT {PHRASE_ROWS}")
+    # rowids only, unranked: FTS5 then stops at PHRASE_ROWS instead of scoring every match, and a
+    # column of its external-content table would cost a read of the row for each match.
+    found = [r for (r,) in db.execute(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {PHRASE_ROWS}",
+                                      (expr,))]
+    if not found:
+        return {}
+    marks = ", ".join("?" * len(found))
+    rows = db.execute(f"SELECT rowid, title, aliases FROM memories WHERE rowid IN ({marks})", found)
     keys: dict[str, str] = {}
 
     def key(word: str) -> str:
@@ -124,12 +128,12 @@ def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[in
 
     said = " " + " ".join(key(w) for w in words) + " "
     titles = len(prompt.split(None, QUESTION_WORDS_MAX)) <= QUESTION_WORDS_MAX
-    out: dict[int, tuple[float, str]] = {}
-    for rowid, title, aliases, score in db.execute(sql, (expr,)):
+    out: dict[int, str] = {}
+    for rowid, title, aliases in rows:
         for n, phrase in enumerate([title if titles and title else "", *(aliases or "").split(" | ")]):
             mine = phrase_words(phrase)
             if len(_content(mine)) >= (TITLE_PHRASE_WORDS if n == 0 else PHRASE_WORDS) and f" {' '.join(key(w) for w in mine)} " in said:
-                out[rowid] = (float(score), phrase.strip())
+                out[rowid] = phrase.strip()
                 break
     return out
 
@@ -159,6 +163,20 @@ def is_question(prompt: str) -> bool:
     return len(words) <= QUESTION_OPENING_MAX and words[0].lower().strip(",.!:;") in _QUESTION_WORDS
 
 
+def _holds(text: str, stem: str) -> bool:
+    """Whether the lower-cased ``text`` has a word the index stems to ``stem`` (ASCII): each word
+    starting like the stem (less its last letter: "happy" is "happi", "hoping" is "hope") is
+    stemmed and compared."""
+    head = stem[:-1] if len(stem) > 3 else stem
+    for at in word_starts(text, head, 50):
+        end = at
+        while end < len(text) and (text[end].isalnum()):
+            end += 1
+        if fts_term(text[at:end]) == stem:
+            return True
+    return False
+
+
 def _root(word: str) -> str:
     """The start a memory's own word must have for ``word`` to be the same specific term: the
     word less a plural ending. Stemming rules made for English would otherwise join words of
@@ -174,7 +192,7 @@ class Evidence:
     def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
                  df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
                  question: bool, by_title: bool = False,
-                 phrased: "dict[int, tuple[float, str]] | None" = None) -> None:
+                 phrased: "dict[int, str] | None" = None) -> None:
         self.db = db
         self.phrased = phrased or {}
         self.by_title = by_title
@@ -205,9 +223,23 @@ class Evidence:
         self.total_weight = sum(self.topic_weight.values())
 
     def _match(self, rowids: "Sequence[int]") -> dict[int, set[str]]:
+        """Which of the prompt's other terms each weighed candidate holds. An ASCII term is looked
+        for in the candidates' own text (read once for all of them), a word counting when the
+        index's stemmer makes the term's stem of it: one query for every term, where asking FTS5
+        term by term costs a query each, reading every memory the term shares with the chosen
+        ones (hundreds in a large store). Any other term is asked of FTS5."""
         matched: dict[int, set[str]] = {r: set() for r in rowids}
+        if not rowids or not self.chosen:
+            return matched
         expr_chosen = match_expr(self.chosen)
-        for term in self.rest if self.chosen else ():
+        for term in self.rest:
+            stems = [fts_term(f) for f in forms_of(term)]
+            if all(stems):
+                for rowid in rowids:
+                    text = self._text(rowid)
+                    if any(_holds(text, stem) for stem in stems if stem):
+                        matched[rowid].add(term)
+                continue
             for rowid, _score in rows_matching(self.db, f"{fts_any(term)} AND ({expr_chosen})", rowids, self.rare):
                 matched[rowid].add(term)
         return matched

@@ -105,8 +105,8 @@ wonder wondering wondered curious recap tell telling told mind quick quickly rea
 # Abbreviations and their long forms: one line a term, every form on it the same term; the longest
 # form gives the term its genericness and its stem.
 # Only single words developers write both ways in prose. Left out: an ambiguous short form ("pr",
-# "req", "doc": a doc is any file), and the short forms that live in identifiers ("ctx", "err",
-# "msg", "args", "params", "fn", "tmp", "utils", "pkg"): "ctx_out" or "pkg_resources" is a
+# "req", "doc": a doc is any file), and the short forms that mostly live in identifiers ("ctx",
+# "err", "msg", "args", "params", "fn", "tmp", "utils", "pkg"): "ctx_out" or "pkg_resources" is a
 # specific name, and joining it to an everyday long form would only make it common. The index stems both sides (Porter), so
 # one inflection of each form is enough: "configs" and "configurations" stem as these do.
 ABBREVIATIONS = """
@@ -124,6 +124,8 @@ docs documentation
 impl implementation
 dev development
 infra infrastructure
+lib libs library libraries
+dir dirs directory directories
 app apps application applications
 spec specs specification specifications
 ts typescript

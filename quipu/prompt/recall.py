@@ -285,8 +285,10 @@ def recall(
     gathered = matches.gathered
     scale = {t: idf(total, df[t]) / fts_idf(total, df[t]) for t in chosen}
     carry = carried_scores(raw, scale, options.rarest)
-    for rowid, (phrase_score, _phrase) in phrased.items():
-        carry[rowid] = max(carry.get(rowid, 0.0), phrase_score)
+    # A memory whose alias or title the prompt says whole ranks first.
+    top = max(carry.values(), default=0.0)
+    for rowid in phrased:
+        carry[rowid] = max(top, options.min_score) + carry.get(rowid, 0.0)
         raw.setdefault(rowid, {})
     best = sorted(carry, key=lambda r: (-carry[r], r))[:CANDIDATES]
     best += [r for r in phrased if r not in best]

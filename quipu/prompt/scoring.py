@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 BM25_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 1.0)
 IDF_MIN_DOCS = 100
 READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see rows_matching)
-TERM_READ_LIMIT = 1000        # a chosen term's best rows read at most (a term that common is no topic)
-GATHER_ROWS = 1000            # the rarest chosen terms are read whole up to this many memories in all
+TERM_READ_LIMIT = 400        # a chosen term's best rows read at most (a term that common is no topic)
+GATHER_ROWS = 400            # the rarest chosen terms are read whole up to this many memories in all
 _SECONDS_PER_DAY = 86400.0
 _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
@@ -138,13 +138,13 @@ def term_matches(db: "Connection", terms: "Sequence[str]", df: dict[str, int],
         forms = forms_of(term) if form_df is not None else (term,)
         gather = not found.gathered or read + df.get(term, 0) <= GATHER_ROWS
         narrow = "" if gather else f" AND ({match_expr(found.gathered)})"
-        for form in forms:
+        present = [f for f in forms if len(forms) == 1 or (form_df or {}).get(f, 0)]
+        limit = TERM_READ_LIMIT // max(len(present), 1)  # the forms of one term share its rows
+        for form in present:
             count = df.get(term, 0) if len(forms) == 1 else (form_df or {}).get(form, 0)
-            if len(forms) > 1 and not count:
-                continue
             sql = f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
-            if gather and count > TERM_READ_LIMIT:
-                sql += f" ORDER BY s DESC LIMIT {TERM_READ_LIMIT}"
+            if gather and count > limit:
+                sql += f" ORDER BY s DESC LIMIT {limit}"
             factor = 1.0 if len(forms) == 1 else fts_idf(total, df.get(term, 0)) / fts_idf(total, count)
             for rowid, score in db.execute(sql, (fts_quote(form) + narrow,)):
                 if gather:
