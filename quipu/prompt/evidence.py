@@ -1,4 +1,5 @@
-"""The decision to speak: whether the prompt's own words are evidence enough for a memory."""
+"""The decision to speak: whether the prompt's own words are evidence enough for a memory, and
+which memories a short prompt names whole by an alias or title."""
 from quipu.prompt.indexread import ordinary_of
 from quipu.prompt.inject import word_starts
 from quipu.prompt.query import FILE_EXTS, forms_of, fts_any, fts_quote, is_stopword, long_form, phrase_words
@@ -29,9 +30,12 @@ if TYPE_CHECKING:
 #   prompt's topic weight (each topic term weighs its idf in the store; a specific term the store
 #   lacks weighs the most, an ordinary word it lacks half that): a long prompt about something
 #   else is not answered by the two words it mentions in passing.
-# - A question ("when did Jon visit Rome?") names what it asks about, so QUESTION_EVIDENCE is
-#   enough whatever the coverage, and so is one topic term that carries SOLE_TERM_SHARE of its
-#   topic weight. A follow-up is rarely a question with a topic ("what's next?" has none).
+# - A question ("when did Jon visit Rome?", or one inside a short prompt: ``is_question``) names
+#   what it asks about, so QUESTION_EVIDENCE is enough whatever the coverage, and so is one topic
+#   term that carries SOLE_TERM_SHARE of its topic weight. A follow-up is rarely a question with
+#   a topic ("what's next?" has none).
+# - A memory whose alias (PHRASE_WORDS words other than stop words) or title
+#   (TITLE_PHRASE_WORDS) a short prompt says whole, in order, speaks (``phrase_hits``).
 # - A short question in everyday words only ("which package manager do we use?") has no topic
 #   term, yet a memory may have been written for exactly that question: it speaks when its title
 #   or aliases have TITLE_WORDS of the question's words, and no other memory does.

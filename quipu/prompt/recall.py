@@ -8,8 +8,13 @@ or opens git objects. Contract:
   answer is empty, however rich the context. The one exception is a short question in everyday
   words, answered only by a memory whose title or aliases say the same (``names_a_subject``).
 - The GATHER_TERMS rarest topic terms of the prompt present in the store (document frequency,
-  stemmed the way the index stems) find candidates; a memory's best RAREST_TERMS of their
-  summands carry its score, so a long prompt is not rewarded for its length. The prompt's other
+  stemmed the way the index stems; an abbreviation and its long form are one term,
+  ``quipu.prompt.query.forms_of``) find candidates; a memory's best RAREST_TERMS of their
+  summands carry its score, so a long prompt is not rewarded for its length. The rows read are
+  bounded (``quipu.prompt.scoring.term_matches``): the rarest terms up to GATHER_ROWS memories,
+  a more common term only where they matched.
+- A memory whose alias (or title) the prompt says whole is a candidate and speaks
+  (``quipu.prompt.evidence.phrase_hits``), ranked first. The prompt's other
   terms can at most double that score (``REST_BOOST``); context terms (previous human turn, last
   assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
 - Scores are BM25 with field weights, then multiplied by decay (half-life from the class and
