@@ -85,40 +85,54 @@ def _content(words: "Sequence[str]") -> "list[str]":
     return [w for w in words if len(w) > 2 and not is_stopword(w) and not w.isdigit() and w not in FILE_EXTS]
 
 
+def _near(groups: "list[tuple[str, ...]]", gap: int) -> "list[str]":
+    """FTS5 NEAR groups for each run of words in ``groups`` (each word with its other forms)."""
+    out: list[str] = []
+    for run in groups:
+        combos: list[list[str]] = [[]]
+        for word in run:
+            combos = [c + [f] for c in combos for f in forms_of(word)]
+        for combo in combos:
+            near = "NEAR(" + " ".join(fts_quote(w) for w in combo) + f", {gap})"
+            if near not in out:
+                out.append(near)
+    return out
+
+
 def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[int, str]":
-    """The memories an alias or title of which the prompt says whole, in order: {rowid: phrase}. An alias needs PHRASE_WORDS words other than stop words, numbers and file
-    extensions; a title TITLE_PHRASE_WORDS, and only in a prompt of at most QUESTION_WORDS_MAX
-    words (a title of two everyday words, "Lint fix", is a heading, not a way to ask, and a long
-    paste says "main entry point" in passing); each counts whatever its words are ("ship to production" is
-    everyday vocabulary, yet a person who wrote it as an alias said that is how they will ask). Candidates are the memories whose title or aliases have two
-    neighbouring content words of the prompt near each other (at most PHRASE_PAIRS pairs, the rarest, in a
-    prompt of at most PHRASE_PROMPT_WORDS words; the first PHRASE_ROWS rows); each is then checked word by word."""
+    """The memories an alias or title of which the prompt says whole, in order: {rowid: phrase}.
+
+    An alias needs PHRASE_WORDS words other than stop words, numbers and file extensions, a
+    title TITLE_PHRASE_WORDS (a title of two everyday words, "Lint fix", is a heading, not a way
+    to ask); each counts whatever its words are ("ship to production" is everyday vocabulary,
+    yet a person who wrote it as an alias said that is how they will ask). Only a prompt of at
+    most PHRASE_PROMPT_WORDS words is looked at (a paste says "main entry point" in passing).
+    Candidates: the memories whose aliases have two neighbouring content words of the prompt
+    near each other, or whose title has three (the PHRASE_PAIRS rarest runs, the first
+    PHRASE_ROWS rows); each is then checked word by word."""
     if len(prompt.split(None, PHRASE_PROMPT_WORDS)) > PHRASE_PROMPT_WORDS:
-        return {}  # a long prompt (a paste, a plan) is not how a person asks for a memory by name
+        return {}
     words = phrase_words(prompt)
-    content = _content(words)
+    content = [w for w in _content(words) if df.get(w, 1)]  # a word no memory has is in no alias either
     if len(content) < PHRASE_WORDS:
         return {}
-    pairs: list[str] = []
-    # The rarest pairs first (``df``: the prompt's words in the store): any pair of a phrase finds it.
     unknown = 1 << 30
-    ranked = sorted(zip(content, content[1:], strict=False),
-                    key=lambda ab: min(df.get(ab[0], 0) or unknown, df.get(ab[1], 0) or unknown))
-    for a, b in ranked:
-        if df.get(a, 1) == 0 or df.get(b, 1) == 0:
-            continue  # a word no memory has is in no title or alias either
-        for fa in forms_of(a):
-            for fb in forms_of(b):
-                near = f"NEAR({fts_quote(fa)} {fts_quote(fb)}, {PHRASE_GAP})"
-                if near not in pairs:
-                    pairs.append(near)
-    if not pairs:
-        return {}
-    expr = "{title aliases} : (" + " OR ".join(pairs[:PHRASE_PAIRS]) + ")"
+
+    def rarest(runs: "list[tuple[str, ...]]") -> "list[tuple[str, ...]]":
+        # any run of a phrase finds it: the rarest first (``df``: the prompt's words in the store)
+        return sorted(runs, key=lambda run: min(df.get(w, 0) or unknown for w in run))[:PHRASE_PAIRS]
+
+    pairs = rarest(list(zip(content, content[1:], strict=False)))
+    triples = rarest(list(zip(content, content[1:], content[2:], strict=False)))
+    exprs = ["{aliases} : (" + " OR ".join(_near(pairs, PHRASE_GAP)) + ")"]
+    if triples:
+        exprs.append("{title} : (" + " OR ".join(_near(triples, 2 * PHRASE_GAP)) + ")")
     # rowids only, unranked: FTS5 then stops at PHRASE_ROWS instead of scoring every match, and a
     # column of its external-content table would cost a read of the row for each match.
-    found = [r for (r,) in db.execute(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {PHRASE_ROWS}",
-                                      (expr,))]
+    found: list[int] = []
+    for expr in exprs:
+        sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {PHRASE_ROWS}"
+        found.extend(r for (r,) in db.execute(sql, (expr,)) if r not in found)
     if not found:
         return {}
     marks = ", ".join("?" * len(found))
@@ -131,12 +145,12 @@ def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[in
         return keys[word]
 
     said = " " + " ".join(key(w) for w in words) + " "
-    titles = len(prompt.split(None, QUESTION_WORDS_MAX)) <= QUESTION_WORDS_MAX
     out: dict[int, str] = {}
     for rowid, title, aliases in rows:
-        for n, phrase in enumerate([title if titles and title else "", *(aliases or "").split(" | ")]):
+        for n, phrase in enumerate([title or "", *(aliases or "").split(" | ")]):
             mine = phrase_words(phrase)
-            if len(_content(mine)) >= (TITLE_PHRASE_WORDS if n == 0 else PHRASE_WORDS) and f" {' '.join(key(w) for w in mine)} " in said:
+            enough = TITLE_PHRASE_WORDS if n == 0 else PHRASE_WORDS
+            if len(_content(mine)) >= enough and f" {' '.join(key(w) for w in mine)} " in said:
                 out[rowid] = phrase.strip()
                 break
     return out
