@@ -137,7 +137,8 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
             stdin, child_env = os.devnull, env
             if event is not None and root is not None:
                 stdin = str(events / f"{k}.json")
-                Path(stdin).write_text(json.dumps({"session_id": f"rt-{rnd}-{k}", "cwd": str(root),
+                # a new session id each run: a kept store remembers what each session was shown
+                Path(stdin).write_text(json.dumps({"session_id": f"rt-{os.getpid()}-{rnd}-{k}", "cwd": str(root),
                                                    "hook_event_name": "UserPromptSubmit", **event}), encoding="utf-8")
                 child_env = {**env, "QUIPU_STORE": str(root)}
             out = str(events / f"{k}.out")
