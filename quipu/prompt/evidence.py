@@ -144,10 +144,15 @@ def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[in
             keys[word] = _key(word)
         return keys[word]
 
-    said = " " + " ".join(key(w) for w in words) + " "
+    said_keys = [key(w) for w in words]
+    said = " " + " ".join(said_keys) + " "
+    heads = set(said_keys)
     out: dict[int, str] = {}
     for rowid, title, aliases in rows:
         for n, phrase in enumerate([title or "", *(aliases or "").split(" | ")]):
+            first = phrase_words(phrase.split(None, 1)[0]) if phrase.strip() else []
+            if not first or key(first[0]) not in heads:
+                continue  # the prompt does not even have its first word
             mine = phrase_words(phrase)
             enough = TITLE_PHRASE_WORDS if n == 0 else PHRASE_WORDS
             if len(_content(mine)) >= enough and f" {' '.join(key(w) for w in mine)} " in said:
