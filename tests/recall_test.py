@@ -333,12 +333,13 @@ def test_a_question_inside_a_longer_prompt_is_a_question() -> None:
 
 
 def test_common_terms_read_a_bounded_number_of_rows_and_still_find_the_memory(tmp_path: Path) -> None:
-    """Every word of the prompt is in thousands of memories: gathering reads the rarest terms'
-    rows up to GATHER_ROWS, and the more common ones only where those matched."""
+    """In a large store every word of the prompt is in thousands of memories: gathering reads
+    the rarest term's best rows (GATHER_ROWS at most), and the more common ones only where it
+    matched."""
     from testing.fixtures import bulk_store
 
     filler = [memory(f"f{n:04d}", f"Note {n}", f"build cache layer {'worker' if n % 2 else 'queue'} notes {n}")
-              for n in range(2600)]
+              for n in range(scoring.GATHER_WHOLE_STORE + 200)]
     target = memory("target", "Build cache layer worker queue", "The build cache layer worker queue drains at night.")
     store, _count = bulk_store(tmp_path / "s", [*filler, target], checkout=False)
     index.ensure_fresh(store)
@@ -349,7 +350,7 @@ def test_common_terms_read_a_bounded_number_of_rows_and_still_find_the_memory(tm
               for t in terms}
         assert min(df.values()) > scoring.GATHER_ROWS
         terms.sort(key=lambda t: df[t])
-        matches = scoring.term_matches(db, terms, df)
+        matches = scoring.term_matches(db, terms, df, {}, len(filler) + 1)
         assert len(matches.summands) <= scoring.TERM_READ_LIMIT
         assert matches.gathered == terms[:1]
         rowid = db.execute("SELECT rowid FROM memories WHERE id = 'target'").fetchone()[0]

@@ -14,8 +14,12 @@ if TYPE_CHECKING:
 BM25_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 1.0)
 IDF_MIN_DOCS = 100
 READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see rows_matching)
-TERM_READ_LIMIT = 400        # a chosen term's best rows read at most (a term that common is no topic)
-GATHER_ROWS = 400            # the rarest chosen terms are read whole up to this many memories in all
+TERM_READ_LIMIT = 400         # in a large store, a chosen term's best rows read at most
+GATHER_ROWS = 400             # in a large store, the rarest chosen terms are read up to this many memories in all
+# A store of at most this many memories is read whole, term by term: its rows are few, and there a
+# word in 300 memories is common yet may be what a question asks about (LoCoMo's hit@2 fell from
+# 0.471 to 0.463 with the budget on its stores of about 600 turns; bench/bench_locomo.py).
+GATHER_WHOLE_STORE = 5000
 _SECONDS_PER_DAY = 86400.0
 _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
@@ -123,27 +127,29 @@ def term_matches(db: "Connection", terms: "Sequence[str]", df: dict[str, int],
 
     FTS5's bm25() is a sum over the query's phrases of idf(phrase) x a saturated,
     length-normalised, field-weighted term frequency; one single-term query per term recovers
-    each summand. The cost is bounded by GATHER_ROWS: the rarest terms are read whole while their
-    memories add up to at most that many (the first always, its best TERM_READ_LIMIT rows when
-    it is more common); a more common term only adds its summand to the memories those found,
-    through ``term AND (the rarest)`` (its summand is that bm25() less ``base``). A prompt whose
-    words each match thousands of memories so reads about GATHER_ROWS rows, not thousands a term.
+    each summand. In a store of more than GATHER_WHOLE_STORE memories the cost is bounded by
+    GATHER_ROWS: the rarest terms are read whole while their memories add up to at most that
+    many (the first always, its best TERM_READ_LIMIT rows when it is more common); a more common
+    term only adds its summand to the memories those found, through ``term AND (the rarest)``
+    (its summand is that bm25() less ``base``). A prompt whose words each match thousands of
+    memories so reads about GATHER_ROWS rows, not thousands a term.
     A term with other forms (``forms_of``) is read form by form: a memory's summand is its best
     form's, each form's idf exchanged for the term's (``form_df``: each form's frequency), so a
     rare short form ("db") does not outweigh the term it stands for."""
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     found = Matches()
     read = 0
+    large = total > GATHER_WHOLE_STORE
     for term in terms:
         forms = forms_of(term) if form_df is not None else (term,)
-        gather = not found.gathered or read + df.get(term, 0) <= GATHER_ROWS
+        gather = not large or not found.gathered or read + df.get(term, 0) <= GATHER_ROWS
         narrow = "" if gather else f" AND ({match_expr(found.gathered)})"
         present = [f for f in forms if len(forms) == 1 or (form_df or {}).get(f, 0)]
         limit = TERM_READ_LIMIT // max(len(present), 1)  # the forms of one term share its rows
         for form in present:
             count = df.get(term, 0) if len(forms) == 1 else (form_df or {}).get(form, 0)
             sql = f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
-            if gather and count > limit:
+            if large and gather and count > limit:
                 sql += f" ORDER BY s DESC LIMIT {limit}"
             factor = 1.0 if len(forms) == 1 else fts_idf(total, df.get(term, 0)) / fts_idf(total, count)
             for rowid, score in db.execute(sql, (fts_quote(form) + narrow,)):
