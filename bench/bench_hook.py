@@ -14,7 +14,13 @@ Also: a silent prompt (no topic of its own) and the matching prompt with a trans
 Goals: p50 <= 1.5x the bare ``-I -S`` interpreter at 10,000 memories and <= 2x at 100,000;
 peak RSS under 30 MB.
 
-Usage: python bench/bench_hook.py [--sizes 1000,10000,100000] [--rounds 40] [--write-results]
+``--text real`` builds the stores from real text instead (``bench/realtext.py``): each memory
+joins two texts of ``../shared/data`` (the notes of memories-real and the turns of LoCoMo), so a
+common word of real prompts is in thousands of memories at 100,000. Its prompts are real too:
+prompts-dev's topical and conversational prompts, run once in-process on the largest store and
+split into prompts that fire and prompts that stay silent, timed apart (``--prompts`` of each).
+
+Usage: python bench/bench_hook.py [--sizes 1000,10000,100000] [--rounds 40] [--text random|real] [--write-results]
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
+import realtext  # noqa: E402
 
 from quipu.index import index  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
@@ -125,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rss-runs", type=int, default=3, help="runs per command for peak RSS (default 3)")
     p.add_argument("--no-import-rows", dest="import_rows", action="store_false",
                    help="leave out the reference rows that price each import")
+    p.add_argument("--text", choices=("random", "real"), default="random",
+                   help="random words (default) or real text from ../shared/data (see bench/realtext.py)")
+    p.add_argument("--prompts", type=int, default=6, help="--text real: prompts that fire and that stay silent, each")
     p.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temporary folder, removed)")
     p.add_argument("--write-results", action="store_true", help="update the bench_hook section of bench/RESULTS.md")
     args = p.parse_args(argv)
@@ -135,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     env = C.isolate(scratch)
     C.compile_quipu()  # timed quipu processes read bytecode, as installed from a wheel
     try:
+        if args.text == "real":
+            return realtext.run(args, sizes, scratch, env, machine)
         stores = {size: build(scratch, size, seed=size) for size in sizes}
         big = [s for s in sizes if s >= 10_000] or sizes[-1:]
         transcript = scratch / "transcript.jsonl"

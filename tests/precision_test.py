@@ -200,3 +200,29 @@ def test_a_small_team_store_stays_silent_on_follow_ups_and_other_projects_and_an
     }
     for prompt, expected in own.items():
         assert expected in hits(store, prompt), prompt
+
+
+def _hook(store: Store, prompt: str, session: str, home: Path) -> bytes:
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": str(store.root),
+                        "transcript_path": "", "prompt": prompt})
+    proc = subprocess.run([real_python(), "-I", "-S", str(PROMPT_HOOK)], input=event.encode(), capture_output=True,
+                          env={"QUIPU_STORE": str(store.root), "HOME": str(home), "QUIPU_HOME": str(home / "qh")},
+                          timeout=60)
+    assert proc.returncode == 0
+    return proc.stdout
+
+
+def test_the_real_hook_recalls_a_rule_asked_for_in_passing_with_an_abbreviation(real_store: Store, tmp_path: Path) -> None:
+    """The question is inside a longer prompt, says "prod" for "production", and asks to be
+    reminded: none of it is a topic the store lacks."""
+    prompts = ("hey, before I push this to prod can you remind me what the deploy process is? I think there was a gate",
+               "quick q before the release: what's our deploy process for prod? there was a dry run step I think")
+    for n, prompt in enumerate(prompts):
+        assert b"deploy-procedure" in _hook(real_store, prompt, f"abbr-{n}", tmp_path), prompt
+
+
+def test_the_real_hook_recalls_a_memory_by_an_alias_of_everyday_words(real_store: Store, tmp_path: Path) -> None:
+    for n, prompt in enumerate(("how do we ship to production?", "wait, how do we ship to prod again?")):
+        assert b"deploy-procedure" in _hook(real_store, prompt, f"alias-{n}", tmp_path), prompt
+    for n, prompt in enumerate(("ok ship it to production", "sounds good, ship it")):
+        assert _hook(real_store, prompt, f"alias-quiet-{n}", tmp_path) == b"", prompt

@@ -252,3 +252,111 @@ def test_the_excerpt_shows_the_part_of_the_body_where_the_terms_meet() -> None:
     assert inject.excerpt(body, ["rapid"]).startswith("Background")  # nothing matches: the start
     assert inject.excerpt("api and rapid", ["rapid"]) == "api and rapid"
     assert inject.excerpt("short", ["short"]) == "short"
+
+
+def _tour_commands() -> tuple[list[str], str]:
+    """The README tour's `quipu add` (its arguments) and its `quipu recall` prompt, as written there."""
+    import shlex
+
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    tour = text.split("## A short tour", 1)[1].split("```", 2)[1]
+    lines = [line.split("  #", 1)[0].strip().removeprefix("$ ") for line in tour.replace("\\\n", " ").splitlines()]
+    add = next(line for line in lines if line.startswith("quipu add "))
+    asked = next(line for line in lines if line.startswith("quipu recall "))
+    return shlex.split(add)[1:], shlex.split(asked)[2]
+
+
+def test_the_readme_tour_recall_example_recalls_the_memory_added_before_it(tmp_path: Path) -> None:
+    from testing.fixtures import quipu as run_quipu
+
+    add, prompt = _tour_commands()
+    store = ["--store", str(tmp_path / "store")]
+    assert run_quipu(*store, "init").returncode == 0
+    added = run_quipu(*store, *add, "--json")
+    assert added.returncode == 0, added.stderr
+    memory_id = json.loads(added.stdout)["id"]
+    found = run_quipu(*store, "recall", prompt, "--json")
+    assert found.returncode == 0, found.stderr
+    assert [h["id"] for h in json.loads(found.stdout)["hits"]] == [memory_id]
+
+
+def test_an_abbreviation_and_its_long_form_are_one_term_both_ways(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [
+        memory("k8s-long", "Kubernetes upgrades", "Upgrade the Kubernetes cluster one node pool at a time."),
+        memory("prod-short", "Hotfix rule", "Hotfixes go to prod only from the release branch, never from main."),
+        memory("other", "Espresso machine", "Descale it weekly."),
+    ])
+    assert ranked(store, "how do we upgrade the k8s cluster?") == ["k8s-long"]
+    assert ranked(store, "can a hotfix go to production straight from main?")[0] == "prod-short"
+    assert ranked(store, "kubernetes node pool") == ["k8s-long"]
+    for short, long in (("prod", "production"), ("k8s", "kubernetes"), ("db", "database"), ("repo", "repository"),
+                        ("config", "configuration"), ("auth", "authentication"), ("env", "environment"),
+                        ("deps", "dependencies"), ("perf", "performance")):
+        assert query.forms_of(short) == query.forms_of(long) and long in query.forms_of(short)
+        assert query.is_generic(short) == query.is_generic(long), short
+
+
+def test_a_memory_s_short_form_is_found_by_the_long_one_and_counts_once(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("db-note", "Nightly db snapshot", "The db snapshot runs at 02:00 from the replica."),
+                    memory("other", "Standup time", "Standup is at 09:30.")])
+    db = index.open_fresh(store)
+    try:
+        result = recall.recall(db, "when does the database snapshot run? the db one", "", recall.Options())
+    finally:
+        db.close()
+    assert [h.id for h in result.hits] == ["db-note"]
+    chosen = [t for t, _df, c in result.terms if c]
+    assert not {"db", "database"} <= set(chosen)  # one term, not two
+
+
+def test_an_alias_said_whole_is_evidence_even_in_everyday_words(shop: Store) -> None:
+    assert ranked(shop, "how do we ship to production?") == ["deploy-procedure"]
+    assert ranked(shop, "remind me how we ship to prod") == ["deploy-procedure"]
+    assert ranked(shop, "ok ship it to production") == []  # no question, no topic: the index is not even opened
+    assert ranked(shop, "did it ship?") == []
+
+
+def test_a_question_inside_a_longer_prompt_is_a_question() -> None:
+    from quipu.prompt import evidence
+
+    assert evidence.is_question("hey, before I push this to prod can you remind me what the deploy process is? "
+                                "I think there was a gate")
+    assert evidence.is_question("remind me how we deploy the api")
+    assert evidence.is_question("Quick one. Where do the fixtures live? Asking for the new test")
+    assert not evidence.is_question("ok, go ahead and continue with the plan")
+    assert not evidence.is_question("see https://example.com/x?a=1 and fix the parser")
+    long_request = " ".join(["word"] * 40) + " what is it? more"
+    assert not evidence.is_question(long_request)
+    assert all(query.is_generic(w) for w in ("remind", "remember", "tell", "forgot"))
+
+
+def test_common_terms_read_a_bounded_number_of_rows_and_still_find_the_memory(tmp_path: Path) -> None:
+    """In a large store every word of the prompt is in thousands of memories: gathering reads
+    the rarest term's best rows (GATHER_ROWS at most), and the more common ones only where it
+    matched."""
+    from testing.fixtures import bulk_store
+
+    filler = [memory(f"f{n:04d}", f"Note {n}", f"build cache layer {'worker' if n % 2 else 'queue'} notes {n}")
+              for n in range(scoring.GATHER_WHOLE_STORE + 200)]
+    target = memory("target", "Build cache layer worker queue", "The build cache layer worker queue drains at night.")
+    store, _count = bulk_store(tmp_path / "s", [*filler, target], checkout=False)
+    index.ensure_fresh(store)
+    db = index.open_fresh(store)
+    try:
+        terms = ["worker", "queue", "build", "cache", "layer"]
+        df = {t: db.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (t,)).fetchone()[0]
+              for t in terms}
+        assert min(df.values()) > scoring.GATHER_ROWS
+        terms.sort(key=lambda t: df[t])
+        matches = scoring.term_matches(db, terms, df, {}, len(filler) + 1)
+        assert len(matches.summands) <= scoring.TERM_READ_LIMIT
+        assert matches.gathered == terms[:1]
+        rowid = db.execute("SELECT rowid FROM memories WHERE id = 'target'").fetchone()[0]
+        assert set(matches.summands[rowid]) == set(terms)
+        hits = recall.recall(db, "why does the build cache layer worker queue stall", "",
+                             recall.Options(min_score=0, require_topic=False)).candidates
+    finally:
+        db.close()
+    assert hits[0].id == "target"

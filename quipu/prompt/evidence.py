@@ -1,8 +1,10 @@
-"""The decision to speak: whether the prompt's own words are evidence enough for a memory."""
+"""The decision to speak: whether the prompt's own words are evidence enough for a memory, and
+which memories a short prompt names whole by an alias or title."""
 from quipu.prompt.indexread import ordinary_of
 from quipu.prompt.inject import word_starts
-from quipu.prompt.query import fts_quote
+from quipu.prompt.query import FILE_EXTS, forms_of, fts_any, fts_quote, is_stopword, long_form, phrase_words
 from quipu.prompt.scoring import idf, match_expr, rows_matching
+from quipu.prompt.stem import fts_term
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,9 +30,12 @@ if TYPE_CHECKING:
 #   prompt's topic weight (each topic term weighs its idf in the store; a specific term the store
 #   lacks weighs the most, an ordinary word it lacks half that): a long prompt about something
 #   else is not answered by the two words it mentions in passing.
-# - A question ("when did Jon visit Rome?") names what it asks about, so QUESTION_EVIDENCE is
-#   enough whatever the coverage, and so is one topic term that carries SOLE_TERM_SHARE of its
-#   topic weight. A follow-up is rarely a question with a topic ("what's next?" has none).
+# - A question ("when did Jon visit Rome?", or one inside a short prompt: ``is_question``) names
+#   what it asks about, so QUESTION_EVIDENCE is enough whatever the coverage, and so is one topic
+#   term that carries SOLE_TERM_SHARE of its topic weight. A follow-up is rarely a question with
+#   a topic ("what's next?" has none).
+# - A memory whose alias (PHRASE_WORDS words other than stop words) or title
+#   (TITLE_PHRASE_WORDS) a short prompt says whole, in order, speaks (``phrase_hits``).
 # - A short question in everyday words only ("which package manager do we use?") has no topic
 #   term, yet a memory may have been written for exactly that question: it speaks when its title
 #   or aliases have TITLE_WORDS of the question's words, and no other memory does.
@@ -50,32 +55,149 @@ SOLE_TERM_SHARE = 0.5
 ABSENT_ORDINARY_WEIGHT = 0.5  # in a request: an ordinary word the store lacks, against a specific one
 EVIDENCE_TERMS = 8            # the rarest unchosen prompt terms checked per memory
 EVIDENCE_CHECKS = 12          # candidates (best first) whose evidence is weighed: past them, none speaks
+PHRASE_WORDS = 2              # an alias said whole in the prompt: this many words other than stop words
+TITLE_PHRASE_WORDS = 3        # a title said whole
+PHRASE_PROMPT_WORDS = 30      # phrases are looked for in prompts of at most this many words
+PHRASE_PAIRS = 4              # neighbouring content words of the prompt that find phrase candidates (rarest)
+PHRASE_GAP = 3                # stop words between them in a title or alias ("ship to production")
+PHRASE_ROWS = 200             # phrase candidates read
 
 
 def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
     """Whether the prompt may be answered at all: it has a topic term, or it is a short question
-    of at least TITLE_WORDS everyday words ("which package manager do we use?"), which may be
-    answered by a memory whose title or aliases say the same (and by nothing else)."""
+    of at least PHRASE_WORDS everyday words ("which package manager do we use?", "how do we ship
+    to production?"), which may be answered by a memory whose title or aliases say the same (and
+    by nothing else)."""
     if any(not t.generic for t in terms):
         return True
     words = {t.text for t in terms if len(t.text) > 3 and not t.text.isdigit()}
-    return len(words) >= TITLE_WORDS and is_question(prompt)
+    return len(words) >= PHRASE_WORDS and is_question(prompt)
+
+
+def _key(word: str) -> str:
+    """A word as a phrase compares it: its long form ("prod": "production"), stemmed as the index stems."""
+    long = long_form(word)
+    return fts_term(long) or long
+
+
+def _content(words: "Sequence[str]") -> "list[str]":
+    """The words of a phrase that say something: no stop word, number or file extension."""
+    return [w for w in words if len(w) > 2 and not is_stopword(w) and not w.isdigit() and w not in FILE_EXTS]
+
+
+def _near(groups: "list[tuple[str, ...]]", gap: int) -> "list[str]":
+    """FTS5 NEAR groups for each run of words in ``groups`` (each word with its other forms)."""
+    out: list[str] = []
+    for run in groups:
+        combos: list[list[str]] = [[]]
+        for word in run:
+            combos = [c + [f] for c in combos for f in forms_of(word)]
+        for combo in combos:
+            near = "NEAR(" + " ".join(fts_quote(w) for w in combo) + f", {gap})"
+            if near not in out:
+                out.append(near)
+    return out
+
+
+def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[int, str]":
+    """The memories an alias or title of which the prompt says whole, in order: {rowid: phrase}.
+
+    An alias needs PHRASE_WORDS words other than stop words, numbers and file extensions, a
+    title TITLE_PHRASE_WORDS (a title of two everyday words, "Lint fix", is a heading, not a way
+    to ask); each counts whatever its words are ("ship to production" is everyday vocabulary,
+    yet a person who wrote it as an alias said that is how they will ask). Only a prompt of at
+    most PHRASE_PROMPT_WORDS words is looked at (a paste says "main entry point" in passing).
+    Candidates: the memories whose aliases have two neighbouring content words of the prompt
+    near each other, or whose title has three (the PHRASE_PAIRS rarest runs, the first
+    PHRASE_ROWS rows); each is then checked word by word."""
+    if len(prompt.split(None, PHRASE_PROMPT_WORDS)) > PHRASE_PROMPT_WORDS:
+        return {}
+    words = phrase_words(prompt)
+    content = [w for w in _content(words) if df.get(w, 1)]  # a word no memory has is in no alias either
+    if len(content) < PHRASE_WORDS:
+        return {}
+    unknown = 1 << 30
+
+    def rarest(runs: "list[tuple[str, ...]]") -> "list[tuple[str, ...]]":
+        # any run of a phrase finds it: the rarest first (``df``: the prompt's words in the store)
+        return sorted(runs, key=lambda run: min(df.get(w, 0) or unknown for w in run))[:PHRASE_PAIRS]
+
+    pairs = rarest(list(zip(content, content[1:], strict=False)))
+    triples = rarest(list(zip(content, content[1:], content[2:], strict=False)))
+    exprs = ["{aliases} : (" + " OR ".join(_near(pairs, PHRASE_GAP)) + ")"]
+    if triples:
+        exprs.append("{title} : (" + " OR ".join(_near(triples, 2 * PHRASE_GAP)) + ")")
+    # rowids only, unranked: FTS5 then stops at PHRASE_ROWS instead of scoring every match, and a
+    # column of its external-content table would cost a read of the row for each match.
+    found: list[int] = []
+    for expr in exprs:
+        sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {PHRASE_ROWS}"
+        found.extend(r for (r,) in db.execute(sql, (expr,)) if r not in found)
+    if not found:
+        return {}
+    marks = ", ".join("?" * len(found))
+    rows = db.execute(f"SELECT rowid, title, aliases FROM memories WHERE rowid IN ({marks})", found)
+    keys: dict[str, str] = {}
+
+    def key(word: str) -> str:
+        if word not in keys:
+            keys[word] = _key(word)
+        return keys[word]
+
+    said_keys = [key(w) for w in words]
+    said = " " + " ".join(said_keys) + " "
+    heads = set(said_keys)
+    out: dict[int, str] = {}
+    for rowid, title, aliases in rows:
+        for n, phrase in enumerate([title or "", *(aliases or "").split(" | ")]):
+            first = phrase_words(phrase.split(None, 1)[0]) if phrase.strip() else []
+            if not first or key(first[0]) not in heads:
+                continue  # the prompt does not even have its first word
+            mine = phrase_words(phrase)
+            enough = TITLE_PHRASE_WORDS if n == 0 else PHRASE_WORDS
+            if len(_content(mine)) >= enough and f" {' '.join(key(w) for w in mine)} " in said:
+                out[rowid] = phrase.strip()
+                break
+    return out
 
 
 _QUESTION_WORDS = frozenset("who whom whose what when where which why how".split())
+# A request for something the person once knew ("can you remind me what the deploy process is")
+# asks a question whatever its punctuation.
+_ASKING = ("remind me", "tell me", "do you remember", "do you know", "any idea", "i forgot", "i forget")
 
 
 def is_question(prompt: str) -> bool:
-    """A short question (at most QUESTION_WORDS_MAX words ending with "?", or at most
-    QUESTION_OPENING_MAX words opening with a question word): it names what it asks about ("When did Jon visit Rome?"); a follow-up naming
-    one everyday thing ("yes, merge it") is not a question, nor is a long request."""
+    """A short prompt (at most QUESTION_WORDS_MAX words) that asks: it ends with "?", has a
+    sentence ending with "?" inside ("... what the deploy process is? I think there was a
+    gate"), asks to be reminded or told ("remind me how we deploy"), or has at most
+    QUESTION_OPENING_MAX words and opens with a question word. A short question names what it
+    asks about ("When did Jon visit Rome?"); a follow-up naming one everyday thing ("yes, merge
+    it") is not a question, nor is a long request, even with a question in it."""
     text = prompt.strip()
     words = text.split(None, QUESTION_WORDS_MAX)
     if not words or len(words) > QUESTION_WORDS_MAX:
         return False  # a long, multi-clause prompt is a request, even with a question in it
-    if text.endswith("?"):
+    if text.endswith("?") or any(w.endswith("?") and w.rstrip("?") for w in words):
+        return True
+    low = " ".join(w.lower().strip(",.!:;") for w in words)
+    if any(f" {phrase} " in f" {low} " for phrase in _ASKING):
         return True
     return len(words) <= QUESTION_OPENING_MAX and words[0].lower().strip(",.!:;") in _QUESTION_WORDS
+
+
+def _holds(text: str, stem: str) -> bool:
+    """Whether the lower-cased ``text`` has a word the index stems to ``stem`` (ASCII): each word
+    starting like the stem (less its last letter: "happy" is "happi", "hoping" is "hope") is
+    stemmed and compared."""
+    head = stem[:-1] if len(stem) > 3 else stem
+    for at in word_starts(text, head, 50):
+        end = at
+        while end < len(text) and (text[end].isalnum()):
+            end += 1
+        if fts_term(text[at:end]) == stem:
+            return True
+    return False
 
 
 def _root(word: str) -> str:
@@ -92,8 +214,10 @@ class Evidence:
 
     def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
                  df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
-                 question: bool, by_title: bool = False) -> None:
+                 question: bool, by_title: bool = False,
+                 phrased: "dict[int, str] | None" = None) -> None:
         self.db = db
+        self.phrased = phrased or {}
         self.by_title = by_title
         self.terms = {t.text: t for t in prompt_terms}
         self.stems = stems
@@ -122,10 +246,24 @@ class Evidence:
         self.total_weight = sum(self.topic_weight.values())
 
     def _match(self, rowids: "Sequence[int]") -> dict[int, set[str]]:
+        """Which of the prompt's other terms each weighed candidate holds. An ASCII term is looked
+        for in the candidates' own text (read once for all of them), a word counting when the
+        index's stemmer makes the term's stem of it: one query for every term, where asking FTS5
+        term by term costs a query each, reading every memory the term shares with the chosen
+        ones (hundreds in a large store). Any other term is asked of FTS5."""
         matched: dict[int, set[str]] = {r: set() for r in rowids}
+        if not rowids or not self.chosen:
+            return matched
         expr_chosen = match_expr(self.chosen)
         for term in self.rest:
-            for rowid, _score in rows_matching(self.db, f"{fts_quote(term)} AND ({expr_chosen})", rowids, self.rare):
+            stems = [fts_term(f) for f in forms_of(term)]
+            if all(stems):
+                for rowid in rowids:
+                    text = self._text(rowid)
+                    if any(_holds(text, stem) for stem in stems if stem):
+                        matched[rowid].add(term)
+                continue
+            for rowid, _score in rows_matching(self.db, f"{fts_any(term)} AND ({expr_chosen})", rowids, self.rare):
                 matched[rowid].add(term)
         return matched
 
@@ -163,7 +301,8 @@ class Evidence:
                 continue
             topic += 1
             covered += self.topic_weight.get(stem, 0.0)
-            specific = stem not in self.ordinary and word_starts(self._text(hit.rowid), _root(word), 1)
+            text = self._text(hit.rowid)
+            specific = stem not in self.ordinary and any(word_starts(text, _root(f), 1) for f in forms_of(word))
             value += SPECIFIC_VALUE if specific else TOPIC_VALUE
         share = covered / self.total_weight if self.total_weight else 0.0
         return value, topic, share, sorted(words)
@@ -177,6 +316,8 @@ class Evidence:
 
     def lacking(self, hit: "Hit", eligible: "Sequence[Hit]") -> str:
         """Why ``hit`` may not be injected, or '' when the prompt's words are evidence enough."""
+        if hit.rowid in self.phrased:
+            return ""  # the prompt says its title or an alias whole
         value, topic, share, words = self.weigh(hit, eligible)
         why = ""
         if self.by_title:

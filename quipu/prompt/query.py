@@ -8,7 +8,11 @@ On the prompt path: standard library only. Contract:
   prompt made only of them has no topic and recall stays silent.
 - Screenshot and paste placeholders (``[Image #1]``, ``[Pasted text #2 +40 lines]``) carry no
   topic and are dropped; code blocks contribute their identifiers.
-- ``fts_quote`` makes any term safe inside an FTS5 ``MATCH`` expression.
+- ``fts_quote`` makes any term safe inside an FTS5 ``MATCH`` expression; ``fts_any`` quotes a term
+  with its other forms (``ABBREVIATIONS``: "prod" and "production", "k8s" and "kubernetes" are
+  one term), so a prompt's short form finds a memory's long one and the other way round.
+- A term with other forms is generic exactly when its long form is (``is_generic``), whichever
+  form the prompt uses.
 - ``fts_term(word)`` is the term the FTS5 index stores for the first token of ``word`` (unicode61
   splits on anything but letters and digits and folds case; porter stems tokens of 3 to 64
   bytes), ``""`` when the word has no token, and ``None`` when that token is not plain ASCII (the
@@ -70,7 +74,7 @@ continue continuing   go-ahead next now again also then ok okay alright
 )
 
 # Words that  what to do or point  at the conversation ("fix", "run", "the second option",
-# "same error") but name no subject. A prompt made only of these and stop words has no topic of
+# "same error"), and the words of asking ("remind me", "tell me", "I forgot"), but name no subject. A prompt made only of these and stop words has no topic of
 # its own; in a prompt that has  they are ordinary terms (the rarest-terms rule keeps the
 # common ones from carrying the score).
 GENERIC = frozenset(
@@ -93,8 +97,85 @@ again currently previous above below earlier later today yesterday tomorrow minu
 good bad better worse best worst new old same different other others another
 traceback recent call calls line lines file files screenshot screenshots image images attached attachment
 pasted paste picture photo pic see above below
+remind reminds reminded reminding remember remembers remembered recall recalled forget forgot forgotten
+wonder wondering wondered curious recap tell telling told mind quick quickly real
 """.split()
 )
+
+# Abbreviations and their long forms: one line a term, every form on it the same term; the longest
+# form gives the term its genericness and its stem.
+# Only single words developers write both ways in prose. Left out: an ambiguous short form ("pr",
+# "req", "doc": a doc is any file), and the short forms that mostly live in identifiers ("ctx",
+# "err", "msg", "args", "params", "fn", "tmp", "utils", "pkg"): "ctx_out" or "pkg_resources" is a
+# specific name, and joining it to an everyday long form would only make it common. The index stems both sides (Porter), so
+# one inflection of each form is enough: "configs" and "configurations" stem as these do.
+ABBREVIATIONS = """
+prod prd production
+k8s kube kubernetes
+db dbs database databases
+repo repos repository repositories
+config configs configuration configurations
+auth authn authentication
+authz authorization
+env envs environment environments
+deps dep dependencies dependency
+perf performance
+docs documentation
+impl implementation
+dev development
+infra infrastructure
+lib libs library libraries
+dir dirs directory directories
+app apps application applications
+spec specs specification specifications
+ts typescript
+js javascript
+tf terraform
+pg postgres postgresql
+mongo mongodb
+gh github
+cert certs certificate certificates
+creds cred credentials credential
+async asynchronous
+mgmt management
+i18n internationalization
+l10n localization
+a11y accessibility
+o11y observability
+ws websocket websockets
+wasm webassembly
+stg staging
+perms permissions permission
+admin administrator
+"""
+_FORMS: "dict[str, tuple[str, ...]]" = {}
+_LONG: "dict[str, str]" = {}
+
+
+def _load_forms() -> None:
+    for line in ABBREVIATIONS.splitlines():
+        forms = tuple(line.split())
+        if not forms:
+            continue
+        long = max(forms, key=len)
+        for form in forms:
+            _FORMS[form] = forms
+            _LONG[form] = long
+
+
+def forms_of(word: str) -> "tuple[str, ...]":
+    """Every form of ``word`` (lower-cased) that is the same term, ``(word,)`` when it has none."""
+    if not _FORMS:
+        _load_forms()
+    return _FORMS.get(word, (word,))
+
+
+def long_form(word: str) -> str:
+    """The form whose genericness and stem ``word`` takes: its long form, or itself."""
+    if not _LONG:
+        _load_forms()
+    return _LONG.get(word, word)
+
 
 _PLACEHOLDER_HEADS = ("image", "pasted", "screenshot", "file", "picture", "attachment")
 _IMAGE_EXTS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic")
@@ -106,7 +187,7 @@ _PATH_NOISE = frozenset(
     venv env users user root mnt py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json
     sql lock cfg ini txt html css scss""".split()
 )
-_FILE_EXTS = frozenset(
+FILE_EXTS = frozenset(
     "py js ts tsx jsx go rs rb java kt c h cpp hpp cs php sh md toml yaml yml json sql lock cfg ini env txt html css scss".split()
 )
 _EDGE = "()[]{}<>\"'`,;:!?*"
@@ -222,7 +303,7 @@ def _is_path(chunk: str) -> bool:
         parts = [p for p in chunk.replace("\\", "/").split("/") if p]
         return len(parts) >= 2 or chunk.startswith(("~/", "./", "../", "/"))
     stem, dot, ext = chunk.rpartition(".")
-    return bool(dot and stem and ext.lower() in _FILE_EXTS and not stem.endswith("."))
+    return bool(dot and stem and ext.lower() in FILE_EXTS and not stem.endswith("."))
 
 
 def _path_words(chunk: str) -> list[str]:
@@ -286,12 +367,28 @@ def is_generic(word: str) -> bool:
     other languages, general English words (``quipu.prompt.vocabulary``), any number (a line number, a
     count, a port: it sharpens but is never the topic), a number with a unit or a short code
     ("25ms", "mp4") and any token of three characters or fewer ("vs", "ci", "ça"), even in a path
-    or an identifier."""
+    or an identifier. An abbreviation is generic when its long form is ("prod": "production"; "k8s"
+    names a subject as "kubernetes" does)."""
+    word = long_form(word)
     if word.isdigit() or len(word) <= 3:
         return True
     if sum(c.isalpha() for c in word) <= 3 and any(c.isdigit() for c in word):
         return True  # a number with a unit or a short code: 25ms, 1280px, mp4, k8s
     return word in GENERIC or is_listed(word)
+
+
+def phrase_words(text: str) -> "list[str]":
+    """The words of ``text`` in order, lower-cased, split the way the index splits them (every
+    word, stop words included: a phrase is matched word for word)."""
+    out: list[str] = []
+    for chunk in text.split():
+        for token in chunk.replace(".", " ").replace("-", " ").replace("_", " ").replace("/", " ").split():
+            out.extend(_words(token))
+    return out
+
+
+def is_stopword(word: str) -> bool:
+    return word in STOPWORDS
 
 
 def has_topic(text: str) -> bool:
@@ -302,3 +399,11 @@ def has_topic(text: str) -> bool:
 def fts_quote(term: str) -> str:
     """Quote one term for FTS5 MATCH: a string literal with inner quotes doubled."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def fts_any(term: str) -> str:
+    """``term`` for FTS5 MATCH with its other forms: ``("prod" OR "production")``."""
+    forms = forms_of(term)
+    if len(forms) == 1:
+        return fts_quote(term)
+    return "(" + " OR ".join(fts_quote(f) for f in forms) + ")"

@@ -8,8 +8,13 @@ or opens git objects. Contract:
   answer is empty, however rich the context. The one exception is a short question in everyday
   words, answered only by a memory whose title or aliases say the same (``names_a_subject``).
 - The GATHER_TERMS rarest topic terms of the prompt present in the store (document frequency,
-  stemmed the way the index stems) find candidates; a memory's best RAREST_TERMS of their
-  summands carry its score, so a long prompt is not rewarded for its length. The prompt's other
+  stemmed the way the index stems; an abbreviation and its long form are one term,
+  ``quipu.prompt.query.forms_of``) find candidates; a memory's best RAREST_TERMS of their
+  summands carry its score, so a long prompt is not rewarded for its length. The rows read are
+  bounded (``quipu.prompt.scoring.term_matches``): the rarest terms up to GATHER_ROWS memories,
+  a more common term only where they matched.
+- A memory whose alias (or title) the prompt says whole is a candidate and speaks
+  (``quipu.prompt.evidence.phrase_hits``), ranked first. The prompt's other
   terms can at most double that score (``REST_BOOST``); context terms (previous human turn, last
   assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
 - Scores are BM25 with field weights, then multiplied by decay (half-life from the class and
@@ -34,10 +39,11 @@ from quipu.prompt.evidence import (
     Evidence,
     is_question,
     names_a_subject,
+    phrase_hits,
 )
 from quipu.prompt.indexread import frequencies_of, stems_of, store_size_of
 from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, excerpts_of
-from quipu.prompt.query import extract_terms, fts_quote
+from quipu.prompt.query import extract_terms, forms_of, fts_any, long_form
 from quipu.prompt.scoring import (
     carried_scores,
     decay,
@@ -191,6 +197,28 @@ class Options:
         return options
 
 
+def _stems_and_frequencies(db: "Connection", words: "Sequence[str]", total: int,
+                           form_df: dict[str, int]) -> "tuple[dict[str, str], dict[str, int]]":
+    """Each word's stem and document frequency. A word with other forms ("prod", "production")
+    takes its long form's stem, so two forms in one prompt are one term, and the memories holding
+    any of its forms (at most the store) as its frequency; ``form_df`` gets each form's own."""
+    every = list(dict.fromkeys(f for w in words for f in forms_of(w)))
+    own = stems_of(db, every)
+    found = frequencies_of(db, every, own)
+    stems = dict(own)
+    df: dict[str, int] = {}
+    form_df.update(found)
+    for word in words:
+        forms = forms_of(word)
+        if len(forms) == 1:
+            df[word] = found.get(word, 0)
+            continue
+        stems[word] = own.get(long_form(word), word)
+        by_stem = {own.get(f, f): found.get(f, 0) for f in forms}
+        df[word] = min(sum(by_stem.values()), max(total, 1))
+    return stems, df
+
+
 def recall(
     db: "Connection",
     prompt: str,
@@ -216,8 +244,9 @@ def recall(
     by_title = all(t.generic for t in prompt_terms)  # a question in everyday words: see names_a_subject
     context_terms = [t for t in extract_terms(context) if t.text not in {p.text for p in prompt_terms}]
     words = [t.text for t in prompt_terms] + [t.text for t in context_terms]
-    stems = stems_of(db, words)
-    df = frequencies_of(db, words, stems)
+    total = store_size_of(db, options.store_size)
+    form_df: dict[str, int] = {}
+    stems, df = _stems_and_frequencies(db, words, total, form_df)
     # The score: the rarest topic terms. A generic word ("fix", "error", "second") never carries
     # it; rarest first, then a strong signal (path, error name), then the prompt's word order;
     # two words with one stem ("adopt", "adoption") take one place.
@@ -237,7 +266,9 @@ def recall(
         if len(chosen) < options.gather and all(stems.get(c) != stems.get(term.text) for c in chosen):
             chosen.append(term.text)
     result.terms = [(t.text, df.get(t.text, 0), t.text in chosen) for t in prompt_terms]
-    if not chosen:
+    # A title or alias said whole in the prompt makes its memory a candidate, and is evidence.
+    phrased = phrase_hits(db, prompt, df) if options.require_topic and (question or not by_title) else {}
+    if not chosen and not phrased:
         result.reason = "no topic term of the prompt occurs in the store"
         return result
     # The rest of the prompt, then the transcript tail, may only sharpen: each re-orders the
@@ -252,13 +283,20 @@ def recall(
     ctx_chosen = [t.text for t in ctx_present[:CONTEXT_TERMS]]
     result.context_terms = ctx_chosen
 
-    total = store_size_of(db, options.store_size)
     # Candidates: the memories with the best sum of the chosen terms' BM25 summands, each summand
     # re-weighted with the smoothed idf (FTS5's own vanishes in small stores and for common words).
-    raw = term_matches(db, chosen, df)
+    matches = term_matches(db, chosen, df, form_df, total)
+    raw = matches.summands
+    gathered = matches.gathered
     scale = {t: idf(total, df[t]) / fts_idf(total, df[t]) for t in chosen}
     carry = carried_scores(raw, scale, options.rarest)
+    # A memory whose alias or title the prompt says whole ranks first.
+    top = max(carry.values(), default=0.0)
+    for rowid in phrased:
+        carry[rowid] = max(top, options.min_score) + carry.get(rowid, 0.0)
+        raw.setdefault(rowid, {})
     best = sorted(carry, key=lambda r: (-carry[r], r))[:CANDIDATES]
+    best += [r for r in phrased if r not in best]
     if not best:
         result.reason = "no memory matches the chosen terms"
         return result
@@ -273,11 +311,11 @@ def recall(
     }
     rows = [found[r] for r in best if r in found]
     rowids = [r[0] for r in rows]
-    rare = sum(df[c] for c in chosen)
-    rest_share = share_of(db, rowids, rest_terms, chosen, raw, rare)
+    rare = sum(df[c] for c in gathered)
+    rest_share = share_of(db, rowids, rest_terms, gathered, matches.base, rare)
     ctx_matched: dict[int, list[str]] = {r: [] for r in rowids}
-    for word in ctx_chosen:
-        for rowid, _score in rows_matching(db, f"{fts_quote(word)} AND ({match_expr(chosen)})", rowids, rare):
+    for word in ctx_chosen if gathered else ():
+        for rowid, _score in rows_matching(db, f"{fts_any(word)} AND ({match_expr(gathered)})", rowids, rare):
             ctx_matched[rowid].append(word)
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
@@ -300,13 +338,13 @@ def recall(
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
-    evidence = (Evidence(db, prompt_terms, stems, df, chosen, rest, rare, total, question, by_title)
+    evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased)
                 if options.require_topic else None)
-    eligible = [h for h in scored if h.score >= options.min_score][:EVIDENCE_CHECKS]
-    checked = {h.rowid for h in eligible}
+    eligible = [h for h in scored if h.score >= options.min_score or h.rowid in phrased][:EVIDENCE_CHECKS]
+    checked = {h.rowid for h in eligible} | set(phrased)
     facts = 0
     for hit in scored:
-        if hit.score < options.min_score:
+        if hit.score < options.min_score and hit.rowid not in phrased:
             result.left_out.append(f"{hit.id}: score {hit.score:.2f} below the floor {options.min_score:g}")
             continue
         if hit.id in options.exclude:
@@ -328,7 +366,7 @@ def recall(
         facts += hit.cls == "fact"
         result.hits.append(hit)
     if result.hits:  # excerpts only for what is shown
-        shown = excerpts_of(db, [h.rowid for h in result.hits], [stems[c] for c in chosen if c in stems])
+        shown = excerpts_of(db, [h.rowid for h in result.hits], [stems[f] for c in chosen for f in forms_of(c) if f in stems])
         for hit in result.hits:
             hit.snippet = shown.get(hit.rowid, "")
     if not result.hits:

@@ -1,5 +1,5 @@
 """The arithmetic of a score: BM25 per term, the natural log, decay, and how the rarest terms carry a memory."""
-from quipu.prompt.query import fts_quote
+from quipu.prompt.query import forms_of, fts_any, fts_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 BM25_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 1.0)
 IDF_MIN_DOCS = 100
 READ_WHOLE_DF = 5000          # below this many matches, read a term's rows whole (see rows_matching)
-TERM_READ_LIMIT = 2000        # a chosen term's best rows read at most (a term that common is no topic)
+TERM_READ_LIMIT = 400         # in a large store, a chosen term's best rows read at most
+GATHER_ROWS = 400             # in a large store, the rarest chosen terms are read up to this many memories in all
+# A store of at most this many memories is read whole, term by term: its rows are few, and there a
+# word in 300 memories is common yet may be what a question asks about (LoCoMo's hit@2 fell from
+# 0.471 to 0.463 with the budget on its stores of about 600 turns; bench/bench_locomo.py).
+GATHER_WHOLE_STORE = 5000
 _SECONDS_PER_DAY = 86400.0
 _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
@@ -71,7 +76,7 @@ def carried_scores(raw: dict[int, dict[str, float]], scale: dict[str, float], ra
 
 
 def match_expr(terms: "Sequence[str]") -> str:
-    return " OR ".join(fts_quote(t) for t in terms)
+    return " OR ".join(fts_any(t) for t in terms)
 
 
 def fts_idf(total: int, df: int) -> float:
@@ -102,37 +107,77 @@ def rows_matching(db: "Connection", expr: str, rowids: "Sequence[int]", df: int)
     return list(db.execute(sql, [expr, *rowids]))
 
 
-def term_matches(db: "Connection", terms: "Sequence[str]", df: dict[str, int]) -> dict[int, dict[str, float]]:
-    """Per memory matching any of ``terms``: FTS5's BM25 summand of each term it contains.
+class Matches:
+    """What ``term_matches`` read: per memory the summand of each term it holds (``summands``),
+    the terms read whole (``gathered``, the rarest) and, per memory, the sum of FTS5's summands of
+    every form of them it holds (``base``: what ``bm25()`` of an expression ANDed with them adds)."""
+
+    __slots__ = ("summands", "gathered", "base")
+
+    def __init__(self) -> None:
+        self.summands: dict[int, dict[str, float]] = {}
+        self.gathered: list[str] = []
+        self.base: dict[int, float] = {}
+
+
+def term_matches(db: "Connection", terms: "Sequence[str]", df: dict[str, int],
+                 form_df: "dict[str, int] | None" = None, total: int = 0) -> Matches:
+    """Per memory matching the rarest of ``terms`` (given rarest first): FTS5's BM25 summand of
+    each term it contains.
 
     FTS5's bm25() is a sum over the query's phrases of idf(phrase) x a saturated,
     length-normalised, field-weighted term frequency; one single-term query per term recovers
-    each summand. A term in more than TERM_READ_LIMIT memories gives only its best rows."""
+    each summand. In a store of more than GATHER_WHOLE_STORE memories the cost is bounded by
+    GATHER_ROWS: the rarest terms are read whole while their memories add up to at most that
+    many (the first always, its best TERM_READ_LIMIT rows when it is more common); a more common
+    term only adds its summand to the memories those found, through ``term AND (the rarest)``
+    (its summand is that bm25() less ``base``). A prompt whose words each match thousands of
+    memories so reads about GATHER_ROWS rows, not thousands a term.
+    A term with other forms (``forms_of``) is read form by form: a memory's summand is its best
+    form's, each form's idf exchanged for the term's (``form_df``: each form's frequency), so a
+    rare short form ("db") does not outweigh the term it stands for."""
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    out: dict[int, dict[str, float]] = {}
+    found = Matches()
+    read = 0
+    large = total > GATHER_WHOLE_STORE
     for term in terms:
-        sql = f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
-        if df.get(term, 0) > TERM_READ_LIMIT:
-            sql += f" ORDER BY s DESC LIMIT {TERM_READ_LIMIT}"
-        for rowid, score in db.execute(sql, (fts_quote(term),)):
-            out.setdefault(rowid, {})[term] = float(score)
-    return out
+        forms = forms_of(term) if form_df is not None else (term,)
+        gather = not large or not found.gathered or read + df.get(term, 0) <= GATHER_ROWS
+        narrow = "" if gather else f" AND ({match_expr(found.gathered)})"
+        present = [f for f in forms if len(forms) == 1 or (form_df or {}).get(f, 0)]
+        limit = TERM_READ_LIMIT // max(len(present), 1)  # the forms of one term share its rows
+        for form in present:
+            count = df.get(term, 0) if len(forms) == 1 else (form_df or {}).get(form, 0)
+            sql = f"SELECT rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts WHERE memory_fts MATCH ?"
+            if large and gather and count > limit:
+                sql += f" ORDER BY s DESC LIMIT {limit}"
+            factor = 1.0 if len(forms) == 1 else fts_idf(total, df.get(term, 0)) / fts_idf(total, count)
+            for rowid, score in db.execute(sql, (fts_quote(form) + narrow,)):
+                if gather:
+                    found.base[rowid] = found.base.get(rowid, 0.0) + float(score)
+                elif rowid not in found.base:
+                    continue  # past the rarest term's best rows
+                else:
+                    score = max(0.0, score - found.base[rowid])
+                summands = found.summands.setdefault(rowid, {})
+                summands[term] = max(summands.get(term, 0.0), float(score) * factor)
+        if gather:
+            found.gathered.append(term)
+            read += min(df.get(term, 0), TERM_READ_LIMIT)
+    return found
 
 
 def share_of(
-    db: "Connection", rowids: "Sequence[int]", terms: "Sequence[str]", chosen: "Sequence[str]",
-    chosen_scores: dict[int, dict[str, float]], rare: int,
+    db: "Connection", rowids: "Sequence[int]", terms: "Sequence[str]", gathered: "Sequence[str]",
+    base: dict[int, float], rare: int,
 ) -> dict[int, float]:
     """Each candidate's BM25 for ``terms`` as a share (0..1) of the best candidate's.
 
-    The query is ANDed with the chosen terms, so it reads no more rows than they match
-    (``rare``); the chosen terms' own summands are then taken off again (bm25 is additive)."""
-    if not terms or not rowids:
+    The query is ANDed with the gathered terms, so it reads no more rows than they match
+    (``rare``); their own summands (``base``) are then taken off again (bm25 is additive)."""
+    if not terms or not rowids or not gathered:
         return {}
-    expr = f"({match_expr(terms)}) AND ({match_expr(chosen)})"
-    found = [
-        (rowid, score - sum(chosen_scores.get(rowid, {}).values()))
-        for rowid, score in rows_matching(db, expr, rowids, rare)
-    ]
+    expr = f"({match_expr(terms)}) AND ({match_expr(gathered)})"
+    found = [(rowid, score - base.get(rowid, 0.0)) for rowid, score in rows_matching(db, expr, rowids, rare)]
     best = max((score for _, score in found), default=0.0)
     return {rowid: max(0.0, score) / best for rowid, score in found} if best > 1e-9 else {}
