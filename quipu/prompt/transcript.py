@@ -8,8 +8,10 @@ On the prompt path: standard library only. Contract:
 - ``read_tail`` reads at most ``max_bytes`` from the end of a transcript (never the whole file)
   and returns the last human prompt before the current one and the last assistant text.
 - ``human_turns`` reads a whole transcript for the offline passes (capture), in order.
+- A Codex CLI session file (``codex.is_rollout``) is read the same way with Codex's record
+  predicates (``quipu.prompt.codex``): ``read_tail`` and ``conversation`` take either.
 """
-from quipu.prompt import _fastjson, _fs
+from quipu.prompt import _fastjson, _fs, codex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,9 +138,16 @@ def assistant_text(record: "Any") -> str | None:
     return text or None
 
 
+def codex_human_text(record: "Any") -> str | None:
+    """The prompt text of a Codex rollout record (see ``quipu.prompt.codex``), else None."""
+    text = codex.human_text(record)
+    return None if text is None or is_machine_text(text) else text
+
+
 def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) -> "tuple[str, str]":
     """(previous human prompt, last assistant text) from the end of a transcript: the last
     FIRST_TAIL_BYTES, then four times as much while something is missing, up to ``max_bytes``."""
+    rollout = codex.is_rollout(path)
     try:
         fd = _fs.open_regular(path)  # a FIFO or a device named as the transcript never blocks
     except (OSError, ValueError, TypeError):
@@ -148,7 +157,8 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
         window = min(FIRST_TAIL_BYTES, max_bytes)
         while True:
             start = max(0, size - window)
-            previous, assistant = _scan_tail(_fs.pread(fd, size - start, start), start > 0, current_prompt.strip())
+            previous, assistant = _scan_tail(_fs.pread(fd, size - start, start), start > 0, current_prompt.strip(),
+                                             rollout)
             if (previous and assistant) or start == 0 or window >= max_bytes:
                 return previous, assistant
             window = min(window * 4, max_bytes)
@@ -158,7 +168,9 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
         _fs.close_fd(fd)
 
 
-def _scan_tail(chunk: bytes, cut: bool, current: str) -> "tuple[str, str]":
+def _scan_tail(chunk: bytes, cut: bool, current: str, rollout: bool = False) -> "tuple[str, str]":
+    human, reply, skip = (codex_human_text, codex.assistant_text, codex.SKIP) if rollout else (
+        human_text, assistant_text, (_TOOL_RESULT,))
     lines = chunk.split(b"\n")
     if cut:
         lines = lines[1:]  # the first line is cut
@@ -167,19 +179,19 @@ def _scan_tail(chunk: bytes, cut: bool, current: str) -> "tuple[str, str]":
     for raw in reversed(lines):
         if previous and assistant:
             break
-        if not raw.strip() or _TOOL_RESULT in raw:
+        if not raw.strip() or any(marker in raw for marker in skip):
             continue  # tool output (often the largest lines) is neither a prompt nor assistant text
         try:
             record = _fastjson.loads(raw)
         except ValueError:
             continue
         if not assistant:
-            text = assistant_text(record)
+            text = reply(record)
             if text:
                 assistant = text
                 continue
         if not previous:
-            text = human_text(record)
+            text = human(record)
             if text and text.strip() != current:
                 previous = text
     return previous, assistant
@@ -203,12 +215,13 @@ def records(path: str) -> "Iterator[dict[str, Any]]":
 def conversation(path: str) -> list[tuple[str, str]]:
     """The human prompts and assistant texts of a transcript as (role, text), in order."""
     out: list[tuple[str, str]] = []
+    human, reply = (codex_human_text, codex.assistant_text) if codex.is_rollout(path) else (human_text, assistant_text)
     for record in records(path):
-        text = human_text(record)
+        text = human(record)
         if text is not None:
             out.append(("user", text))
             continue
-        text = assistant_text(record)
+        text = reply(record)
         if text:
             out.append(("assistant", text))
     return out

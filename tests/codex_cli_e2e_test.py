@@ -1,0 +1,162 @@
+"""The real Codex CLI runs quipu's hooks and MCP server, offline, against a loopback fake of the Responses API.
+
+Each test runs the client from the npm registry (``testing.codex_cli``, pinned) as a throw-away user
+whose model provider is a ``FakeResponsesAPI`` on 127.0.0.1, and asserts on the requests the client
+sent: what quipu's hooks put in front of the model and which of quipu's tools were offered. The last
+test wires Claude Code (``testing.claude_code``) to the same store at once.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quipu.model import ScriptedModel
+from quipu.store.store import Store
+from testing import claude_code, codex_cli
+from testing.fake_messages_api import FakeMessagesAPI
+from testing.fake_responses_api import FakeResponsesAPI, Recorded, function_call, message
+from testing.fixtures import example_store
+
+TOPICAL = "How do we deploy shop-api to production?"
+FOLLOW_UP = "ok go ahead"
+MEMORY_BLOCK = "<quipu-memory"
+MCP_TOOLS = {"mcp__quiputremember", "mcp__quipuremember", "mcp__quipusearch_memory", "mcp__quipuget_memory"}
+REMEMBERED = "The payments team rotates the Stripe webhook signing secret every 90 days through Vault."
+WAIT = 150.0
+
+
+@pytest.fixture(scope="module")
+def codex_exe() -> Path:
+    try:
+        return codex_cli.install()
+    except codex_cli.NpmMissing as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return example_store(tmp_path / "store")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def quipu_in(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "quipu", *args], capture_output=True, text=True, env=env, cwd=cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def session_id(result: subprocess.CompletedProcess[str]) -> str:
+    found = re.search(r"session id: ([0-9a-f-]{36})", result.stderr)
+    assert found, result.stderr[-2000:]
+    return found.group(1)
+
+
+def asked(api: FakeResponsesAPI, prompt: str, since: int) -> Recorded:
+    """The request of this run that carried ``prompt`` as its latest human text."""
+    new = [r for r in api.responses()[since:] if any(prompt == t.strip() for t in r.user_texts())]
+    assert new, f"no request carried {prompt!r}"
+    return new[0]
+
+
+def blocks(request: Recorded) -> list[str]:
+    return [t for t in request.user_texts() if MEMORY_BLOCK in t]
+
+
+def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_and_offers_quipus_tools(
+    codex_exe: Path, store: Store, project: Path, tmp_path: Path,
+) -> None:
+    with FakeResponsesAPI(reply=lambda r: "Noted.") as api:
+        sandbox = codex_cli.Sandbox.create(codex_exe, tmp_path / "user", api, trusted=[project],
+                                           extra={"QUIPU_STORE": str(store.root)})
+        install = quipu_in(dict(sandbox.env), "install", "codex", "--project", "--project-dir", str(project))
+        written = (project / ".codex" / "hooks.json").read_text() + (project / ".codex" / "config.toml").read_text()
+        assert str(tmp_path) not in written and str(Path(sys.executable).parent) not in written, install.stdout
+
+        first = sandbox.prompt(TOPICAL, cwd=project)
+        assert first.returncode == 0, first.stdout + first.stderr[-3000:]
+        topical = asked(api, TOPICAL, 0)
+        (block,) = blocks(topical)
+        assert block.startswith(MEMORY_BLOCK) and "(id deploy-procedure," in block and "How we deploy shop-api" in block
+        assert "reference data" in block.lower()
+        offered = set(topical.tools())
+        assert {"mcp__quipuremember", "mcp__quipusearch_memory", "mcp__quipuget_memory"} <= offered, sorted(offered)
+
+        before = len(api.responses())
+        second = sandbox.prompt(FOLLOW_UP, cwd=project, resume=session_id(first))
+        assert second.returncode == 0, second.stdout + second.stderr[-3000:]
+        follow = asked(api, FOLLOW_UP, before)
+        # The resumed request replays the first turn's block; the follow-up adds none.
+        assert blocks(follow) == [block]
+        assert "Noted." in second.stdout
+    # What Codex tried to reach elsewhere arrived at the fake and was refused.
+    assert all(r.method == "CONNECT" for r in api.elsewhere()), [f"{r.method} {r.path}" for r in api.elsewhere()]
+
+
+def _remember_through_mcp(request: Recorded) -> list[dict[str, Any]] | None:
+    """The scripted Codex model: call quipu's ``remember`` once, then answer in text."""
+    if "mcp__quipuremember" in request.tools() and not request.tool_outputs():
+        call = function_call("remember", {"title": "Stripe webhook secret rotation", "body": REMEMBERED,
+                                          "class": "fact", "topics": ["payments", "stripe"]}, "call_remember_1")
+        return [{**call, "namespace": "mcp__quipu"}]
+    return [message("Saved.")]
+
+
+def _wait_for(predicate: Any, what: str) -> None:
+    end = time.monotonic() + WAIT
+    while not predicate():
+        if time.monotonic() > end:
+            pytest.fail(f"gave up waiting for {what}")
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_claude_code_and_codex_share_one_store_and_one_archive(
+    codex_exe: Path, store: Store, project: Path, tmp_path: Path,
+) -> None:
+    try:
+        claude_exe = claude_code.install()
+    except claude_code.NpmMissing as exc:
+        pytest.skip(str(exc))
+    with FakeResponsesAPI(respond=_remember_through_mcp) as openai, \
+            FakeMessagesAPI(ScriptedModel(), reply=lambda r: "Noted.") as anthropic:
+        codex = codex_cli.Sandbox.create(codex_exe, tmp_path / "user", openai, trusted=[project],
+                                         extra={"QUIPU_STORE": str(store.root)})
+        # One person, one QUIPU_HOME and one store, two agents.
+        claude = claude_code.Sandbox.create(claude_exe, tmp_path / "user", anthropic,
+                                            extra={"QUIPU_STORE": str(store.root)})
+        env = {**claude.env, "CODEX_HOME": codex.env["CODEX_HOME"]}
+        quipu_in(env, "install", "codex", "--project", "--project-dir", str(project))
+        quipu_in(env, "install", "claude", "--project", "--project-dir", str(project))
+
+        saved = codex.prompt("Please remember how we rotate the Stripe webhook secret.", cwd=project)
+        assert saved.returncode == 0, saved.stdout + saved.stderr[-3000:]
+        outputs = [o for r in openai.responses() for o in r.tool_outputs() if o.get("call_id") == "call_remember_1"]
+        assert outputs, "Codex sent no result of quipu's remember back"
+        found = json.loads(quipu_in(env, "search", "Stripe webhook secret rotation", "--json").stdout)
+        assert any("Stripe webhook" in json.dumps(hit) for hit in (found if isinstance(found, list) else found["hits"]))
+
+        recalled = claude.prompt("How often do we rotate the Stripe webhook signing secret?", cwd=project)
+        assert recalled.returncode == 0, recalled.stdout + recalled.stderr
+        texts = [t for r in anthropic.messages() for t in r.user_texts() if MEMORY_BLOCK in t]
+        assert texts and "Stripe webhook secret rotation" in texts[0], texts
+
+        # Both sessions reach the one archive (the session hooks append detached; index catches up).
+        _wait_for(lambda: codex.rollouts() and claude.transcripts(), "both agents' session files")
+        quipu_in(env, "history", "index", "--json")
+        hits = json.loads(quipu_in(env, "history", "search", "Stripe webhook secret", "--json").stdout)
+        agents = {hit["agent"] for hit in hits["hits"]}
+        assert agents == {"claude", "codex"}, hits
