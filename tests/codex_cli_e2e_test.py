@@ -110,7 +110,7 @@ def _remember_through_mcp(request: Recorded) -> list[dict[str, Any]] | None:
     """The scripted Codex model: call quipu's ``remember`` once, then answer in text."""
     if "mcp__quipuremember" in request.tools() and not request.tool_outputs():
         call = function_call("remember", {"title": "Stripe webhook secret rotation", "body": REMEMBERED,
-                                          "class": "fact", "topics": ["payments", "stripe"]}, "call_remember_1")
+                                          "class": "reference", "topics": ["payments", "stripe"]}, "call_remember_1")
         return [{**call, "namespace": "mcp__quipu"}]
     return [message("Saved.")]
 
@@ -146,6 +146,7 @@ def test_claude_code_and_codex_share_one_store_and_one_archive(
         assert saved.returncode == 0, saved.stdout + saved.stderr[-3000:]
         outputs = [o for r in openai.responses() for o in r.tool_outputs() if o.get("call_id") == "call_remember_1"]
         assert outputs, "Codex sent no result of quipu's remember back"
+        assert "error" not in json.dumps(outputs).lower(), outputs
         found = json.loads(quipu_in(env, "search", "Stripe webhook secret rotation", "--json").stdout)
         assert any("Stripe webhook" in json.dumps(hit) for hit in (found if isinstance(found, list) else found["hits"]))
 
