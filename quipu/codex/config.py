@@ -29,6 +29,7 @@ from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import InlineTable
 
 from quipu.claude import settings as claude_settings
 from quipu.claude.settings import HookSpec, Result
@@ -177,8 +178,12 @@ def load_toml(path: Path) -> tuple[tomlkit.TOMLDocument, str | None]:
         return tomlkit.document(), None
     except (OSError, UnicodeDecodeError) as exc:
         raise FatalError(f"cannot read {path}: {exc}\n- check the file's permissions and encoding") from None
+    return load_text(text, path), text
+
+
+def load_text(text: str, path: Path) -> tomlkit.TOMLDocument:
     try:
-        return tomlkit.parse(text), text
+        return tomlkit.parse(text)
     except TOMLKitError as exc:
         raise FatalError(f"{path} is not valid TOML ({exc})\n"
                          "- fix the file by hand, then run the command again; nothing was changed") from None
@@ -246,14 +251,24 @@ def install_mcp(scope: str, project_dir: str | os.PathLike[str] | None = None, *
         return Result(path, scope, False, before is not None, dry_run, None, before=before or "", after=before or "")
     table = tomlkit.table()
     table.update(wanted)
-    if servers is None:
-        if before and not before.endswith("\n"):
-            doc.add(tomlkit.nl())
-        servers = tomlkit.table(is_super_table=True)
-        doc["mcp_servers"] = servers
-    servers[SERVER] = table
+    if plain is None and (servers is None or not isinstance(servers, InlineTable)):
+        # A new table goes at the end of the file, as text: every byte before it stays where it was.
+        alone = tomlkit.document()
+        alone["mcp_servers"] = tomlkit.table(is_super_table=True)
+        alone["mcp_servers"][SERVER] = table
+        text = before or ""
+        after = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text.strip() else "") + \
+            tomlkit.dumps(alone)
+    else:
+        if servers is None:
+            servers = doc["mcp_servers"] = tomlkit.table(is_super_table=True)
+        servers[SERVER] = table  # replaced where it stands
+        after = tomlkit.dumps(doc)
+    if _plain(_servers(load_text(after, path), path).get(SERVER)) != wanted:
+        raise FatalError(f"{path}: quipu's server could not be added without changing the rest of the file\n"
+                         f"- add [mcp_servers.{SERVER}] by hand (see `quipu install codex --dry-run`); nothing was changed")
     removed = [_summary(plain)] if plain else []
-    return _toml_write(path, scope, before, tomlkit.dumps(doc), dry_run, [_summary(wanted)], removed)
+    return _toml_write(path, scope, before, after, dry_run, [_summary(wanted)], removed)
 
 
 def uninstall_mcp(scope: str, project_dir: str | os.PathLike[str] | None = None, *, dry_run: bool = False) -> Result:
