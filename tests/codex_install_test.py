@@ -39,9 +39,9 @@ USER_HOOKS = """{
 """
 
 
-def quipu(env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+def quipu(env: dict[str, str], *args: str, ok: bool | None = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run([sys.executable, "-m", "quipu", *args], capture_output=True, text=True, env=env)
-    assert (result.returncode == 0) == ok, result.stdout + result.stderr
+    assert ok is None or (result.returncode == 0) == ok, result.stdout + result.stderr
     return result
 
 
@@ -130,3 +130,20 @@ def test_a_server_named_quipu_that_is_not_quipus_is_refused_and_nothing_changes(
 def test_codex_has_no_local_scope(env: dict[str, str]) -> None:
     result = quipu(env, "install", "codex", "--local", ok=False)
     assert "no --local scope" in result.stderr and "- use --user" in result.stderr
+
+
+def test_doctor_checks_the_codex_wiring_and_names_the_fix_when_it_is_stale(env: dict[str, str], tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    quipu(env, "init", str(store))
+    env = {**env, "QUIPU_STORE": str(store)}
+    quipu(env, "install", "codex", "--user")
+    checks = {c["name"]: c for c in json.loads(quipu(env, "doctor", "--json", ok=None).stdout)["checks"]}
+    assert checks["codex"]["ok"], checks["codex"]
+
+    hooks = Path(env["CODEX_HOME"]) / "hooks.json"
+    data = json.loads(hooks.read_text(encoding="utf-8"))
+    del data["hooks"]["SessionEnd"]
+    hooks.write_text(json.dumps(data), encoding="utf-8")
+    checks = {c["name"]: c for c in json.loads(quipu(env, "doctor", "--json", ok=None).stdout)["checks"]}
+    assert not checks["codex"]["ok"]
+    assert any("SessionEnd" in d and "quipu install codex --user" in d for d in checks["codex"]["details"])
