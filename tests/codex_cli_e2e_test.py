@@ -161,3 +161,40 @@ def test_claude_code_and_codex_share_one_store_and_one_archive(
         hits = json.loads(quipu_in(env, "history", "search", "Stripe webhook secret", "--json").stdout)
         agents = {hit["agent"] for hit in hits["hits"]}
         assert agents == {"claude", "codex"}, hits
+
+
+@pytest.mark.slow
+def test_a_codex_session_end_feeds_the_same_capture_and_archive_through_the_users_model_command(
+    codex_exe: Path, project: Path, tmp_path: Path,
+) -> None:
+    from tests.claude_code_e2e_test import CAPTURE_PROMPT, CAPTURED_TITLE, _offline_pass_store, offline_model
+
+    try:
+        claude_exe = claude_code.install()
+    except claude_code.NpmMissing as exc:
+        pytest.skip(str(exc))
+    store = _offline_pass_store(tmp_path / "store")
+    with FakeResponsesAPI(reply=lambda r: "Understood.") as openai, \
+            FakeMessagesAPI(ScriptedModel(responder=offline_model)) as anthropic:
+        # The model of the offline pass is the user's own `claude -p` (the default), logged in.
+        claude = claude_code.Sandbox.create(claude_exe, tmp_path / "user", anthropic)
+        model_env = {k: v for k, v in claude.env.items() if k.startswith(("CLAUDE", "ANTHROPIC", "DISABLE"))}
+        codex = codex_cli.Sandbox.create(codex_exe, tmp_path / "user", openai, trusted=[project],
+                                         extra={"QUIPU_STORE": str(store.root), **model_env,
+                                                "PATH": claude.env["PATH"]})
+        quipu_in(dict(codex.env), "install", "codex", "--project", "--project-dir", str(project))
+
+        result = codex.prompt(CAPTURE_PROMPT, cwd=project)
+        assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+        session = session_id(result)
+        _wait_for(lambda: any(e.trailers.get("Quipu-Session") == session for e in store.log(action="capture")),
+                  "the capture of the Codex session")
+        assert CAPTURED_TITLE in subprocess.run(["git", "-C", str(store.root), "log", "--format=%s"],
+                                                capture_output=True, text=True, check=True).stdout
+        assert anthropic.structured_calls(), "the capture never asked the user's model"
+        # The SessionEnd hook also appended the session to the archive, labelled with its agent.
+        def archived() -> list[dict[str, Any]]:
+            found = quipu_in(dict(codex.env), "history", "search", "Alembic revision files", "--json").stdout
+            return [h for h in json.loads(found)["hits"] if h["session"] == session]
+        _wait_for(archived, "the Codex session in the history archive")
+        assert {h["agent"] for h in archived()} == {"codex"}
