@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from quipu.capture import profile
 from quipu.model import ScriptedModel
 from quipu.store.store import Store
 from testing import claude_code, codex_cli
@@ -27,7 +28,6 @@ from testing.fixtures import example_store
 TOPICAL = "How do we deploy shop-api to production?"
 FOLLOW_UP = "ok go ahead"
 MEMORY_BLOCK = "<quipu-memory"
-MCP_TOOLS = {"mcp__quiputremember", "mcp__quipuremember", "mcp__quipusearch_memory", "mcp__quipuget_memory"}
 REMEMBERED = "The payments team rotates the Stripe webhook signing secret every 90 days through Vault."
 WAIT = 150.0
 
@@ -76,9 +76,11 @@ def blocks(request: Recorded) -> list[str]:
     return [t for t in request.user_texts() if MEMORY_BLOCK in t]
 
 
-def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_and_offers_quipus_tools(
+def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_starts_with_the_card_and_offers_quipus_tools(
     codex_exe: Path, store: Store, project: Path, tmp_path: Path,
 ) -> None:
+    store.commit({profile.PROFILE_PATH: b"# Profile\n\n- Environment: the shop-api web shop backend runs on Debian 12\n"},
+                 "hand edit", {"Quipu-Action": "edit", "Quipu-Memory": "profile"})
     with FakeResponsesAPI(reply=lambda r: "Noted.") as api:
         sandbox = codex_cli.Sandbox.create(codex_exe, tmp_path / "user", api, trusted=[project],
                                            extra={"QUIPU_STORE": str(store.root)})
@@ -92,6 +94,9 @@ def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_and_offer
         (block,) = blocks(topical)
         assert block.startswith(MEMORY_BLOCK) and "(id deploy-procedure," in block and "How we deploy shop-api" in block
         assert "reference data" in block.lower()
+        # The SessionStart card, as under Claude Code.
+        (card,) = [t for t in topical.user_texts() if "<quipu-always-on" in t]
+        assert "the shop-api web shop backend runs on Debian 12" in card
         offered = set(topical.tools())
         assert {"mcp__quipuremember", "mcp__quipusearch_memory", "mcp__quipuget_memory"} <= offered, sorted(offered)
 
