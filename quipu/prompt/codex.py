@@ -1,6 +1,7 @@
 """Codex CLI session files ("rollouts"): which record is a person's prompt, which the agent's reply.
 
-On the prompt path: standard library only, nothing of quipu but this folder. Codex writes one
+On the prompt path (loaded only when the transcript is a rollout, see ``quipu.prompt.transcript``):
+it imports nothing at all. Codex writes one
 JSONL file per session, ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl``;
 each line is ``{"timestamp", "type", "payload"}``. Contract (checked against Codex 0.171.0's
 files by tests/codex_cli_e2e_test.py):

@@ -8,10 +8,13 @@ On the prompt path: standard library only. Contract:
 - ``read_tail`` reads at most ``max_bytes`` from the end of a transcript (never the whole file)
   and returns the last human prompt before the current one and the last assistant text.
 - ``human_turns`` reads a whole transcript for the offline passes (capture), in order.
-- A Codex CLI session file (``codex.is_rollout``) is read the same way with Codex's record
-  predicates (``quipu.prompt.codex``): ``read_tail`` and ``conversation`` take either.
+- A Codex CLI session file (``rollout-*.jsonl``) is read the same way with Codex's record
+  predicates (``quipu.prompt.codex``): ``read_tail`` and ``conversation`` take either. That module
+  is loaded (from its bytecode) only when a rollout is read, so Claude Code's prompts never pay for it.
 """
-from quipu.prompt import _fastjson, _fs, codex
+import sys
+
+from quipu.prompt import _fastjson, _fs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,16 +141,32 @@ def assistant_text(record: "Any") -> str | None:
     return text or None
 
 
+def _is_rollout(path: str) -> bool:
+    """``quipu.prompt.codex.is_rollout``, without loading that module."""
+    return path.endswith(".jsonl") and path.rsplit("/", 1)[-1].startswith("rollout-")
+
+
+def _codex() -> "Any":
+    """``quipu.prompt.codex``, loaded from its bytecode the first time a rollout is read."""
+    module = sys.modules.get("quipu.prompt.codex")
+    if module is None:
+        import quipu.prompt
+
+        quipu.prompt.load_prompt_path(("codex",))
+        module = sys.modules["quipu.prompt.codex"]
+    return module
+
+
 def codex_human_text(record: "Any") -> str | None:
     """The prompt text of a Codex rollout record (see ``quipu.prompt.codex``), else None."""
-    text = codex.human_text(record)
+    text = _codex().human_text(record)
     return None if text is None or is_machine_text(text) else text
 
 
 def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) -> "tuple[str, str]":
     """(previous human prompt, last assistant text) from the end of a transcript: the last
     FIRST_TAIL_BYTES, then four times as much while something is missing, up to ``max_bytes``."""
-    rollout = codex.is_rollout(path)
+    rollout = _is_rollout(path)
     try:
         fd = _fs.open_regular(path)  # a FIFO or a device named as the transcript never blocks
     except (OSError, ValueError, TypeError):
@@ -169,7 +188,7 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
 
 
 def _scan_tail(chunk: bytes, cut: bool, current: str, rollout: bool = False) -> "tuple[str, str]":
-    human, reply, skip = (codex_human_text, codex.assistant_text, codex.SKIP) if rollout else (
+    human, reply, skip = (codex_human_text, _codex().assistant_text, _codex().SKIP) if rollout else (
         human_text, assistant_text, (_TOOL_RESULT,))
     lines = chunk.split(b"\n")
     if cut:
@@ -215,7 +234,7 @@ def records(path: str) -> "Iterator[dict[str, Any]]":
 def conversation(path: str) -> list[tuple[str, str]]:
     """The human prompts and assistant texts of a transcript as (role, text), in order."""
     out: list[tuple[str, str]] = []
-    human, reply = (codex_human_text, codex.assistant_text) if codex.is_rollout(path) else (human_text, assistant_text)
+    human, reply = (codex_human_text, _codex().assistant_text) if _is_rollout(path) else (human_text, assistant_text)
     for record in records(path):
         text = human(record)
         if text is not None:
