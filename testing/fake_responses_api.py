@@ -44,7 +44,7 @@ class Recorded:
         return json.dumps(self.body, ensure_ascii=False) if self.body is not None else ""
 
     def tools(self) -> list[str]:
-        """The names of the tools offered (an MCP tool is ``mcp__<server>__<tool>``, or a namespace's tools)."""
+        """The names of the tools offered (a namespace's tools as ``<namespace>__<tool>``: ``mcp__quipu__remember``)."""
         names: list[str] = []
         for tool in self.fields.get("tools", []) or []:
             if not isinstance(tool, dict):
@@ -53,7 +53,7 @@ class Recorded:
                 names.append(tool["name"])
             for inner in tool.get("tools", []) or []:  # a namespace of tools
                 if isinstance(inner, dict) and isinstance(inner.get("name"), str):
-                    names.append(f"{tool.get('name', '')}{inner['name']}")
+                    names.append(f"{tool.get('name', '')}__{inner['name']}")
         return names
 
     def user_texts(self) -> list[str]:

@@ -98,7 +98,7 @@ def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_starts_wi
         (card,) = [t for t in topical.user_texts() if "<quipu-always-on" in t]
         assert "the shop-api web shop backend runs on Debian 12" in card
         offered = set(topical.tools())
-        assert {"mcp__quipuremember", "mcp__quipusearch_memory", "mcp__quipuget_memory"} <= offered, sorted(offered)
+        assert {"mcp__quipu__remember", "mcp__quipu__search_memory", "mcp__quipu__get_memory"} <= offered, sorted(offered)
 
         before = len(api.responses())
         second = sandbox.prompt(FOLLOW_UP, cwd=project, resume=session_id(first))
@@ -113,7 +113,7 @@ def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_starts_wi
 
 def _remember_through_mcp(request: Recorded) -> list[dict[str, Any]] | None:
     """The scripted Codex model: call quipu's ``remember`` once, then answer in text."""
-    if "mcp__quipuremember" in request.tools() and not request.tool_outputs():
+    if "mcp__quipu__remember" in request.tools() and not request.tool_outputs():
         call = function_call("remember", {"title": "Stripe webhook secret rotation", "body": REMEMBERED,
                                           "class": "reference", "topics": ["payments", "stripe"]}, "call_remember_1")
         return [{**call, "namespace": "mcp__quipu"}]
