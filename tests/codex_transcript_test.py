@@ -74,3 +74,20 @@ def test_the_history_reader_labels_a_rollout_codex_and_leaves_machine_turns_and_
     ]
     assert [t.key for t in session.turns] == [f"{SID}/u1", f"{SID}/f1"]
     assert "SECRET-LOOKING" not in json.dumps([t.text for t in session.turns])
+
+
+def test_a_claude_code_transcript_never_loads_codexs_reader_and_a_rollout_loads_it_from_bytecode(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = rollout(tmp_path, [*_prompt(1, "How do we deploy shop-api?"), *_reply(1, "Through the CI pipeline.")])
+    claude = tmp_path / "session.jsonl"
+    claude.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "How do we deploy?"}}) + "\n")
+    script = ("import sys; sys.path.append(sys.argv[1]); import quipu.prompt as p; p.load_prompt_path(); "
+              "from quipu.prompt import transcript as t; t.read_tail(sys.argv[2]); "
+              "print('quipu.prompt.codex' in sys.modules); t.read_tail(sys.argv[3]); "
+              "print('quipu.prompt.codex' in sys.modules)")
+    root = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", script, root, str(claude), str(path)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
