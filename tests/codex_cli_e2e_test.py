@@ -111,6 +111,36 @@ def test_project_install_fences_the_memory_adds_nothing_to_a_follow_up_starts_wi
     assert all(r.method == "CONNECT" for r in api.elsewhere()), [f"{r.method} {r.path}" for r in api.elsewhere()]
 
 
+def test_user_install_recalls_and_uninstall_gives_back_the_users_own_hooks_and_config(
+    codex_exe: Path, store: Store, project: Path, tmp_path: Path,
+) -> None:
+    own_hook = ('{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": '
+                '"echo \'{\\"hookSpecificOutput\\": {\\"hookEventName\\": \\"UserPromptSubmit\\", '
+                '\\"additionalContext\\": \\"own-hook: the user keeps a prompt log\\"}}\'"}]}]}}\n')
+    with FakeResponsesAPI(reply=lambda r: "Noted.") as api:
+        sandbox = codex_cli.Sandbox.create(codex_exe, tmp_path / "user", api, extra={"QUIPU_STORE": str(store.root)})
+        config = sandbox.codex_home / "config.toml"
+        own_config = config.read_text(encoding="utf-8")
+        (sandbox.codex_home / "hooks.json").write_text(own_hook, encoding="utf-8")
+        quipu_in(dict(sandbox.env), "install", "codex", "--user")
+
+        with_quipu = sandbox.prompt(TOPICAL, cwd=project)
+        assert with_quipu.returncode == 0, with_quipu.stderr[-3000:]
+        request = asked(api, TOPICAL, 0)
+        assert "(id deploy-procedure," in blocks(request)[0]
+        assert "own-hook: the user keeps a prompt log" in request.text()
+
+        quipu_in(dict(sandbox.env), "uninstall", "codex", "--user")
+        assert (sandbox.codex_home / "hooks.json").read_text(encoding="utf-8") == own_hook
+        assert config.read_text(encoding="utf-8") == own_config
+        before = len(api.responses())
+        without = sandbox.prompt(TOPICAL, cwd=project)
+        assert without.returncode == 0, without.stderr[-3000:]
+        request = asked(api, TOPICAL, before)
+        assert blocks(request) == [] and "mcp__quipu__remember" not in request.tools()
+        assert "own-hook: the user keeps a prompt log" in request.text()
+
+
 def _remember_through_mcp(request: Recorded) -> list[dict[str, Any]] | None:
     """The scripted Codex model: call quipu's ``remember`` once, then answer in text."""
     if "mcp__quipu__remember" in request.tools() and not request.tool_outputs():
