@@ -20,22 +20,23 @@ Contract:
   and ``$QUIPU_HOME/python`` (written by every ``install codex``), and exit 0 silently on a
   machine without them.
 - Before any write the previous file is backed up under ``$QUIPU_HOME/backups``; writes are atomic.
+- ``tomlkit`` (about 40 ms to import) is imported only by what reads or writes ``config.toml``, so
+  ``codex_home`` costs the history archive's writers nothing.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import InlineTable
+from typing import TYPE_CHECKING, Any
 
 from quipu.claude import settings as claude_settings
 from quipu.claude.settings import HookSpec, Result
 from quipu.errors import FatalError
 from quipu.prompt import locate
 from quipu.store import assets
+
+if TYPE_CHECKING:
+    import tomlkit
 
 SERVER = "quipu"
 ENV_VARS = ("QUIPU_HOME", "QUIPU_STORE", "XDG_DATA_HOME")
@@ -172,6 +173,8 @@ def toml_path(scope: str, project_dir: str | os.PathLike[str] | None = None) -> 
 
 
 def load_toml(path: Path) -> tuple[tomlkit.TOMLDocument, str | None]:
+    import tomlkit
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -182,6 +185,9 @@ def load_toml(path: Path) -> tuple[tomlkit.TOMLDocument, str | None]:
 
 
 def load_text(text: str, path: Path) -> tomlkit.TOMLDocument:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         return tomlkit.parse(text)
     except TOMLKitError as exc:
@@ -222,6 +228,9 @@ def _toml_write(path: Path, scope: str, before: str | None, after: str, dry_run:
 
 def _original_toml(path: Path, text: str) -> str | None:
     """The newest backup of ``path`` holding the same TOML as ``text``: its exact bytes."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         wanted = tomlkit.parse(text).unwrap()
         candidates = sorted(claude_settings._backup_dir().glob(f"*-{claude_settings._slug(path)}"), reverse=True)[:20]
@@ -239,6 +248,9 @@ def _original_toml(path: Path, text: str) -> str | None:
 
 def install_mcp(scope: str, project_dir: str | os.PathLike[str] | None = None, *, dry_run: bool = False,
                 hooks_dir: Path | None = None) -> Result:
+    import tomlkit
+    from tomlkit.items import InlineTable
+
     path = toml_path(scope, project_dir)
     doc, before = load_toml(path)
     wanted = mcp_entry(scope, hooks_dir)
@@ -272,6 +284,8 @@ def install_mcp(scope: str, project_dir: str | os.PathLike[str] | None = None, *
 
 
 def uninstall_mcp(scope: str, project_dir: str | os.PathLike[str] | None = None, *, dry_run: bool = False) -> Result:
+    import tomlkit
+
     path = toml_path(scope, project_dir)
     doc, before = load_toml(path)
     servers = _servers(doc, path) if before is not None else None
