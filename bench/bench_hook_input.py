@@ -10,6 +10,11 @@ the target memory.
 
 Goal: a 1 MB prompt costs at most 5x a 1 KB prompt of the same shape (p50 wall time).
 
+Agents: the same 1 KB question as Claude Code sends it (its transcript beside it) and as Codex CLI
+sends it (its rollout file beside it, the same 60 turns with tool output in each format), timed in
+the same rounds against the same store. Goal: Codex's costs the same as Claude Code's (p50 ratio
+within 1.10).
+
 Usage: python bench/bench_hook_input.py [--rounds 15] [--write-results]
 """
 from __future__ import annotations
@@ -30,6 +35,45 @@ from quipu.store.store import Store  # noqa: E402
 HOOK = C.REPO / "hooks" / "prompt_submit.py"
 SIZES = {"1 KB": 1_000, "100 KB": 100_000, "1 MB": 990_000}  # the hook ignores events over 1,000,000 bytes
 GOAL_RATIO = 5.0
+AGENT_GOAL = 1.10
+TURNS = 60
+
+
+def agent_events(scratch: Path, root: Path, question: str) -> dict[tuple[str, str], str]:
+    """{(agent, "1 KB + transcript"): event JSON}: one question, each agent's own event and session file."""
+    claude, codex = scratch / "claude-session.jsonl", scratch / "rollout-2026-01-01T00-00-00-0000.jsonl"
+    sid = "01a242dd-3aa1-7e33-b42e-87afd72e25b4"
+    claude_lines, codex_lines = [], [json.dumps({"type": "session_meta", "payload": {"id": sid, "cwd": str(root),
+                                                                                    "source": "cli"}})]
+    for n in range(TURNS):
+        ask, reply, output = f"step {n}: look at the billing module", f"Looked at step {n}.", "x" * 4000
+        claude_lines += [
+            json.dumps({"type": "user", "sessionId": sid, "uuid": f"u{n}", "message": {"role": "user", "content": ask}}),
+            json.dumps({"type": "assistant", "uuid": f"a{n}", "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "ls"}}]}}),
+            json.dumps({"type": "user", "uuid": f"r{n}", "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"t{n}", "content": output}]}}),
+            json.dumps({"type": "assistant", "uuid": f"b{n}", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": reply}]}})]
+        codex_lines += [
+            json.dumps({"type": "event_msg", "payload": {"type": "item_completed", "item": {
+                "type": "UserMessage", "id": f"u{n}", "content": [{"type": "text", "text": ask}]}}}),
+            json.dumps({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": ask}]}}),
+            json.dumps({"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+                                                             "arguments": '{"cmd": "ls"}', "call_id": f"c{n}"}}),
+            json.dumps({"type": "response_item", "payload": {"type": "function_call_output", "call_id": f"c{n}",
+                                                             "output": output}}),
+            json.dumps({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": reply}]}})]
+    claude.write_text("".join(line.replace(", ", ",").replace(": ", ":") + "\n" for line in claude_lines))
+    codex.write_text("".join(line.replace(", ", ",").replace(": ", ":") + "\n" for line in codex_lines))
+    base = {"session_id": "", "cwd": str(root), "hook_event_name": "UserPromptSubmit", "prompt": question}
+    return {
+        ("claude", "1 KB + transcript"): json.dumps({**base, "transcript_path": str(claude)}),
+        ("codex", "1 KB + transcript"): json.dumps({**base, "transcript_path": str(codex), "turn_id": sid,
+                                                   "model": "gpt-5", "permission_mode": "default"}),
+    }
 
 
 def _escaped(text: str) -> str:
@@ -72,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**env, "QUIPU_STORE": str(root)}
         words = target.title.lower().split()
         question = f"what did we decide about {words[0]} {words[1]} {words[2]}?"
-        cases = events(root, question, random.Random(3))
+        cases = {**events(root, question, random.Random(3)), **agent_events(scratch, root, question)}
         files = {}
         for key, text in cases.items():
             path = scratch / f"event-{key[0].replace(' ', '-')}-{key[1].replace(' ', '')}.json"
@@ -82,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, path in files.items():  # every output checked once before timing
             _wall, _rss, code = C.spawn_timed([C.REAL_PYTHON, "-I", "-S", str(HOOK)], stdin=path, stdout=out_file, env=env)
             text = Path(out_file).read_text()
-            if code != 0 or (key[0] != "no topic" and target.id not in text):
+            if code != 0 or (key[0] != "no topic" and target.id not in text):  # both agents' answers too
                 raise SystemExit(f"bench: the hook did not inject {target.id} for {key} (exit {code}): {text[:200]!r}")
         commands = {key: [C.REAL_PYTHON, "-I", "-S", str(HOOK)] for key in files}
         baseline = ("python -I -S -c pass", "")
@@ -108,9 +152,16 @@ def main(argv: list[str] | None = None) -> int:
             ratio = C.median(times[(shape, "1 MB")]) / small
             verdicts.append(f"- {shape}: 1 MB costs {ratio:.2f}x a 1 KB prompt (goal <= {GOAL_RATIO:g}x): "
                             + ("met" if ratio <= GOAL_RATIO else "NOT met"))
+        claude_p50, codex_p50 = (C.median(times[(agent, "1 KB + transcript")]) for agent in ("claude", "codex"))
+        agent_rows = [[agent, f"{p50 * 1000:.1f}", f"{p50 / bare:.2f}x"]
+                      for agent, p50 in (("Claude Code", claude_p50), ("Codex CLI", codex_p50))]
+        verdicts.append(f"- agents: Codex's event and rollout cost {codex_p50 / claude_p50:.2f}x Claude Code's "
+                        f"(goal <= {AGENT_GOAL:.2f}x): " + ("met" if codex_p50 / claude_p50 <= AGENT_GOAL else "NOT met"))
         body = (
             f"Store of 1,000 memories; {args.rounds} rounds; bare `python -I -S -c pass` p50 {bare * 1000:.1f} ms.\n\n"
             + C.table(["prompt", "size", "p50 ms", "vs bare -I -S", "vs 1 KB"], rows)
+            + f"\n\nThe same 1 KB question with each agent's session file ({TURNS} turns with tool output):\n\n"
+            + C.table(["agent", "p50 ms", "vs bare -I -S"], agent_rows)
             + "\n\n" + "\n".join(verdicts) + "\n"
         )
         print(body)

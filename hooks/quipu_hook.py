@@ -1,9 +1,10 @@
-"""Claude Code session hooks for quipu: SessionStart, SessionEnd and PreCompact.
+"""Claude Code and Codex CLI session hooks for quipu: SessionStart, SessionEnd and PreCompact.
 
 Run as ``python quipu_hook.py EVENT`` with EVENT one of ``session-start``, ``session-end`` or
 ``pre-compact`` (Claude Code's names ``SessionStart``, ``SessionEnd`` and ``PreCompact`` are
-accepted too) and the hook's event JSON on stdin. It runs ``quipu EVENT --hook`` with that
-event on stdin and passes the command's stdout through only when it succeeded.
+accepted too) and the hook's event JSON on stdin (Codex CLI sends the same shape). It runs
+``quipu EVENT --hook`` with that event on stdin and passes the command's stdout through only when
+it succeeded.
 
 Contract (a zero-logic launcher):
 - It fails open: whatever goes wrong (quipu or its dependencies not importable, the command not

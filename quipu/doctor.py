@@ -4,8 +4,9 @@ Checks: what a shared store may not do (settings only the user may choose, commi
 submodules, cache files and any file outside the store's schema, ``quipu.store.schema``), a stale
 git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a journal a killed
 index write left beside it is named, with the command that heals it), files skipped for bad
-frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
-MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
+frontmatter, the git hooks, the store's size, git's garbage-collection state, Claude Code's
+MEMORY.md load limit and quipu's wiring in Codex CLI's hooks.json and config.toml. A check that
+meets something quipu refuses (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
 
@@ -157,7 +158,21 @@ def check_always_on(store: Store) -> Check:
     return Check("always-on layer", not (unsearchable or card.unparsed), summary, details)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
+def check_codex(store: Store) -> Check:
+    """Codex CLI's wiring (``quipu install codex``), in the user's and this project's configuration."""
+    from quipu.codex import config as codex_config
+
+    found = codex_config.wiring()
+    if not found:
+        return Check("codex", True, "quipu is not wired into Codex CLI here (`quipu install codex` does it)")
+    bad = [f"{where}: {what}" for where, ok, what in found if not ok]
+    if not bad:
+        return Check("codex", True, "quipu's hooks and MCP server are in place for Codex CLI; Codex runs a new "
+                     "hook only once you trust it in /hooks", [f"{where}: {what}" for where, _ok, what in found])
+    return Check("codex", False, f"{len(bad)} Codex CLI file(s) hold stale or incomplete quipu wiring", bad)
+
+
+CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on, check_codex]
 
 
 def _run(check: Callable[[Store], Check], store: Store) -> Check:

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,26 +70,31 @@ def _installed_version(exe: Path) -> str | None:
 
 def install(wanted: str | None = None) -> Path:
     """The path of the ``claude`` executable of version ``wanted`` (default ``version()``), installing it once."""
-    wanted = wanted or version()
-    prefix = cache_dir() / f"claude-code-{wanted}"
-    exe = prefix / "node_modules" / ".bin" / "claude"
-    if _installed_version(exe) == wanted:
+    return npm_install(PACKAGE, wanted or version(), "claude-code", "claude", _installed_version)
+
+
+def npm_install(package: str, wanted: str, folder: str, binary: str,
+                installed_version: Callable[[Path], str | None]) -> Path:
+    """``npm install package@wanted`` into ``<cache>/<folder>-<wanted>`` once (under a lock); its ``binary``."""
+    prefix = cache_dir() / f"{folder}-{wanted}"
+    exe = prefix / "node_modules" / ".bin" / binary
+    if installed_version(exe) == wanted:
         return exe
     npm = shutil.which("npm")
     if npm is None:
         raise NpmMissing("npm is not on PATH: install Node.js and npm to run the tests through the real "
-                         f"Claude Code CLI ({PACKAGE}@{wanted})")
+                         f"client ({package}@{wanted})")
     prefix.mkdir(parents=True, exist_ok=True)
-    with open(cache_dir() / f"claude-code-{wanted}.lock", "w") as lock:
+    with open(cache_dir() / f"{folder}-{wanted}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed_version(exe) != wanted:
-            (prefix / "package.json").write_text('{"name": "quipu-test-claude-code", "private": true}\n')
+        if installed_version(exe) != wanted:
+            (prefix / "package.json").write_text(f'{{"name": "quipu-test-{folder}", "private": true}}\n')
             result = subprocess.run(
                 [npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(prefix),
-                 f"{PACKAGE}@{wanted}"], capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-            found = _installed_version(exe)
+                 f"{package}@{wanted}"], capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+            found = installed_version(exe)
             if found != wanted:
-                raise InstallFailed(f"npm install {PACKAGE}@{wanted} left {found or 'no client'} in {prefix}: "
+                raise InstallFailed(f"npm install {package}@{wanted} left {found or 'no client'} in {prefix}: "
                                     f"{(result.stderr or result.stdout)[-2000:]}")
     return exe
 

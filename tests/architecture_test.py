@@ -17,6 +17,7 @@ LAYERS: list[set[str]] = [
     {"quipu.index"},
     {"quipu.capture", "quipu.verify", "quipu.sync"},
     {"quipu.claude"},
+    {"quipu.codex"},
     {"quipu.curate", "quipu.history"},
     {"quipu.skills"},
     {"quipu.output", "quipu.doctor"},

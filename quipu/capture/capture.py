@@ -39,7 +39,7 @@ from quipu.capture.gates import Candidate
 from quipu.errors import FatalError
 from quipu.index import index
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError
-from quipu.prompt import fence, transcript
+from quipu.prompt import codex, fence, transcript
 from quipu.store import secrets_scan
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory, new_id, now_utc
@@ -224,7 +224,8 @@ def _user_said(quote: str, user_turns: list[str]) -> bool:
 
 def _project_of(path: str) -> str | None:
     for record in transcript.records(path):
-        cwd = record.get("cwd")
+        meta = codex.meta(record)  # a Codex rollout names it in its first record
+        cwd = meta.get("cwd") if meta is not None else record.get("cwd")
         if isinstance(cwd, str) and cwd:
             return cwd
     return None

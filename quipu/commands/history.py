@@ -21,16 +21,19 @@ ENABLE_ENV = "QUIPU_HISTORY"  # "0" or "off": the session hooks archive nothing
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "history", help="past conversations: search every archived turn of every session",
-        description="Every human prompt and assistant reply of every Claude Code session, redacted, kept "
+        description="Every human prompt and assistant reply of every Claude Code and Codex CLI session, "
+        "labelled with its agent, redacted, kept "
         "under $QUIPU_HOME/history (never in a memory store) and searchable by words and by meaning. The "
         "SessionEnd and PreCompact hooks append each session; `quipu history index` backfills the rest. "
         "The prompt hook never reads it.")
     hsub = p.add_subparsers(dest="history_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
-    ix = hsub.add_parser("index", help="archive every transcript under Claude Code's projects folder",
+    ix = hsub.add_parser("index", help="archive every Claude Code and Codex CLI session on this machine",
                          description="Archive and index every transcript under Claude Code's projects folder "
-                         "($CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects), with a progress bar and a summary: "
+                         "($CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects) and every Codex CLI session file "
+                         "($CODEX_HOME/sessions, else ~/.codex/sessions), each turn labelled with its agent, "
+                         "with a progress bar and a summary: "
                          "sessions, turns, redactions and skipped files with why. Running it again adds only "
                          "what is new. --rebuild recreates the search index from the archive alone.")
     ix.add_argument("--projects", metavar="DIR", help="the transcripts folder to read instead")
@@ -124,16 +127,18 @@ def run_index(args: argparse.Namespace) -> int:
         else:
             print(f"Rebuilt the history index: {count} turns.")
         return 0
-    root = Path(args.projects).expanduser() if args.projects else feed.projects_dir()
-    summary = feed.backfill(root, layout=layout,
+    roots = [Path(args.projects).expanduser()] if args.projects else feed.default_roots()
+    summary = feed.backfill(roots, layout=layout,
                             progress=None if args.json else (lambda d, t: progress(d, t, "transcripts")))
     if args.json:
-        print_json({"projects": str(root), **summary.to_json()})
+        print_json({"projects": [str(r) for r in roots], **summary.to_json()})
         return 0
-    if not root.is_dir():
-        print(f"No transcripts folder at {root}\n- point to one with --projects DIR, or set CLAUDE_CONFIG_DIR")
+    if not any(r.is_dir() for r in roots):
+        print(f"No transcripts folder at {' or '.join(map(str, roots))}\n- point to one with --projects DIR, "
+              "or set CLAUDE_CONFIG_DIR or CODEX_HOME")
         return 0
-    print(f"{summary.files} files read under {root}: {summary.sessions} sessions, {summary.added} turns added, "
+    where = " and ".join(str(r) for r in roots if r.is_dir())
+    print(f"{summary.files} files read under {where}: {summary.sessions} sessions, {summary.added} turns added, "
           f"{summary.updated} updated, {summary.redactions} secrets redacted"
           + (f", {summary.bad_lines} unreadable lines skipped" if summary.bad_lines else "")
           + (f", {summary.forgotten} forgotten turns left out" if summary.forgotten else "") + ".")
@@ -156,7 +161,7 @@ def run_search(args: argparse.Namespace) -> int:
               "No past turns are archived yet.\n- run `quipu history index` to archive every transcript")
         return 0
     for h in result.hits:
-        print(f"{h.session}:{h.turn}  {_when(h.ts)}  {h.project or '(no project)'}  {h.role}")
+        print(f"{h.session}:{h.turn}  {_when(h.ts)}  {h.project or '(no project)'}  {h.role} ({h.agent})")
         print(f"    {_one_line(h.text)}")
     if not result.meaning:
         print("(words only: meaning search needs the wordllama package and `quipu history index --rebuild`)",

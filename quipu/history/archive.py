@@ -2,7 +2,8 @@
 
 Layout, under ``$QUIPU_HOME/history/`` (never inside a memory store: it is private and large):
 - ``sessions/<2 chars>/<session>.jsonl``: one JSON line per archived turn, ``{key, session, turn,
-  role, text, ts, project, branch}``. Lines are only appended, except by ``forget``; a later line
+  role, text, ts, project, branch, agent}`` (``agent``: ``claude`` or ``codex``, the client the
+  session ran in; a line without it is Claude Code's). Lines are only appended, except by ``forget``; a later line
   with the same key replaces an earlier one (an assistant turn that grew after a PreCompact).
 - ``forgotten``: the keys (``<session>/<uuid>``) and whole sessions (``<session>/*``) removed by
   ``forget``; they are never archived again, even if the transcript is read again.
@@ -114,10 +115,11 @@ class Turn:
     ts: str
     project: str
     branch: str
+    agent: str = "claude"
 
     def to_json(self) -> dict[str, object]:
         return {"key": self.key, "session": self.session, "turn": self.turn, "role": self.role, "text": self.text,
-                "ts": self.ts, "project": self.project, "branch": self.branch}
+                "ts": self.ts, "project": self.project, "branch": self.branch, "agent": self.agent}
 
     @classmethod
     def create(cls, data: object) -> Turn | None:
@@ -126,7 +128,7 @@ class Turn:
         try:
             return cls(str(data["key"]), str(data["session"]), int(data["turn"]), str(data["role"]),
                        str(data["text"]), str(data.get("ts") or ""), str(data.get("project") or ""),
-                       str(data.get("branch") or ""))
+                       str(data.get("branch") or ""), str(data.get("agent") or "claude"))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -215,7 +217,8 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
         number = old.turn if old is not None else next_turn
         if old is None:
             next_turn += 1
-        turn = Turn(raw.key, session.session_id, number, raw.role, text, raw.ts, session.project, raw.branch)
+        turn = Turn(raw.key, session.session_id, number, raw.role, text, raw.ts, session.project, raw.branch,
+                    session.agent)
         (updated if old is not None else added).append(turn)
     if added or updated:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,9 @@
 
 Contract:
 - ``projects_dir()`` is Claude Code's transcript folder, ``<claude dir>/projects``, where the
-  claude dir is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (Claude Code's own rule).
+  claude dir is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (Claude Code's own rule);
+  ``codex_sessions_dir()`` is Codex CLI's, ``$CODEX_HOME/sessions`` (``~/.codex/sessions``).
+  ``default_roots()`` is both: one archive holds the sessions of both agents, each turn labelled.
 - ``append_transcript`` archives one session's new turns and indexes them, under the archive
   lock: safe to run from twenty SessionEnd hooks at once, and again on the same transcript.
 - ``backfill`` does the same for every ``*.jsonl`` under a folder, in one locked run with
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from quipu.claude.settings import claude_dir
+from quipu.codex.config import codex_home
 from quipu.history import archive, index
 from quipu.history.archive import Layout, Turn
 from quipu.history.reader import read_session
@@ -29,6 +32,14 @@ _FLUSH = 4096
 
 def projects_dir() -> Path:
     return claude_dir() / "projects"
+
+
+def codex_sessions_dir() -> Path:
+    return codex_home() / "sessions"
+
+
+def default_roots() -> list[Path]:
+    return [projects_dir(), codex_sessions_dir()]
 
 
 @dataclass
@@ -108,13 +119,14 @@ def transcripts(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.jsonl") if p.is_symlink() or p.is_file())
 
 
-def backfill(root: Path | None = None, *, layout: Layout | None = None,
+def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = None,
              progress: Callable[[int, int], None] | None = None) -> Summary:
-    """Archive and index every transcript under ``root`` (default: ``projects_dir()``)."""
+    """Archive and index every transcript under ``root`` (a folder or several; default:
+    ``default_roots()``, Claude Code's and Codex CLI's)."""
     layout = layout or Layout.default()
-    root = root or projects_dir()
+    roots = default_roots() if root is None else [root] if isinstance(root, Path) else root
     summary = Summary()
-    files = transcripts(root) if root.is_dir() else []
+    files = [path for folder in roots if folder.is_dir() for path in transcripts(folder)]
     with layout.lock():
         forgotten = archive.forgotten_keys(layout)
         fresh = not index.is_current(layout)

@@ -27,7 +27,7 @@ from quipu.index.schema import discard_leftovers
 from quipu.history.archive import Layout, Turn, all_turns
 from quipu.prompt.stem import TOKENIZE
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the agent each turn came from
 _BATCH = 4096
 
 _DDL = f"""
@@ -40,6 +40,7 @@ CREATE TABLE turns(
     role TEXT NOT NULL,
     project TEXT NOT NULL,
     branch TEXT NOT NULL,
+    agent TEXT NOT NULL DEFAULT 'claude',
     ts TEXT NOT NULL,
     text TEXT NOT NULL
 );
@@ -121,8 +122,9 @@ class Writer:
                 stale = [] if self._fresh else self._delete_keys([t.key for t in batch])
                 last = int(self.db.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
                 self.db.executemany(
-                    "INSERT INTO turns(key, session, turn, role, project, branch, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.ts, t.text) for t in batch))
+                    "INSERT INTO turns(key, session, turn, role, project, branch, agent, ts, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.agent, t.ts, t.text) for t in batch))
                 new_ids = dict(self.db.execute("SELECT key, id FROM turns WHERE id > ?", (last,)).fetchall())
                 ids = [int(new_ids[t.key]) for t in batch]
                 self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",

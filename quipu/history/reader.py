@@ -1,4 +1,4 @@
-"""One Claude Code transcript as the turns a person would want to find again.
+"""One Claude Code transcript, or one Codex CLI session file, as the turns a person would want to find again.
 
 Contract:
 - ``read_session(path)`` returns the session's turns in order: each human prompt is a turn
@@ -12,6 +12,10 @@ Contract:
   same transcript twice, or after it grew, never duplicates a turn.
 - Bad lines never stop a read: a cut last line is skipped, a line that is not UTF-8 is decoded
   with replacement characters, lines of tool output are skipped before they are parsed.
+- A Codex rollout (``quipu.prompt.codex.is_rollout``) is read by the same rules with Codex's record
+  predicates: the prompts a person typed (not the environment context and instructions Codex adds),
+  the assistant's messages and tool calls; tool output and reasoning are left out. Its session is
+  labelled ``agent = "codex"`` (Claude Code's ``"claude"``); a sub-agent's session is ``sidechain``.
 - Nothing here redacts: ``quipu.history.archive`` does, before anything is written.
 """
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quipu.prompt import transcript
+from quipu.prompt import codex, transcript
 
 MAX_TOOL_ARG = 200
 # Lines of tool output start their content with this (quotes inside JSON strings are escaped, so
@@ -49,12 +53,13 @@ class Session:
     turns: list[RawTurn] = field(default_factory=list)
     bad_lines: int = 0
     sidechain: bool = False  # a sub-agent transcript: no record of it is a human turn
+    agent: str = "claude"  # the client the session ran in: claude or codex
 
 
-def _records(path: Path, counter: list[int]) -> Iterator[dict[str, Any]]:
+def _records(path: Path, counter: list[int], skip: tuple[bytes, ...] = (_TOOL_RESULT,)) -> Iterator[dict[str, Any]]:
     with path.open("rb") as fh:
         for raw in fh:
-            if not raw.strip() or _TOOL_RESULT in raw:
+            if not raw.strip() or any(marker in raw for marker in skip):
                 continue
             try:
                 record = json.loads(raw)
@@ -124,6 +129,8 @@ def _text_field(record: dict[str, Any], name: str) -> str:
 def read_session(path: str | Path) -> Session:
     """The turns of one transcript (see the module contract); ``OSError`` if it cannot be read."""
     path = Path(path)
+    if codex.is_rollout(path.name):
+        return _read_rollout(path)
     counter = [0]
     session = Session(session_id=path.stem, project="")
     pending: tuple[str, str, str, list[str]] | None = None  # key, ts, branch, parts
@@ -166,4 +173,55 @@ def read_session(path: str | Path) -> Session:
     flush()
     session.bad_lines = counter[0]
     session.sidechain = seen_any and sidechain_only
+    return session
+
+
+def _hashed(session_id: str, ts: str, text: str) -> str:
+    digest = hashlib.sha256(f"{ts}\0{text}".encode("utf-8", "replace")).hexdigest()[:24]
+    return f"{session_id}/h-{digest}"
+
+
+def _read_rollout(path: Path) -> Session:
+    """The turns of one Codex session file (see the module contract)."""
+    counter = [0]
+    session = Session(session_id=path.stem[-36:], project="", agent=codex.AGENT)
+    pending: tuple[str, str, list[str]] | None = None  # key, ts, parts
+
+    def flush() -> None:
+        nonlocal pending
+        if pending and pending[2]:
+            session.turns.append(RawTurn(pending[0], "assistant", "\n".join(pending[2]), pending[1], ""))
+        pending = None
+
+    for record in _records(path, counter, codex.SKIP):
+        ts = _text_field(record, "timestamp")
+        meta = codex.meta(record)
+        if meta is not None:
+            session.session_id = _text_field(meta, "id") or session.session_id
+            session.project = session.project or _text_field(meta, "cwd")
+            session.sidechain = session.sidechain or not isinstance(meta.get("source"), (str, type(None)))
+            continue
+        prompt = transcript.codex_human_text(record)
+        if prompt is not None:
+            flush()
+            text = prompt.strip()
+            ident = codex.human_id(record)
+            key = f"{session.session_id}/{ident}" if ident else _hashed(session.session_id, ts, text)
+            session.turns.append(RawTurn(key, "user", text, ts, ""))
+            continue
+        reply = codex.assistant_text(record)
+        call = codex.tool_call(record) if reply is None else None
+        if reply is None and call is None:
+            continue
+        part = reply if reply is not None and not transcript.is_machine_text(reply) else None
+        if call is not None:
+            part = tool_summary({"name": call[0], "input": call[1]})
+        if part is None:
+            continue
+        if pending is None:
+            ident = codex.item_id(record)
+            pending = (f"{session.session_id}/{ident}" if ident else _hashed(session.session_id, ts, "assistant"), ts, [])
+        pending[2].append(part)
+    flush()
+    session.bad_lines = counter[0]
     return session

@@ -14,7 +14,8 @@ Contract:
   MEANING_WEIGHT / (K + meaning rank); ties go to the better lexical rank. Filters (project,
   since, role) apply to both lists before they are cut, so a filter never empties a list that
   has matches.
-- Hits carry the session, turn number, role, project, branch and time, and both ranks.
+- Hits carry the session, turn number, role, the agent it came from (``claude`` or ``codex``),
+  project, branch and time, and both ranks.
 """
 from __future__ import annotations
 
@@ -58,10 +59,11 @@ class Hit:
     score: float
     lexical_rank: int | None
     meaning_rank: int | None
+    agent: str = "claude"
 
     def to_json(self) -> dict[str, Any]:
         return {"session": self.session, "turn": self.turn, "ref": f"{self.session}:{self.turn}",
-                "role": self.role, "project": self.project, "branch": self.branch, "ts": self.ts,
+                "role": self.role, "agent": self.agent, "project": self.project, "branch": self.branch, "ts": self.ts,
                 "score": round(self.score, 6), "lexical_rank": self.lexical_rank,
                 "meaning_rank": self.meaning_rank, "text": self.text}
 
@@ -256,7 +258,7 @@ def search(query: str, *, project: str | None = None, since: str | _dt.datetime 
             if row is None:
                 continue
             result.hits.append(Hit(row["session"], row["turn"], row["role"], row["project"], row["branch"],
-                                   row["ts"], row["text"], score, lex_rank, mean_rank))
+                                   row["ts"], row["text"], score, lex_rank, mean_rank, row["agent"]))
         db.execute("COMMIT")
     finally:
         db.close()

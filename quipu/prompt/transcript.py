@@ -8,7 +8,12 @@ On the prompt path: standard library only. Contract:
 - ``read_tail`` reads at most ``max_bytes`` from the end of a transcript (never the whole file)
   and returns the last human prompt before the current one and the last assistant text.
 - ``human_turns`` reads a whole transcript for the offline passes (capture), in order.
+- A Codex CLI session file (``rollout-*.jsonl``) is read the same way with Codex's record
+  predicates (``quipu.prompt.codex``): ``read_tail`` and ``conversation`` take either. That module
+  is loaded (from its bytecode) only when a rollout is read, so Claude Code's prompts never pay for it.
 """
+import sys
+
 from quipu.prompt import _fastjson, _fs
 
 TYPE_CHECKING = False
@@ -136,9 +141,32 @@ def assistant_text(record: "Any") -> str | None:
     return text or None
 
 
+def _is_rollout(path: str) -> bool:
+    """``quipu.prompt.codex.is_rollout``, without loading that module."""
+    return path.endswith(".jsonl") and path.rsplit("/", 1)[-1].startswith("rollout-")
+
+
+def _codex() -> "Any":
+    """``quipu.prompt.codex``, loaded from its bytecode the first time a rollout is read."""
+    module = sys.modules.get("quipu.prompt.codex")
+    if module is None:
+        import quipu.prompt
+
+        quipu.prompt.load_prompt_path(("codex",))
+        module = sys.modules["quipu.prompt.codex"]
+    return module
+
+
+def codex_human_text(record: "Any") -> str | None:
+    """The prompt text of a Codex rollout record (see ``quipu.prompt.codex``), else None."""
+    text = _codex().human_text(record)
+    return None if text is None or is_machine_text(text) else text
+
+
 def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) -> "tuple[str, str]":
     """(previous human prompt, last assistant text) from the end of a transcript: the last
     FIRST_TAIL_BYTES, then four times as much while something is missing, up to ``max_bytes``."""
+    rollout = _is_rollout(path)
     try:
         fd = _fs.open_regular(path)  # a FIFO or a device named as the transcript never blocks
     except (OSError, ValueError, TypeError):
@@ -148,7 +176,8 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
         window = min(FIRST_TAIL_BYTES, max_bytes)
         while True:
             start = max(0, size - window)
-            previous, assistant = _scan_tail(_fs.pread(fd, size - start, start), start > 0, current_prompt.strip())
+            previous, assistant = _scan_tail(_fs.pread(fd, size - start, start), start > 0, current_prompt.strip(),
+                                             rollout)
             if (previous and assistant) or start == 0 or window >= max_bytes:
                 return previous, assistant
             window = min(window * 4, max_bytes)
@@ -158,7 +187,9 @@ def read_tail(path: str, current_prompt: str = "", max_bytes: int = TAIL_BYTES) 
         _fs.close_fd(fd)
 
 
-def _scan_tail(chunk: bytes, cut: bool, current: str) -> "tuple[str, str]":
+def _scan_tail(chunk: bytes, cut: bool, current: str, rollout: bool = False) -> "tuple[str, str]":
+    human, reply, skip = (codex_human_text, _codex().assistant_text, _codex().SKIP) if rollout else (
+        human_text, assistant_text, (_TOOL_RESULT,))
     lines = chunk.split(b"\n")
     if cut:
         lines = lines[1:]  # the first line is cut
@@ -167,19 +198,19 @@ def _scan_tail(chunk: bytes, cut: bool, current: str) -> "tuple[str, str]":
     for raw in reversed(lines):
         if previous and assistant:
             break
-        if not raw.strip() or _TOOL_RESULT in raw:
+        if not raw.strip() or any(marker in raw for marker in skip):
             continue  # tool output (often the largest lines) is neither a prompt nor assistant text
         try:
             record = _fastjson.loads(raw)
         except ValueError:
             continue
         if not assistant:
-            text = assistant_text(record)
+            text = reply(record)
             if text:
                 assistant = text
                 continue
         if not previous:
-            text = human_text(record)
+            text = human(record)
             if text and text.strip() != current:
                 previous = text
     return previous, assistant
@@ -203,12 +234,13 @@ def records(path: str) -> "Iterator[dict[str, Any]]":
 def conversation(path: str) -> list[tuple[str, str]]:
     """The human prompts and assistant texts of a transcript as (role, text), in order."""
     out: list[tuple[str, str]] = []
+    human, reply = (codex_human_text, _codex().assistant_text) if _is_rollout(path) else (human_text, assistant_text)
     for record in records(path):
-        text = human_text(record)
+        text = human(record)
         if text is not None:
             out.append(("user", text))
             continue
-        text = assistant_text(record)
+        text = reply(record)
         if text:
             out.append(("assistant", text))
     return out
