@@ -27,11 +27,11 @@ from urllib.parse import unquote
 from quipu.index import index
 from quipu.claude import memorymd
 from quipu.store import notes
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_allow_secret, add_json, open_store
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
 from quipu.output import print_json, progress
-from quipu.store.store import Store
+from quipu.store.store import Store, memory_fields
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
@@ -73,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), or the folder of notes")
     p.add_argument("--project", metavar="DIR", help="record this project root on every imported memory")
     p.add_argument("--dry-run", action="store_true", help="show what would be imported and commit nothing")
+    add_allow_secret(p)
     add_json(p)
     p.set_defaults(func=run)
 
@@ -141,7 +142,8 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
     return memory, str(source) if topic else None
 
 
-def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project: str | None = None) -> tuple[list[Outcome], list[memorymd.Line]]:
+def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project: str | None = None,
+                     allow_secret_like: tuple[str, ...] = ()) -> tuple[list[Outcome], list[memorymd.Line]]:
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError as exc:
@@ -158,7 +160,7 @@ def import_memory_md(store: Store, path: Path, *, dry_run: bool = False, project
         elif dry_run:
             outcomes.append(Outcome(entry.line, memory, "new", past, topic))
         else:
-            sha = store.add(memory, action="import")
+            sha = store.add(memory, action="import", allow_secret_like=allow_secret_like)
             outcomes.append(Outcome(entry.line, memory, "imported", past, topic, sha))
         seen.add(memory.id)
     return outcomes, others
@@ -172,7 +174,8 @@ class FolderImport:
     commit: str | None
 
 
-def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> FolderImport:
+def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
+                    allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
     """Every note under ``root`` not yet in the store, committed at once."""
     if not root.is_dir():
         raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
@@ -200,13 +203,14 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> Folde
         commit = store.commit(
             changes, f"quipu: import {len(changes)} notes from {root.name}",
             {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+            allow_secret_like=allow_secret_like, fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
         )
     return FolderImport(list(fresh.values()), existing, skipped, commit)
 
 
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     root = Path(args.file).expanduser().absolute()
-    done = import_markdown(store, root, dry_run=args.dry_run)
+    done = import_markdown(store, root, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like))
     if done.commit:
         index.refresh_after_write(store)
     if args.json:
@@ -231,7 +235,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_markdown(store, args)
     path = Path(args.file).expanduser().absolute()
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
-    outcomes, others = import_memory_md(store, path, dry_run=args.dry_run, project=project)
+    outcomes, others = import_memory_md(store, path, dry_run=args.dry_run, project=project,
+                                        allow_secret_like=tuple(args.allow_secret_like))
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
         index.refresh_after_write(store)
     if args.json:

@@ -238,15 +238,23 @@ class Store:
         *,
         create_only: Collection[str] = (),
         require: Collection[str] = (),
+        allow_secret_like: Collection[str] = (),
+        fields: Mapping[str, str] | None = None,
     ) -> str:
         """One commit; ``create_only``/``require`` paths are checked under the writer lock.
 
-        Nothing that looks like a secret is committed, in any file or in the message: a secret in
-        git history is there for good (``SecretRefused``, and nothing is written)."""
+        Nothing that looks like a secret is committed, in any file, in ``fields`` (the raw strings
+        a file was rendered from) or in the message: a secret in git history is there for good
+        (``SecretRefused``, and nothing is written). Rules a person vouches for
+        (``allow_secret_like``) are skipped, and the ones used are named in a
+        ``Quipu-Allowed-Secret-Like`` trailer."""
         from quipu.store import gitstore, secrets_scan
 
-        message = format_message(summary, trailers)
-        secrets_scan.refuse_secrets(changes, message)
+        raw = {name: text.encode("utf-8") for name, text in (fields or {}).items()}
+        used = secrets_scan.refuse_secrets({**raw, **changes}, "", allow_secret_like)
+        secrets_scan.refuse_secrets({}, format_message(summary, trailers))
+        # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
+        message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
         sha = gitstore.commit_files(
             self.root, changes, message, repo=self.repo, create_only=create_only, require=require
         )
@@ -262,6 +270,7 @@ class Store:
         session: str | None = None,
         sweep: str | None = None,
         overwrite: bool = False,
+        allow_secret_like: Collection[str] = (),
     ) -> str:
         """Commit a new memory (or, with ``overwrite``, a new version of one)."""
         if not overwrite and self.exists(memory.id):
@@ -289,6 +298,8 @@ class Store:
             # Checked again under the lock: two writers racing for one id cannot both win.
             create_only=() if overwrite else (memory.path,),
             require=[memory_path(old) for old in memory.supersedes],
+            allow_secret_like=allow_secret_like,
+            fields=memory_fields(memory),
         )
 
     def add_event(
@@ -402,6 +413,15 @@ class Store:
         from quipu.store import undo
 
         return undo.undo(self, commit=commit, memory=memory, sweep=sweep)
+
+def memory_fields(memory: Memory) -> dict[str, str]:
+    """Every string a memory file is rendered from, named ``<path> (<field>)`` for a refusal."""
+    out = {f"{memory.path} ({name})": getattr(memory, name) for name in ("title", "description", "body")}
+    for name in ("topics", "entities", "aliases"):
+        out[f"{memory.path} ({name})"] = "\n".join(getattr(memory, name))
+    out[f"{memory.path} (other fields)"] = "\n".join(str(v) for v in memory.extra.values() if isinstance(v, str))
+    return out
+
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,366 @@
+"""The rules of the secret scanner: what a credential looks like, in code, config, shells and prose.
+
+Contract:
+- ``RULES`` is a tuple of ``Rule(name, keywords, pattern, check)``. A rule runs only on a text
+  that holds one of its ``keywords`` (lower case) or, for a rule with none, a run of
+  ``MIN_RUN``+ characters without a space: that is the cheap pre-filter (``may_match``), and it
+  is a necessary condition of every rule. A match's ``value`` group (or the whole match) is the
+  secret's span; ``check(value)`` may reject it (a placeholder, a word, a hash).
+- The families follow the rule lists of gitleaks and trufflehog: provider tokens by their own
+  prefixes; keys shaped like ordinary identifiers (hex, UUIDs, base32 seeds) only beside a word
+  that names a credential; ``KEY=value`` assignments in code, config and ``.env`` files; URLs
+  and connection strings with a password; PEM private keys and JWTs; password flags of common
+  command lines (``sshpass -p``, ``curl -u user:pass``, ``redis-cli -a``, ``-passin pass:``...);
+  passwords told in prose in 30+ languages; diceware and seed phrases; recovery codes; 1Password
+  secret keys; and random mixed-case tokens (``entropy``).
+- Not secrets: hashes and commit ids, UUIDs and ULIDs on their own, public keys and
+  certificates, data URIs, integrity strings, documented example keys (``...EXAMPLE``),
+  variable names and references (``process.env.X``, ``${X}``, ``<your-token>``).
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class Rule(NamedTuple):
+    name: str
+    keywords: tuple[str, ...]
+    pattern: re.Pattern[str]
+    check: Callable[[str], bool] | None = None
+    skip_name: re.Pattern[str] | None = None  # the match's ``name`` group that makes it no secret
+
+
+MIN_RUN = 15  # the shortest provider token a prefix rule knows, and the entropy rule's shortest candidate
+
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:[<\[{(].*|\$.*|%\(?.*|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
+    r"|os\.(?:environ|getenv)|getenv\(|process\.env|environ\[|secrets\.|placeholder|your[_\-]|redacted"
+    r"|example|changeme|\bdummy\b|\bsample\b|\bfake\b|^(?:1password|lastpass|bitwarden|keepass|keychain|vault)\b"
+    r"|^(?:password|passwd|secret|token|none|null|true|false|required|optional|string|str|hidden|empty|root|guest"
+    r"|admin|test|user|pass|\*+)$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:[.\-][A-Za-z_]+)*(?:\(.*\)?)?[:;,]?$")
+_CALL = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*\(")
+
+
+def entropy(text: str) -> float:
+    """Bits per character of ``text`` (0.0 for empty text)."""
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+def _class(ch: str) -> str:
+    return "d" if ch.isdigit() else "u" if ch.isupper() else "l" if ch.islower() else "s"
+
+
+def mixing(text: str) -> float:
+    """Share of neighbouring letters/digits that change class: ~0.6 random base62, ~0.1 identifiers."""
+    chars = [c for c in text if c.isalnum()]
+    if len(chars) < 2:
+        return 0.0
+    return sum(_class(a) != _class(b) for a, b in zip(chars, chars[1:], strict=False)) / (len(chars) - 1)
+
+
+def clean(value: str) -> str:
+    return value.strip().strip("\"'`«»“”„「」『』()[],;").rstrip(".:")
+
+
+def not_placeholder(value: str) -> bool:
+    v = clean(value)
+    return len(v) >= 4 and not _PLACEHOLDER.search(v) and len(set(v)) > 2
+
+
+def secretish(value: str) -> bool:
+    """A value that reads like a password: not a word, a number, a path, code or a placeholder."""
+    v = clean(value)
+    if len(v) < 6 or not not_placeholder(v) or _CALL.match(v) or v.count("/") >= 2:
+        return False
+    letters = sum(c.isalpha() for c in v)
+    digits = sum(c.isdigit() for c in v)
+    symbols = len(v) - letters - digits
+    inner_upper = any(c.isupper() for c in v[1:])
+    if not letters:
+        return False  # a number: a port, a count, a year
+    return bool(digits and (letters >= 2 or symbols)) or bool(symbols and inner_upper) or (
+        inner_upper and any(c.islower() for c in v) and len(v) >= 10 and not _IDENTIFIER.match(v))
+
+
+def assigned(value: str) -> bool:
+    """A value given to a credential name: a secret unless it is a reference, a call or a placeholder."""
+    v = clean(value)
+    if len(v) < 4 or not not_placeholder(v) or _CALL.match(value.strip()) or v.startswith(("-", "=")):
+        return False
+    if re.fullmatch(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+", v):
+        return False  # an attribute: self.password, config.token
+    return not re.fullmatch(r"[A-Z][A-Z0-9_]+|[a-z]+_[a-z_]+", v)  # another variable's name
+
+
+_HEXISH = re.compile(r"\A[0-9a-fA-F\-]+\Z")
+
+
+def key_like(value: str) -> bool:
+    """A token beside a credential word: long enough, and not a word, a path or a URL."""
+    v = clean(value)
+    if len(v) < 16 or not not_placeholder(v) or "://" in v or v.count("/") >= 3:
+        return False
+    if re.fullmatch(r"[A-Z2-7]{16,}=*", v):
+        return True  # a base32 seed
+    if re.fullmatch(r"[A-Za-z]+(?:[-_.][A-Za-z]+)*", v):
+        return bool(re.fullmatch(r"[A-Z2-7]{16,}", v)) or (len(v) >= 24 and mixing(v) >= 0.4)
+    upper, lower = any(c.isupper() for c in v), any(c.islower() for c in v)
+    return (sum(c.isdigit() for c in v) >= 2 or bool(_HEXISH.match(v))
+            or len(v) >= 20 and upper and lower and mixing(v) >= 0.35)
+
+
+def prefixed(value: str) -> bool:
+    """A provider token: its body varies (not ``ghp_xxxx...``) and is not a documented example."""
+    v = clean(value)
+    v = v.rstrip("/").rsplit("/", 1)[-1] if v.startswith("https://") else v  # a webhook URL: its last part
+    return not_placeholder(v) and entropy(v) >= 2.5
+
+
+_DIGEST_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|h1|blake2b?)[-:~]")
+_CROCKFORD_ULID = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
+_BASE58_ADDRESS = re.compile(r"\A[13][1-9A-HJ-NP-Za-km-z]{25,34}\Z")
+_PUBLIC_BEFORE = re.compile(
+    r"(?i)(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-\w+|sk-ssh-\S+|base64,|sha(?:1|256|384|512)[-:~]|h1:|SHA256:|"
+    r"publickey\s*=\s*|public key[:\s]+|fingerprint\s*|0x|age1|bc1|tb1)\s*\Z")
+
+
+def _decodes_to_text(token: str) -> bool:
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return len(raw) >= 8 and sum(32 <= b < 127 or b in (9, 10, 13) for b in raw) / len(raw) > 0.95
+
+
+def random_token(token: str, before: str) -> bool:
+    """A run of 20+ key characters that looks random: all three classes mixed, not a known public form."""
+    core = token.strip("=-_.")
+    if len(core) < 20 or _PUBLIC_BEFORE.search(before[-24:]) or _DIGEST_PREFIX.match(core):
+        return False
+    if _CROCKFORD_ULID.match(core) or _BASE58_ADDRESS.match(core) or _HEXISH.match(core) or "EXAMPLE" in core:
+        return False
+    if "/" in core and all(re.fullmatch(r"[A-Za-z]?[a-z0-9._\-]*", p) for p in core.split("/")):
+        return False  # a path fragment such as src/api/v2/orders
+    if _decodes_to_text(core) and len(core) % 4 == 0 or token.endswith("=") and _decodes_to_text(core):
+        return False  # base64 of text, shown as an example
+    parts = re.split(r"[-_.]", core)
+    for part in parts if len(parts) > 1 else [core]:
+        classes = {_class(c) for c in part}
+        if (len(part) >= 20 and {"u", "l", "d"} <= classes and entropy(part) >= 3.7 and mixing(part) >= 0.4
+                and sum(c.isdigit() for c in part) >= 2):
+            return True
+    return False
+
+
+# Provider tokens by their own prefixes (gitleaks' and trufflehog's rules, widened to a family).
+_PREFIXES = (
+    r"sk-ant-(?:api|admin|sid)\d\d-[\w\-]{20,}", r"sk-(?:proj|svcacct|admin|or-v1|live|test)-[\w\-]{20,}",
+    r"sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}", r"sk-[A-Za-z0-9]{32,}", r"gh[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_\w{40,}", r"gl(?:pat|dt|rt|ptt|soat|cbt|ft|imt|oas|agent)-[\w\-]{20,}", r"glsa_\w{30,}",
+    r"glc_[\w\-=]{30,}", r"hf_[A-Za-z]{30,}", r"api_org_[A-Za-z]{30,}", r"NR(?:AK|II|JS|AA)-[\w\-]{19,}",
+    r"[A-Fa-f0-9]{36}NRAL", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+    r"xox[abposre]-[\w\-]{10,}", r"xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]+", r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{20,}",
+    r"whsec_[A-Za-z0-9+/=]{24,}", r"AIza[\w\-]{35}", r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}",
+    r"SG\.[\w\-]{20,}\.[\w\-]{20,}", r"npm_[A-Za-z0-9]{36}", r"pypi-AgEIcHlwaS5vcmc[\w\-]{50,}",
+    r"rubygems_[a-f0-9]{48}", r"oy2[a-z0-9]{43}", r"dp\.(?:pt|st|ct|sa|scim|audit)\.[\w\-]{30,}",
+    r"hv[sbr]\.[\w\-]{20,}", r"[A-Za-z0-9]{14}\.atlasv1\.[\w\-=]{60,}", r"do[opr]_v1_[a-f0-9]{64}",
+    r"dapi[a-f0-9]{32}(?:-\d)?", r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}", r"EZ[AT]K[A-Za-z0-9]{54}",
+    r"FLWSEC(?:K|K_TEST)-[a-h0-9]{32}-X", r"fio-u-[\w\-=]{64}", r"lin_api_[A-Za-z0-9]{40}",
+    r"[ps]k\.eyJ[\w\-]{20,}\.[\w\-]{20,}", r"ntn_[A-Za-z0-9]{40,}", r"secret_[A-Za-z0-9]{43}",
+    r"pscale_(?:tkn|pw|oauth)_[\w\-=.]{32,}", r"pnu_[A-Za-z0-9]{36}", r"pul-[a-f0-9]{40}", r"rdme_[a-z0-9]{70}",
+    r"sntry[su]_[\w=]{40,}", r"shippo_(?:live|test)_[a-f0-9]{40}", r"sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}",
+    r"EAAA[\w\-]{60}", r"sq0(?:atp|csp)-[\w\-]{22,}", r"SK[0-9a-f]{32}", r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
+    r"ops_eyJ[A-Za-z0-9+/=]{100,}", r"AKCp[A-Za-z0-9]{69}", r"cmVmd[A-Za-z0-9]{59}", r"ATATT3[\w\-=]{150,}",
+    r"CLOJARS_[a-z0-9]{60}", r"FlyV1 fm[12]_[\w\-=,+/]{40,}", r"ico-[A-Za-z0-9]{32}", r"API-[A-Z0-9]{26}",
+    r"sha256~[\w\-]{43}", r"pplx-[A-Za-z0-9]{40,}", r"tk-us-[\w\-]{48}", r"sm_(?:pat|aat|sat)_[a-z0-9]{16}",
+    r"gsk_[A-Za-z0-9]{40,}", r"xai-[A-Za-z0-9]{60,}", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}", r"r8_[A-Za-z0-9]{37}",
+    r"key-[a-f0-9]{32}", r"[a-f0-9]{32}-us\d{1,2}", r"[\w~.]{3}\dQ~[\w~.\-]{31,34}", r"p8e-[A-Za-z0-9]{32}", r"LTAI[A-Za-z0-9]{20}",
+    r"4b1d[A-Za-z0-9]{38}", r"duffel_(?:test|live)_[\w\-=]{43}", r"tfp_[\w\-=.]{40,}", r"api-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}",
+    r"HRKU-AA[\w\-]{50,}", r"\d{8,10}:AA[\w\-]{32,}", r"dckr_pat_[\w\-]{27}", r"bkua_[a-z0-9]{40}",
+    r"figd_[\w\-]{40}", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", r"CFPAT-[\w\-]{43}", r"GOCSPX-[\w\-]{28}",
+    r"ya29\.[\w\-]{30,}", r"1//0[\w\-]{40,}", r"sbp_[a-f0-9]{40}", r"pat-(?:na|eu)1-[a-f0-9\-]{36}", r"rnd_[A-Za-z0-9]{32}",
+    r"nvapi-[\w\-]{60,}", r"[A-Za-z0-9]{3,10}_(?:live|prod|secret|pat|tkn|token|apikey)_[A-Za-z0-9]{20,}",
+    r"[MNO][A-Za-z\d_\-]{23,27}\.[\w\-]{6}\.[\w\-]{27,}", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+    r"https://discord(?:app)?\.com/api/webhooks/\d+/[\w\-]{60,}", r"https://hooks\.slack\.com/(?:services|workflows)/[\w/]{30,}",
+    r"https://[\w\-]+\.webhook\.office\.com/\S{40,}", r"eyJ[\w\-]{8,}\.eyJ[\w\-]{8,}\.[\w\-]{8,}", r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{8,}",
+)
+_PROVIDER = re.compile(r"(?<![\w\-+/.])(?P<value>" + "|".join(_PREFIXES) + r")(?![\w\-+/])")
+
+_PEM = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+                  r"|[\s\S]{0,4000}?(?=\n\s*\n|\Z))", re.DOTALL)
+
+# A name that says "credential" (in code, config, env files, headers), then ``=``, ``:`` or ``=>``.
+_CRED_NAME = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-.]?key|apikey|access[_\-.]?key|private[_\-.]?key"
+              r"|client[_\-.]?secret|auth(?:[_\-.]?(?:key|token))?|credentials?|signing[_\-.]?key|encryption[_\-.]?key"
+              r"|master[_\-.]?key|account[_\-.]?key|license[_\-.]?key|session[_\-.]?key|secret[_\-.]?key|sas|pat"
+              r"|requirepass|masterauth|storepass|keypass)")
+_ASSIGN = re.compile(
+    rf"(?i)(?<![\w.])(?P<name>(?:[\w.\-$:]*?(?:[_\-.:$]|(?-i:(?<=[a-z])(?=[A-Z]))))?{_CRED_NAME}(?:(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z])))[\w.\-]*)?)[\"']?\s*(?:=|:|=>|:=)(?!=)\s*(?:b|r|f)?[\"'`]?"
+    rf"(?P<value>[^\s\"'`;,<]+(?:[^\S\n][^\s\"'`;,<]+)*?)(?=[\"'`;,<]|\s*$|\s+#|\s+//|\s)", re.MULTILINE)
+# ``SOME_KEY=value``: a key by its name alone, when the value is key-shaped (not a cache or sort key).
+_KEY_ASSIGN = re.compile(
+    r"(?i)(?<![\w.])(?P<name>[\w.\-]*key[\w\-]*)[\"']?\s*(?:=|:|=>)(?!=)\s*[\"'`]?(?P<value>[A-Za-z0-9+/][\w+/=.:~\-]{15,})")
+_NOT_A_SECRET_KEY = re.compile(r"(?i)public|publishable|_id\b|id$|name|file|path|cache|sort|primary|foreign|partition|idempoten"
+                               r"|type|size|len|hash|digest|ref|map|field|column|index|prefix|pair|store|ring|board|word")
+
+
+_XML = re.compile(rf"(?i)<(?P<name>[\w\-]*{_CRED_NAME}[\w\-]*)>(?P<value>[^<\s]{{4,}})</")
+_SPACED = re.compile(r"(?i)(?<![\w.])(?:requirepass|masterauth)\s+[\"']?(?P<value>[^\s\"']{4,})")
+
+
+# A credential word in prose or a header, then (within a few words) a key-shaped value.
+_KEY_WORD = (r"(?:api[\s_\-]?(?:key|token|secret)|access[\s_\-]?(?:key|token)|auth(?:orization)?[\s_\-]?(?:token|key)"
+             r"|app[\s_\-]?(?:key|secret)|admin[\s_\-]?key|secret(?:[\s_\-]?key)?|token|license[\s_\-]?key|client[\s_\-]?secret"
+             r"|consumer[\s_\-]?secret|(?:service[\s_\-]?)?account[\s_\-]?key|signing[\s_\-]?secret|private[\s_\-]?key|encryption[\s_\-]?key|setup[\s_\-]?key"
+             r"|seed|totp|2fa|mfa|otp|recovery[\s_\-]?key|master[\s_\-]?key|bearer|basic|x-api-key|private-token)")
+_NEAR_KEY = re.compile(rf"(?i)(?<![\w\-])(?<!public\s){_KEY_WORD}s?\b[^\n\w]{{0,3}}(?:[^\n]{{0,36}}?[\s:=\"'(`])?"
+                       r"(?P<value>[A-Za-z0-9+/][A-Za-z0-9+/=_.:~\-]{15,})")
+_SPACED_SEED = re.compile(r"(?i)(?:seed|secret|setup key|totp|2fa|mfa)\W{1,4}(?:\w+\s){0,4}?(?P<value>(?:[a-z2-7]{4}\s){3,}[a-z2-7]{4})\b")
+_URL_PARAM = re.compile(r"(?i)[?&](?:secret|token|api_?key|access_token|password|passwd|sig|signature|client_secret)="
+                        r"(?P<value>[^&\s\"'#]{8,})")
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://(?P<user>[^\s/:@'\"<>]*):(?P<value>[^\s/@'\"<>]+)@")
+_CONN_PASSWORD = re.compile(r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*(?P<value>[^;\s\"']{4,});")
+
+
+def _url_password(value: str) -> bool:
+    return not_placeholder(value) and value.lower() not in ("password", "pass", "secret", "root", "guest", "postgres")
+
+
+# Password flags of command lines: the value of -p, -a, -w, pass:... in the commands that take them.
+_CLI = re.compile(
+    r"(?i)(?:\bsshpass\b[^\n|;]*?\s-p\s*|\b(?:docker|podman|buildah|nerdctl|helm|skopeo)\b[^\n|;]*?\blogin\b[^\n|;]*?\s-p\s+"
+    r"|\bredis-cli\b[^\n|;]*?\s-a\s+|\bldap\w*\b[^\n|;]*?\s-w\s+|\bmysql\w*\b[^\n|;]*?\s-p(?=\S)"
+    r"|\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az)\b[^\n|;]*?\s-p\s+|\bsqlcmd\b[^\n|;]*?\s-P\s+|\bipmitool\b[^\n|;]*?\s-P\s+"
+    r"|\b(?:zip|unzip)\b[^\n|;]*?\s-P\s+|\b7za?\b[^\n|;]*?\s-p(?=\S)|\bplink\b[^\n|;]*?\s-pw\s+|\bpscp\b[^\n|;]*?\s-pw\s+"
+    r"|[\s/]/p:|-pass(?:in|out)?\s+pass:|-(?:storepass|keypass|srcstorepass|deststorepass)\s+"
+    r"|--(?:password|passwd|pass|passphrase|token|api-key|apikey|client-secret|secret|auth-token|access-token)(?:=|\s+)"
+    r"|\b(?:curl|wget|http|https|xh)\b[^\n|;]*?\s(?:-u|--user|-a|--auth)\s*[\"']?[^\s:\"']+:"
+    r"|\bsmbclient\b[^\n|;]*?\s-U\s*[\"']?[^\s%\"']+%|\bhtpasswd\b[^\n|;]*?\s-b\w*\s+\S+\s+\S+\s+"
+    r"|\bnet\s+use\s+\S+\s+\S+\s+|\bnmcli\b[^\n|;]*?\bpassword\s+|\bvault\s+login\s+(?!-)"
+    r"|\b(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|RSYNC_PASSWORD|SSHPASS)=)"
+    r"[\"']?(?P<value>[^\s\"'|;]{4,})")
+
+
+def _cli_value(value: str) -> bool:
+    v = clean(value)
+    return not_placeholder(v) and not v.startswith("-") and not re.fullmatch(r"env:\S*|file:\S*|stdin|fd:\d+", v)
+
+
+# A password in prose: the word for it in many languages, a few joining words, then the value.
+PASSWORD_WORDS = (
+    "password", "passwords", "passwd", "passphrase", "pass phrase", "passcode", "pwd", "pw", "pass", "passwort", "kennwort",
+    "mot de passe", "contraseña", "contrasena", "contrasenya", "clave", "senha", "wachtwoord", "пароль", "паролата",
+    "парола", "şifre", "şifresi", "sifre", "parola", "parolă", "hasło", "haslo", "lösenord", "lösenordet", "passord",
+    "passordet", "adgangskode", "adgangskoden", "kodeord", "salasana", "heslo", "hesla", "geslo", "lozinka", "jelszó",
+    "jelszava", "κωδικός", "συνθηματικό", "parool", "parole", "slaptažodis", "lykilorð", "pasahitza", "mật khẩu",
+    "kata sandi", "kata laluan", "sandi", "パスワード", "パスフレーズ", "暗証番号", "合言葉", "密码", "密碼", "口令",
+    "비밀번호", "암호", "패스워드", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "पासवर्ड", "रहस्य शब्द", "รหัสผ่าน",
+    "login", "credentials", "creds", "wifi key", "wlan key", "wpa key", "network key", "master password", "seed phrase", "recovery phrase", "mnemonic",
+)
+_WEAK = {"pass", "pw", "pwd", "clave", "sandi", "login", "credentials", "creds", "parole"}
+_LATIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef\u0e00-\u0e7f]")
+_PROSE_WORD = re.compile(
+    r"(?i)(?<![A-Za-z0-9_$.\-/:@])(?:" + "|".join(re.escape(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True))
+    + r")(?![A-Za-z0-9_\-/@])")
+_VALUE = re.compile(r"[^\s\"'`«»“”„「」『』（）()\[\],;，。、：:]+")
+_PHRASE = re.compile(r"\A[a-z]{3,12}(?:([-_.])[a-z]{3,12})(?:\1[a-z]{3,12}){2,}\Z")
+# Names of algorithms and formats that follow "passwords are hashed with ..." and look like passwords.
+_TECH_TERM = re.compile(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)|utf-?8"
+                        r"|http/?[23]|oauth2?|ipv[46]|x509|ed25519|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[a-z]+\d{2,4})$")
+_STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with from as it this that not your our".split())
+
+
+def prose_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of passwords told in prose ("the VPN password is blue-Falcon-93", "パスワードはXです")."""
+    out: list[tuple[int, int]] = []
+    for m in _PROSE_WORD.finditer(text):
+        word = m.group().lower()
+        line_end = text.find("\n", m.end())
+        window = text[m.end():(len(text) if line_end < 0 else line_end)][:64]
+        spaced = word in ("seed phrase", "recovery phrase", "mnemonic")
+        if spaced:
+            words = re.match(r"\W{0,4}(?:is\s+|:\s*)?[\"'“]?((?:[a-z]{3,8}\s+){5,23}[a-z]{3,8})\b", text[m.end():])
+            if words and not set(words.group(1).split()) & _STOPWORDS:
+                out.append((m.end() + words.start(1), m.end() + words.end(1)))
+            continue
+        seen = 0
+        for v in _VALUE.finditer(window):
+            value = v.group()
+            cut = _CJK.search(value)
+            start = v.start()
+            if cut:  # "Xです", "는X": the value is the run of other characters
+                pieces = [p for p in re.split(_CJK.pattern + "+", value) if p]
+                if not pieces:
+                    continue
+                start += value.find(pieces[0])
+                value = pieces[0]
+            value = value.rstrip(".!?,") if not value.endswith("!") or len(value) < 6 else value.rstrip(".,?")
+            weak_value = not re.search(r"[^a-z0-9]", value) or _TECH_TERM.match(value)
+            strong = secretish(value) and (word not in _WEAK or len(value) >= 8) and not (weak_value and seen > 2)
+            phrase = bool(_PHRASE.match(value)) and ("phrase" in word or "pass" in word or "パス" in word)
+            if strong or phrase:
+                out.append((m.end() + start, m.end() + start + len(value)))
+                break
+            seen += 1
+            if seen >= (4 if word in _WEAK else 6):
+                break
+    return out
+
+
+# Recovery and backup codes: the words, then code-shaped tokens in the lines that follow.
+_CODES_HEAD = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa|one[\s\-]time|emergency|scratch)\s+codes?\b")
+_CODE = re.compile(r"(?<![\w\-])(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{4}\s\d{4}|\d{6,10}|[a-f0-9]{8,12})(?![\w\-])")
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Codes after "recovery codes": those with a digit, and their siblings of the same shape."""
+    out: list[tuple[int, int]] = []
+    for m in _CODES_HEAD.finditer(text):
+        found = list(_CODE.finditer(text, m.end(), m.end() + 400))
+        shapes = {re.sub(r"\w", "x", c.group()) for c in found if any(ch.isdigit() for ch in c.group())}
+        out += [(c.start(), c.end()) for c in found if re.sub(r"\w", "x", c.group()) in shapes]
+    return out
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("private-key", ("-----begin",), _PEM),
+    Rule("provider-token", (), _PROVIDER, prefixed),
+    Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sas", "pat"), _ASSIGN, assigned),
+    Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential"), _XML, assigned),
+    Rule("assignment", ("requirepass", "masterauth"), _SPACED, not_placeholder),
+    Rule("key-assignment", ("key",), _KEY_ASSIGN, key_like, _NOT_A_SECRET_KEY),
+    Rule("credential-near-key", ("key", "token", "secret", "seed", "totp", "2fa", "mfa", "otp", "bearer", "basic"),
+         _NEAR_KEY, key_like),
+    Rule("totp-seed", ("seed", "secret", "setup key", "totp", "2fa", "mfa"), _SPACED_SEED),
+    Rule("url-secret", ("secret=", "token=", "key=", "password=", "passwd=", "sig=", "signature=", "secret="), _URL_PARAM,
+         not_placeholder),
+    Rule("url-password", ("://",), _URL_PASSWORD, _url_password),
+    Rule("connection-string", ("password", "pwd"), _CONN_PASSWORD, assigned),
+    Rule("cli-password", ("sshpass", "login", "redis-cli", "ldap", "mysql", "mongo", "rdesktop", "az ", "sqlcmd", "ipmitool",
+                          "zip", "7z", "plink", "pscp", "/p:", "pass", "storepass", "keypass", "--", "curl", "wget", "http",
+                          "xh ", "smbclient", "htpasswd", "net use", "nmcli", "vault", "pgpassword", "mysql_pwd",
+                          "rediscli_auth", "rsync_password"), _CLI, _cli_value),
+)
+# The CLI rule's ``echo`` form only holds when the echoed text is piped to a password prompt.
+_ECHO_PIPE = re.compile(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*\S+[^\n]*--password-stdin")
+PROSE_KEYWORDS = tuple(w.split()[0] for w in PASSWORD_WORDS)
+CODE_KEYWORDS = ("recovery", "backup", "2fa", "mfa", "one time", "one-time", "emergency", "scratch")
+
+
+def may_match(low: str) -> bool:
+    """The cheap pre-filter over lower-cased text: can any rule match at all?"""
+    return (any(len(w) >= MIN_RUN for w in low.split()) or any(k in low for r in RULES for k in r.keywords)
+            or any(k in low for k in PROSE_KEYWORDS) or any(k in low for k in CODE_KEYWORDS))
+
+
+def echo_spans(text: str) -> list[tuple[int, int]]:
+    return [(m.start("value"), m.end("value")) for m in _ECHO_PIPE.finditer(text) if _cli_value(m.group("value"))]
