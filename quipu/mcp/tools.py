@@ -148,7 +148,9 @@ class Service:
         args = dict(arguments or {})
         problem = _invalid(tool.schema, args)
         if problem:
-            return Answer(f"{name}: invalid arguments: {problem}", True)
+            from quipu.store import secrets_scan  # the message may quote an argument: never a secret in it
+
+            return Answer(f"{name}: invalid arguments: {secrets_scan.redact(problem)}", True)
         try:
             return tool.run(self, args)
         except FatalError as exc:

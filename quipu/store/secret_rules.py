@@ -189,10 +189,17 @@ _PREFIXES = (
     r"ya29\.[\w\-]{30,}", r"1//0[\w\-]{40,}", r"sbp_[a-f0-9]{40}", r"pat-(?:na|eu)1-[a-f0-9\-]{36}", r"rnd_[A-Za-z0-9]{32}",
     r"nvapi-[\w\-]{60,}", r"[A-Za-z0-9]{3,10}_(?:live|prod|secret|pat|tkn|token|apikey)_[A-Za-z0-9]{20,}",
     r"[MNO][A-Za-z\d_\-]{23,27}\.[\w\-]{6}\.[\w\-]{27,}", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
-    r"https://discord(?:app)?\.com/api/webhooks/\d+/[\w\-]{60,}", r"https://hooks\.slack\.com/(?:services|workflows)/[\w/]{30,}",
+    r"https://discord(?:app)?\.com/api/webhooks/\d+/[\w\-]{10,}", r"https://hooks\.slack\.com/(?:services|workflows)/[\w/]{20,}",
     r"https://[\w\-]+\.webhook\.office\.com/\S{40,}", r"eyJ[\w\-]{8,}\.eyJ[\w\-]{8,}\.[\w\-]{8,}", r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{8,}",
 )
-_PROVIDER = re.compile(r"(?<![\w\-+/.])(?P<value>" + "|".join(_PREFIXES) + r")(?![\w\-+/])")
+
+
+def _at_least(pattern: str) -> str:
+    """A fixed body length of 20+ read as "20 or more": a token cut short (a title, a topic) still leaks."""
+    return re.sub(r"\{(\d{2,3})\}", lambda m: "{20,}" if int(m.group(1)) >= 20 else m.group(0), pattern)
+
+
+_PROVIDER = re.compile(r"(?<![\w\-+/.])(?P<value>" + "|".join(map(_at_least, _PREFIXES)) + r")(?![\w\-+/])")
 
 _PEM = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                   r"|[\s\S]{0,4000}?(?=\n\s*\n|\Z))", re.DOTALL)
@@ -235,18 +242,33 @@ def _url_password(value: str) -> bool:
 
 
 # Password flags of command lines: the value of -p, -a, -w, pass:... in the commands that take them.
-_CLI = re.compile(
-    r"(?i)(?:\bsshpass\b[^\n|;]*?\s-p\s*|\b(?:docker|podman|buildah|nerdctl|helm|skopeo)\b[^\n|;]*?\blogin\b[^\n|;]*?\s-p\s+"
-    r"|\bredis-cli\b[^\n|;]*?\s-a\s+|\bldap\w*\b[^\n|;]*?\s-w\s+|\bmysql\w*\b[^\n|;]*?\s-p(?=\S)"
-    r"|\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az)\b[^\n|;]*?\s-p\s+|\bsqlcmd\b[^\n|;]*?\s-P\s+|\bipmitool\b[^\n|;]*?\s-P\s+"
-    r"|\b(?:zip|unzip)\b[^\n|;]*?\s-P\s+|\b7za?\b[^\n|;]*?\s-p(?=\S)|\bplink\b[^\n|;]*?\s-pw\s+|\bpscp\b[^\n|;]*?\s-pw\s+"
-    r"|[\s/]/p:|-pass(?:in|out)?\s+pass:|-(?:storepass|keypass|srcstorepass|deststorepass)\s+"
-    r"|--(?:password|passwd|pass|passphrase|token|api-key|apikey|client-secret|secret|auth-token|access-token)(?:=|\s+)"
-    r"|\b(?:curl|wget|http|https|xh)\b[^\n|;]*?\s(?:-u|--user|-a|--auth)\s*[\"']?[^\s:\"']+:"
-    r"|\bsmbclient\b[^\n|;]*?\s-U\s*[\"']?[^\s%\"']+%|\bhtpasswd\b[^\n|;]*?\s-b\w*\s+\S+\s+\S+\s+"
-    r"|\bnet\s+use\s+\S+\s+\S+\s+|\bnmcli\b[^\n|;]*?\bpassword\s+|\bvault\s+login\s+(?!-)"
-    r"|\b(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|RSYNC_PASSWORD|SSHPASS)=)"
-    r"[\"']?(?P<value>[^\s\"'|;]{4,})")
+# (keywords, the command and its flag): each runs only on a text that names its command.
+_ARGS = r"[^\n|;]*?"
+_CLI_FORMS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("sshpass",), rf"\bsshpass\b{_ARGS}\s-p\s*"),
+    (("login",), rf"\b(?:docker|podman|buildah|nerdctl|helm|skopeo)\b{_ARGS}\blogin\b{_ARGS}\s-p\s+"),
+    (("redis-cli",), rf"\bredis-cli\b{_ARGS}\s-a\s+"),
+    (("ldap",), rf"\bldap\w*\b{_ARGS}\s-w\s+"),
+    (("mysql",), rf"\bmysql\w*\b{_ARGS}\s-p(?=\S)"),
+    (("mongo", "rdesktop", "az "), rf"\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az)\b{_ARGS}\s-p\s+"),
+    (("sqlcmd", "ipmitool", "zip"), rf"\b(?:sqlcmd|ipmitool|zip|unzip)\b{_ARGS}\s-P\s+"),
+    (("7z",), rf"\b7za?\b{_ARGS}\s-p(?=\S)"),
+    (("plink", "pscp"), rf"\b(?:plink|pscp)\b{_ARGS}\s-pw\s+"),
+    (("/p:",), r"[\s/]/p:"),
+    (("pass:",), r"-pass(?:in|out)?\s+pass:"),
+    (("storepass", "keypass"), r"-(?:storepass|keypass|srcstorepass|deststorepass)\s+"),
+    (("--pass", "--token", "--api", "--apikey", "--client-secret", "--secret", "--auth-token", "--access-token"),
+     r"--(?:password|passwd|pass|passphrase|token|api-key|apikey|client-secret|secret|auth-token|access-token)(?:=|\s+)"),
+    (("curl", "wget", "http ", "https ", "xh "), rf"\b(?:curl|wget|http|https|xh)\b{_ARGS}\s(?:-u|--user|-a|--auth)\s*[\"']?[^\s:\"']+:"),
+    (("smbclient",), rf"\bsmbclient\b{_ARGS}\s-U\s*[\"']?[^\s%\"']+%"),
+    (("htpasswd",), rf"\bhtpasswd\b{_ARGS}\s-b\w*\s+\S+\s+\S+\s+"),
+    (("net use",), r"\bnet\s+use\s+\S+\s+\S+\s+"),
+    (("nmcli",), rf"\bnmcli\b{_ARGS}\bpassword\s+"),
+    (("vault",), r"\bvault\s+login\s+(?!-)"),
+    (("pgpassword", "mysql_pwd", "rediscli_auth", "rsync_password", "sshpass="),
+     r"\b(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|RSYNC_PASSWORD|SSHPASS)="),
+)
+_CLI_VALUE = r"[\"']?(?P<value>[^\s\"'|;]{4,})"
 
 
 def _cli_value(value: str) -> bool:
@@ -345,10 +367,7 @@ RULES: tuple[Rule, ...] = (
          not_placeholder),
     Rule("url-password", ("://",), _URL_PASSWORD, _url_password),
     Rule("connection-string", ("password", "pwd"), _CONN_PASSWORD, assigned),
-    Rule("cli-password", ("sshpass", "login", "redis-cli", "ldap", "mysql", "mongo", "rdesktop", "az ", "sqlcmd", "ipmitool",
-                          "zip", "7z", "plink", "pscp", "/p:", "pass", "storepass", "keypass", "--", "curl", "wget", "http",
-                          "xh ", "smbclient", "htpasswd", "net use", "nmcli", "vault", "pgpassword", "mysql_pwd",
-                          "rediscli_auth", "rsync_password"), _CLI, _cli_value),
+*(Rule("cli-password", keywords, re.compile(form + _CLI_VALUE), _cli_value) for keywords, form in _CLI_FORMS),
 )
 # The CLI rule's ``echo`` form only holds when the echoed text is piped to a password prompt.
 _ECHO_PIPE = re.compile(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*\S+[^\n]*--password-stdin")
