@@ -195,6 +195,9 @@ def _keyword(g: _Gen) -> list[Case]:
         ("curl -H 'X-API-Key: {v}' https://api.example.net/v1", hx32),
         ("curl -H \"Authorization: token {v}\" https://api.github.com/user", hx40),
         ("PRIVATE-TOKEN: {v}", lambda: g.s(B64URL, 20)), ("x-api-key={v}", lambda: g.s(ALNUM, 40)),
+        ("heroku: {v}", u), ("HEROKU={v}", u), ("github: {v}", hx40), ("kucoin {v}", lambda: g.s(HEX, 24)),
+        ("hubspot = {v}", lambda: u().upper()), ("linear client {v}", hx32), ("intercom => '{v}'", lambda: g.s(B64URL, 60)),
+        ("the zendesk one is {v}", lambda: g.s(ALNUM, 40)), ("dropbox: {v}", lambda: "sl." + g.s(B64URL, 135)),
     ]
     out = []
     for template, make in forms:
@@ -264,7 +267,10 @@ def _cli(g: _Gen) -> list[Case]:
              "plink -ssh root@router -pw {v}", "wget --user=ci --password={v} https://files.internal/a.tgz",
              "gpg --batch --passphrase {v} -d vault.gpg", "helm repo add corp https://charts.internal --password {v}",
              "nmcli dev wifi connect Office password {v}", "vault login {v}", "kubectl --token={v} get pods",
-             "rdesktop -u admin -p {v} win2", "az login -u ops@corp.example -p {v}", "unzip -P {v} archive.zip")
+             "rdesktop -u admin -p {v} win2", "az login -u ops@corp.example -p {v}", "unzip -P {v} archive.zip",
+             "curl --user=ci:{v} https://ci.internal", "echo {v} | sudo -S systemctl restart app",
+             "openssl enc -d -aes256 -k {v} -in db.enc", "sqlplus scott/{v}@orcl", "htpasswd -nbB admin {v}",
+             "psexec \\\\host -u admin -p {v} cmd")
     out = []
     for n, template in enumerate(forms):
         v = g.password() if n % 3 else g.s(ALNUM, 10) + g.rng.choice("!#%")
@@ -290,7 +296,9 @@ _PROSE = (
     ("zh", "密码是{v}"), ("zh", "数据库密码：{v}"), ("zh-tw", "伺服器密碼是 {v}"), ("ko", "비밀번호는 {v}입니다"),
     ("ko", "서버 비밀번호: {v}"), ("ko", "암호는 {v} 입니다"), ("vi", "mật khẩu là {v}"), ("id", "kata sandi wifi: {v}"),
     ("ar", "كلمة المرور هي {v}"), ("he", "הסיסמה היא {v}"), ("hi", "पासवर्ड है {v}"), ("th", "รหัสผ่านคือ {v}"),
-    ("hr", "lozinka je {v}"), ("et", "parool on {v}"),
+    ("hr", "lozinka je {v}"), ("et", "parool on {v}"), ("cs", "Heslem k serveru je {v}"), ("ru", "паролем был {v}"),
+    ("fi", "salasanan vaihdoin: {v}"), ("pl", "Hasłem jest {v}"), ("sv", "lösenordet till wifi: {v}"),
+    ("no", "Passordet til databasen er {v}"), ("da", "adgangskoden til serveren er {v}"), ("de", "Passwörter: {v}"),
 )
 
 
@@ -312,6 +320,8 @@ def _phrases(g: _Gen) -> list[Case]:
         out.append(Case("phrase", template.format(v=v), (v,)))
     v = g.words(12, " ")
     out.append(Case("phrase", f"wallet seed phrase: {v}", (v,)))
+    v = g.words(5, " ")
+    out.append(Case("phrase", f"the passphrase is {v}", (v,)))
     v = g.words(6, " ")
     out.append(Case("phrase", f"the recovery phrase is \"{v}\"", (v,)))
     v = f"A3-{g.s(UPPER + DIGITS, 6)}-{g.s(UPPER + DIGITS, 6)}-{g.s(UPPER + DIGITS, 5)}-{g.s(UPPER + DIGITS, 5)}-{g.s(UPPER + DIGITS, 5)}-{g.s(UPPER + DIGITS, 5)}"
@@ -439,5 +449,11 @@ def benign_cases(seed: int = 11) -> list[Case]:
         f"document id {g.s(LOWER + DIGITS, 20)} in Firestore", f"mongo ObjectId('{g.s(HEX, 24)}')",
         f"the slug is how-we-cut-p99-latency-by-{g.rng.randint(10, 90)}-percent",
         f"Cloudflare ray id {g.s(HEX, 16)}-AMS", "gitleaks:allow is gitleaks' inline marker",
+        f"see github.com/acme/api/commit/{_digest(g, 'sha1')}", "github actions cache hit for key node-modules-linux-x64",
+        f"the github workflow run {g.s(DIGITS, 11)} failed", f"slack channel C{g.s(UPPER + DIGITS, 10)}",
+        "passwordless login via passkeys", "the passwd file lives in /etc", "Passwortänderung erfolgt monatlich",
+        "the passphrase is stored in the keychain", "a passphrase must have five random words",
+        "Passwords are hashed with argon2id (64 MiB, 3 iterations)", f"the gitlab pipeline {g.s(DIGITS, 9)} passed",
+        f"heroku releases: v{g.rng.randint(100, 999)} deployed", "the mysql port is -P3306 in the docs",
     ]
     return [Case("benign", t, ()) for t in texts]

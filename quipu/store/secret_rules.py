@@ -110,6 +110,9 @@ def key_like(value: str) -> bool:
         return False
     if re.fullmatch(r"[A-Z2-7]{16,}=*", v):
         return True  # a base32 seed
+    parts = re.split(r"[-_.]", v)
+    if len(parts) >= 3 and all(re.fullmatch(r"[a-z]{1,12}\d{0,3}|\d{1,4}", p) for p in parts):
+        return False  # words joined: node-modules-linux-x64, release_2024_q3
     if re.fullmatch(r"[A-Za-z]+(?:[-_.][A-Za-z]+)*", v):
         return bool(re.fullmatch(r"[A-Z2-7]{16,}", v)) or (len(v) >= 24 and mixing(v) >= 0.4)
     upper, lower = any(c.isupper() for c in v), any(c.islower() for c in v)
@@ -140,6 +143,12 @@ def _decodes_to_text(token: str) -> bool:
     return len(raw) >= 8 and sum(32 <= b < 127 or b in (9, 10, 13) for b in raw) / len(raw) > 0.95
 
 
+def _camel_words(part: str) -> float:
+    """Share of capitals that start a lower-case word (about 1 in camelCase, about 0.2 in random text)."""
+    capitals = [m.start() for m in re.finditer(r"[A-Z]", part)]
+    return sum(bool(re.match(r"[A-Z][a-z]{2}", part[i:])) for i in capitals) / len(capitals) if capitals else 0.0
+
+
 def random_token(token: str, before: str) -> bool:
     """A run of 20+ key characters that looks random: all three classes mixed, not a known public form."""
     core = token.strip("=-_.")
@@ -154,8 +163,11 @@ def random_token(token: str, before: str) -> bool:
     parts = re.split(r"[-_.]", core)
     for part in parts if len(parts) > 1 else [core]:
         classes = {_class(c) for c in part}
+        digits = sum(c.isdigit() for c in part)
+        if _camel_words(part) >= 0.7:
+            continue  # getUserById2AndCacheTheResult: capitals that start words
         if (len(part) >= 20 and {"u", "l", "d"} <= classes and entropy(part) >= 3.7 and mixing(part) >= 0.4
-                and sum(c.isdigit() for c in part) >= 2):
+                and (digits >= 2 or len(part) >= 30 and mixing(part) >= 0.5)):
             return True
     return False
 
@@ -230,6 +242,26 @@ _KEY_WORD = (r"(?:api[\s_\-]?(?:key|token|secret)|access[\s_\-]?(?:key|token)|au
              r"|seed|totp|2fa|mfa|otp|recovery[\s_\-]?key|master[\s_\-]?key|bearer|basic|x-api-key|private-token)")
 _NEAR_KEY = re.compile(rf"(?i)(?<![\w\-])(?<!public\s){_KEY_WORD}s?\b[^\n\w]{{0,3}}(?:[^\n]{{0,36}}?[\s:=\"'(`])?"
                        r"(?P<value>[A-Za-z0-9+/][A-Za-z0-9+/=_.:~\-]{15,})")
+# A service's name, then within 40 characters a key-shaped value (trufflehog's prefix-and-keyword
+# detectors): "heroku: <uuid>", "GITHUB=<40 hex>", "kucoin secret 5f0c...". Not when an id word
+# stands between them ("the heroku app id is <uuid>", "github commit <sha>").
+PROVIDERS = (
+    "adafruit", "adobe", "airtable", "algolia", "alibaba", "amplitude", "asana", "atlassian", "auth0", "bitbucket",
+    "bittrex", "braintree", "circleci", "cloudflare", "codecov", "cohere", "coinbase", "confluence", "confluent",
+    "contentful", "datadog", "discord", "dockerhub", "droneci", "dropbox", "etsy", "facebook", "fastly", "finicity",
+    "finnhub", "firebase", "flickr", "freshbooks", "github", "gitlab", "gitter", "gocardless", "heroku", "hubspot",
+    "intercom", "jfrog", "artifactory", "jira", "kraken", "kucoin", "launchdarkly", "linear", "linkedin", "mailchimp",
+    "mailgun", "mandrill", "mapbox", "mattermost", "messagebird", "mixpanel", "netlify", "new relic", "newrelic",
+    "nexmo", "okta", "pagerduty", "paypal", "pinecone", "plaid", "postmark", "pusher", "rapidapi", "segment",
+    "sendbird", "sendgrid", "sendinblue", "sentry", "snyk", "sparkpost", "squarespace", "sumologic", "supabase",
+    "telnyx", "travis", "trello", "twilio", "twitch", "twitter", "typeform", "vercel", "vonage", "yandex", "zendesk",
+    "zoom")
+_PROVIDER_NEAR = re.compile(
+    r"(?i)\b(?:" + "|".join(p.replace(" ", r"[\s_\-]?") for p in PROVIDERS) + r")(?P<name>[^\n]{0,40}?)"
+    r"(?<![\w+/.~\-])(?P<value>[A-Za-z0-9+][A-Za-z0-9+/=_~\-]{15,})(?![\w+/=.~\-])")
+_ID_WORD = re.compile(r"(?i)\b(?:ids?|uuid|identifier|app|account|org|organi[sz]ation|project|team|user(?:name)?|request|trace"
+                      r"|commit|sha|hash|build|run|release|version|dyno|region|url|domain|host|channel|workspace|repo"
+                      r"|issue|pr|ticket|job|pipeline|site|page|server|guild|webhook[s]? url|public)\b|https?:|/")
 _SPACED_SEED = re.compile(r"(?i)(?:seed|secret|setup key|totp|2fa|mfa)\W{1,4}(?:\w+\s){0,4}?(?P<value>(?:[a-z2-7]{4}\s){3,}[a-z2-7]{4})\b")
 _URL_PARAM = re.compile(r"(?i)[?&](?:secret|token|api_?key|access_token|password|passwd|sig|signature|client_secret)="
                         r"(?P<value>[^&\s\"'#]{8,})")
@@ -250,7 +282,9 @@ _CLI_FORMS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("redis-cli",), rf"\bredis-cli\b{_ARGS}\s-a\s+"),
     (("ldap",), rf"\bldap\w*\b{_ARGS}\s-w\s+"),
     (("mysql",), rf"\bmysql\w*\b{_ARGS}\s-p(?=\S)"),
-    (("mongo", "rdesktop", "az "), rf"\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az)\b{_ARGS}\s-p\s+"),
+    (("mongo", "rdesktop", "az ", "psexec"), rf"\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az|psexec)\b{_ARGS}\s-p\s+"),
+    (("openssl",), rf"\bopenssl\b{_ARGS}\s-k\s+"),
+    (("sqlplus",), r"\bsqlplus\s+[\w.\-]+/"),
     (("sqlcmd", "ipmitool", "zip"), rf"\b(?:sqlcmd|ipmitool|zip|unzip)\b{_ARGS}\s-P\s+"),
     (("7z",), rf"\b7za?\b{_ARGS}\s-p(?=\S)"),
     (("plink", "pscp"), rf"\b(?:plink|pscp)\b{_ARGS}\s-pw\s+"),
@@ -259,9 +293,9 @@ _CLI_FORMS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("storepass", "keypass"), r"-(?:storepass|keypass|srcstorepass|deststorepass)\s+"),
     (("--pass", "--token", "--api", "--apikey", "--client-secret", "--secret", "--auth-token", "--access-token"),
      r"--(?:password|passwd|pass|passphrase|token|api-key|apikey|client-secret|secret|auth-token|access-token)(?:=|\s+)"),
-    (("curl", "wget", "http ", "https ", "xh "), rf"\b(?:curl|wget|http|https|xh)\b{_ARGS}\s(?:-u|--user|-a|--auth)\s*[\"']?[^\s:\"']+:"),
+    (("curl", "wget", "http ", "https ", "xh "), rf"\b(?:curl|wget|http|https|xh)\b{_ARGS}\s(?:-u|--user|-a|--auth)[=\s]*[\"']?[^\s:\"'=]+:"),
     (("smbclient",), rf"\bsmbclient\b{_ARGS}\s-U\s*[\"']?[^\s%\"']+%"),
-    (("htpasswd",), rf"\bhtpasswd\b{_ARGS}\s-b\w*\s+\S+\s+\S+\s+"),
+    (("htpasswd",), rf"\bhtpasswd\b{_ARGS}\s-\w*b\w*\s+(?:\S+\s+)?\S+\s+"),
     (("net use",), r"\bnet\s+use\s+\S+\s+\S+\s+"),
     (("nmcli",), rf"\bnmcli\b{_ARGS}\bpassword\s+"),
     (("vault",), r"\bvault\s+login\s+(?!-)"),
@@ -285,20 +319,34 @@ PASSWORD_WORDS = (
     "jelszava", "κωδικός", "συνθηματικό", "parool", "parole", "slaptažodis", "lykilorð", "pasahitza", "mật khẩu",
     "kata sandi", "kata laluan", "sandi", "パスワード", "パスフレーズ", "暗証番号", "合言葉", "密码", "密碼", "口令",
     "비밀번호", "암호", "패스워드", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "पासवर्ड", "रहस्य शब्द", "รหัสผ่าน",
+    "hesl", "парол", "hasł", "hasl", "jelsz", "lozink", "gesl", "salasan", "lösenord", "passord", "adgangskod",
+    "wachtwoord", "kennw", "passw", "contrase", "mật khẩu",
     "login", "credentials", "creds", "wifi key", "wlan key", "wpa key", "network key", "master password", "seed phrase", "recovery phrase", "mnemonic",
 )
 _WEAK = {"pass", "pw", "pwd", "clave", "sandi", "login", "credentials", "creds", "parole"}
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef\u0e00-\u0e7f]")
+_ENGLISH = {"password", "passwords", "passwd", "passphrase", "pass phrase", "passcode", "login", "credentials", "creds",
+            "master password", "seed phrase", "recovery phrase", "mnemonic", "wifi key", "wlan key", "wpa key", "network key"}
+
+
+def _word(w: str) -> str:
+    """A password word; in other languages with its inflections ("hesla", "salasanan", "паролем")."""
+    plain = w in _ENGLISH or w in _WEAK or bool(_CJK.search(w))
+    return re.escape(w) + ("" if plain else r"[^\W\d_]{0,4}")
+
+
 _PROSE_WORD = re.compile(
-    r"(?i)(?<![A-Za-z0-9_$.\-/:@])(?:" + "|".join(re.escape(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True))
+    r"(?i)(?<![A-Za-z0-9_$.\-/:@])(?:" + "|".join(_word(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True))
     + r")(?![A-Za-z0-9_\-/@])")
 _VALUE = re.compile(r"[^\s\"'`«»“”„「」『』（）()\[\],;，。、：:]+")
 _PHRASE = re.compile(r"\A[a-z]{3,12}(?:([-_.])[a-z]{3,12})(?:\1[a-z]{3,12}){2,}\Z")
 # Names of algorithms and formats that follow "passwords are hashed with ..." and look like passwords.
 _TECH_TERM = re.compile(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)|utf-?8"
                         r"|http/?[23]|oauth2?|ipv[46]|x509|ed25519|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[a-z]+\d{2,4})$")
-_STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with from as it this that not your our".split())
+_STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with from as it this that not your our must should "
+                       "have has can will need needs use uses used contain contains require requires into only never always "
+                       "stored kept saved shared sent set changed reset rotated managed generated".split())
 
 
 def prose_spans(text: str) -> list[tuple[int, int]]:
@@ -308,12 +356,16 @@ def prose_spans(text: str) -> list[tuple[int, int]]:
         word = m.group().lower()
         line_end = text.find("\n", m.end())
         window = text[m.end():(len(text) if line_end < 0 else line_end)][:64]
-        spaced = word in ("seed phrase", "recovery phrase", "mnemonic")
-        if spaced:
+        if word in ("seed phrase", "recovery phrase", "mnemonic"):
             words = re.match(r"\W{0,4}(?:is\s+|:\s*)?[\"'“]?((?:[a-z]{3,8}\s+){5,23}[a-z]{3,8})\b", text[m.end():])
             if words and not set(words.group(1).split()) & _STOPWORDS:
                 out.append((m.end() + words.start(1), m.end() + words.end(1)))
             continue
+        if "phrase" in word or word.startswith("pass"):  # a diceware phrase with spaces: "is correct horse battery staple"
+            words = re.match(r"\s*(?:is|was|:|=)\s*[\"'“`]?((?:[a-z]{3,10}\s){3,9}[a-z]{3,10})\b(?!\s+[a-z])", text[m.end():])
+            if words and not set(words.group(1).split()) & _STOPWORDS:
+                out.append((m.end() + words.start(1), m.end() + words.end(1)))
+                continue
         seen = 0
         for v in _VALUE.finditer(window):
             value = v.group()
@@ -340,7 +392,7 @@ def prose_spans(text: str) -> list[tuple[int, int]]:
 
 # Recovery and backup codes: the words, then code-shaped tokens in the lines that follow.
 _CODES_HEAD = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa|one[\s\-]time|emergency|scratch)\s+codes?\b")
-_CODE = re.compile(r"(?<![\w\-])(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{4}\s\d{4}|\d{6,10}|[a-f0-9]{8,12})(?![\w\-])")
+_CODE = re.compile(r"(?i)(?<![\w\-])(?:[a-z0-9]{4,6}(?:-[a-z0-9]{4,6}){1,3}|\d{4}\s\d{4}|\d{6,10}|[a-f0-9]{8,12})(?![\w\-])")
 
 
 def code_spans(text: str) -> list[tuple[int, int]]:
@@ -362,6 +414,7 @@ RULES: tuple[Rule, ...] = (
     Rule("key-assignment", ("key",), _KEY_ASSIGN, key_like, _NOT_A_SECRET_KEY),
     Rule("credential-near-key", ("key", "token", "secret", "seed", "totp", "2fa", "mfa", "otp", "bearer", "basic"),
          _NEAR_KEY, key_like),
+    Rule("provider-near-key", tuple(p.split()[0] for p in PROVIDERS), _PROVIDER_NEAR, key_like, _ID_WORD),
     Rule("totp-seed", ("seed", "secret", "setup key", "totp", "2fa", "mfa"), _SPACED_SEED),
     Rule("url-secret", ("secret=", "token=", "key=", "password=", "passwd=", "sig=", "signature=", "secret="), _URL_PARAM,
          not_placeholder),
@@ -370,9 +423,9 @@ RULES: tuple[Rule, ...] = (
 *(Rule("cli-password", keywords, re.compile(form + _CLI_VALUE), _cli_value) for keywords, form in _CLI_FORMS),
 )
 # The CLI rule's ``echo`` form only holds when the echoed text is piped to a password prompt.
-_ECHO_PIPE = re.compile(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*\S+[^\n]*--password-stdin")
+_ECHO_PIPE = re.compile(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*[^\n]*(?:--password-stdin|--stdin|\bsudo\s+-\w*S|\bchpasswd|\blogin\b)")
 PROSE_KEYWORDS = tuple(w.split()[0] for w in PASSWORD_WORDS)
-CODE_KEYWORDS = ("recovery", "backup", "2fa", "mfa", "one time", "one-time", "emergency", "scratch")
+CODE_KEYWORDS = ("echo", "recovery", "backup", "2fa", "mfa", "one time", "one-time", "emergency", "scratch")
 
 
 def may_match(low: str) -> bool:
