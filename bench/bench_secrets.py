@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import subprocess
 import sys
 import tempfile
@@ -162,6 +163,8 @@ def channels(secrets: list[Case], benign: list[Case]) -> str:
         store = make_store(Path(tmp) / "store")
         store.add(memory("billing-a", "Billing deploys go through CI", "The billing API deploys through CI."))
 
+        ids = itertools.count()
+
         def add(text: str, field: str) -> bool:
             fields = {"title": "Deploy note", "body": "A note."}
             if field == "title":
@@ -171,7 +174,7 @@ def channels(secrets: list[Case], benign: list[Case]) -> str:
             else:
                 fields["body"] = text
             try:
-                store.add(memory(f"m-{abs(hash((text, field))) % 10**9}", fields["title"], fields["body"],
+                store.add(memory(f"m-{next(ids)}", fields["title"], fields["body"],
                                  topics=fields.get("topics", [])))
             except SecretRefused:
                 return True
@@ -192,8 +195,9 @@ def channels(secrets: list[Case], benign: list[Case]) -> str:
         layout = archive.Layout(Path(tmp) / "history")
 
         def history(c: Case) -> bool:
-            turn = RawTurn(key=f"k{abs(hash(c.text))}", role="user", text=c.text, ts="", branch="")
-            result = archive.append_session(layout, Session(f"s{abs(hash(c.text)) % 10**6}", "/p", [turn]), set())
+            n = next(ids)
+            turn = RawTurn(key=f"k{n}", role="user", text=c.text, ts="", branch="")
+            result = archive.append_session(layout, Session(f"s{n}", "/p", [turn]), set())
             kept = result.added[0].text if result.added else ""
             return not any(v in kept for v in c.values)
 
@@ -228,11 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     real = real_texts()
     scratch = Path(tempfile.mkdtemp(prefix="bench-secrets-"))
     C.isolate(scratch)
-    prefiltered = sum(not secrets_scan.may_hold_secret(t) for t in real)
+    data = realistic.data_dir()
+    notes = [f"{n.title}\n{n.body}" for n in realistic.real_notes(data)] if data else []
+    prefiltered = sum(not secrets_scan.may_hold_secret(t) for t in notes)
     body = (f"Corpus: {len(secrets)} secret forms, {len(benign)} benign look-alikes (seed {args.seed}); "
             f"{len(real)} real notes" + ("" if real else f" (none: {realistic.MISSING_DATA})") + ".\n\n"
             + side_by_side(secrets, benign, real, args.before)
-            + f"\nThe pre-filter answers {prefiltered} of {len(real)} real notes without running a rule.\n\n"
+            + f"\nThe pre-filter answers {prefiltered} of {len(notes)} real note texts (title and body) without running "
+            "a rule; a rendered memory file always has a 15+ character run (its timestamp) and is scanned in full.\n\n"
             + "quipu's scanner by family:\n\n" + by_family(secrets) + "\n\nThe chosen scanner in each channel:\n\n"
             + channels(secrets, benign) + "\n")
     print(body)

@@ -8,7 +8,8 @@ Contract:
   secret's span; ``check(value)`` may reject it (a placeholder, a word, a hash).
 - The families follow the rule lists of gitleaks and trufflehog: provider tokens by their own
   prefixes; keys shaped like ordinary identifiers (hex, UUIDs, base32 seeds) only beside a word
-  that names a credential; ``KEY=value`` assignments in code, config and ``.env`` files; URLs
+  that names a credential ("api key", "token", "TOTP seed") or a service ("heroku: <uuid>"),
+  and not when an id word stands between ("the heroku app id is <uuid>"); ``KEY=value`` assignments in code, config and ``.env`` files; URLs
   and connection strings with a password; PEM private keys and JWTs; password flags of common
   command lines (``sshpass -p``, ``curl -u user:pass``, ``redis-cli -a``, ``-passin pass:``...);
   passwords told in prose in 30+ languages; diceware and seed phrases; recovery codes; 1Password
@@ -108,8 +109,8 @@ def key_like(value: str) -> bool:
     v = clean(value)
     if len(v) < 16 or not not_placeholder(v) or "://" in v or v.count("/") >= 3:
         return False
-    if re.fullmatch(r"[A-Z2-7]{16,}=*", v):
-        return True  # a base32 seed
+    if re.fullmatch(r"[A-Z2-7]{16,}=*|(?:[A-Z0-9]{4,6}-){3,}[A-Z0-9]{4,6}", v):
+        return True  # a base32 seed; a recovery or licence key in groups
     parts = re.split(r"[-_.]", v)
     if len(parts) >= 3 and all(re.fullmatch(r"[a-z]{1,12}\d{0,3}|\d{1,4}", p) for p in parts):
         return False  # words joined: node-modules-linux-x64, release_2024_q3
@@ -129,7 +130,7 @@ def prefixed(value: str) -> bool:
 
 _DIGEST_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|h1|blake2b?)[-:~]")
 _CROCKFORD_ULID = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
-_BASE58_ADDRESS = re.compile(r"\A[13][1-9A-HJ-NP-Za-km-z]{25,34}\Z")
+_BASE58_ADDRESS = re.compile(r"\A[13mn2LMD][1-9A-HJ-NP-Za-km-z]{25,34}\Z")  # coin addresses, testnet too
 _PUBLIC_BEFORE = re.compile(
     r"(?i)(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-\w+|sk-ssh-\S+|base64,|sha(?:1|256|384|512)[-:~]|h1:|SHA256:|"
     r"publickey\s*=\s*|public key[:\s]+|fingerprint\s*|0x|age1|bc1|tb1)\s*\Z")
@@ -199,7 +200,7 @@ _PREFIXES = (
     r"HRKU-AA[\w\-]{50,}", r"\d{8,10}:AA[\w\-]{32,}", r"dckr_pat_[\w\-]{27}", r"bkua_[a-z0-9]{40}",
     r"figd_[\w\-]{40}", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", r"CFPAT-[\w\-]{43}", r"GOCSPX-[\w\-]{28}",
     r"ya29\.[\w\-]{30,}", r"1//0[\w\-]{40,}", r"sbp_[a-f0-9]{40}", r"pat-(?:na|eu)1-[a-f0-9\-]{36}", r"rnd_[A-Za-z0-9]{32}",
-    r"nvapi-[\w\-]{60,}", r"[A-Za-z0-9]{3,10}_(?:live|prod|secret|pat|tkn|token|apikey)_[A-Za-z0-9]{20,}",
+    r"nvapi-[\w\-]{60,}", r"nsec1[02-9ac-hj-np-z]{58}", r"[xt]prv[1-9A-HJ-NP-Za-km-z]{100,}", r"[A-Za-z0-9]{3,10}_(?:live|prod|secret|pat|tkn|token|apikey)_[A-Za-z0-9]{20,}",
     r"[MNO][A-Za-z\d_\-]{23,27}\.[\w\-]{6}\.[\w\-]{27,}", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
     r"https://discord(?:app)?\.com/api/webhooks/\d+/[\w\-]{10,}", r"https://hooks\.slack\.com/(?:services|workflows)/[\w/]{20,}",
     r"https://[\w\-]+\.webhook\.office\.com/\S{40,}", r"eyJ[\w\-]{8,}\.eyJ[\w\-]{8,}\.[\w\-]{8,}", r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{8,}",
@@ -222,11 +223,11 @@ _CRED_NAME = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-.]?key|apikey
               r"|master[_\-.]?key|account[_\-.]?key|license[_\-.]?key|session[_\-.]?key|secret[_\-.]?key|sas|pat"
               r"|requirepass|masterauth|storepass|keypass)")
 _ASSIGN = re.compile(
-    rf"(?i)(?<![\w.])(?P<name>(?:[\w.\-$:]*?(?:[_\-.:$]|(?-i:(?<=[a-z])(?=[A-Z]))))?{_CRED_NAME}(?:(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z])))[\w.\-]*)?)[\"']?\s*(?:=|:|=>|:=)(?!=)\s*(?:b|r|f)?[\"'`]?"
+    rf"(?i)(?<![\w.])(?P<name>(?:[\w.\-$:]*?(?:[_\-.:$]|(?-i:(?<=[a-z])(?=[A-Z]))))?{_CRED_NAME}(?:(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z])))[\w.\-]*)?)[\"']?[ \t]*(?:=|:|=>|:=)(?!=)[ \t]*(?:b|r|f)?[\"'`]?"
     rf"(?P<value>[^\s\"'`;,<]+(?:[^\S\n][^\s\"'`;,<]+)*?)(?=[\"'`;,<]|\s*$|\s+#|\s+//|\s)", re.MULTILINE)
 # ``SOME_KEY=value``: a key by its name alone, when the value is key-shaped (not a cache or sort key).
 _KEY_ASSIGN = re.compile(
-    r"(?i)(?<![\w.])(?P<name>[\w.\-]*key[\w\-]*)[\"']?\s*(?:=|:|=>)(?!=)\s*[\"'`]?(?P<value>[A-Za-z0-9+/][\w+/=.:~\-]{15,})")
+    r"(?i)(?<![\w.])(?P<name>[\w.\-]*key[\w\-]*)[\"']?[ \t]*(?:=|:|=>)(?!=)[ \t]*[\"'`]?(?P<value>[A-Za-z0-9+/][\w+/=.:~\-]{15,})")
 _NOT_A_SECRET_KEY = re.compile(r"(?i)public|publishable|_id\b|id$|name|file|path|cache|sort|primary|foreign|partition|idempoten"
                                r"|type|size|len|hash|digest|ref|map|field|column|index|prefix|pair|store|ring|board|word")
 
@@ -277,28 +278,28 @@ def _url_password(value: str) -> bool:
 # (keywords, the command and its flag): each runs only on a text that names its command.
 _ARGS = r"[^\n|;]*?"
 _CLI_FORMS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("sshpass",), rf"\bsshpass\b{_ARGS}\s-p\s*"),
-    (("login",), rf"\b(?:docker|podman|buildah|nerdctl|helm|skopeo)\b{_ARGS}\blogin\b{_ARGS}\s-p\s+"),
-    (("redis-cli",), rf"\bredis-cli\b{_ARGS}\s-a\s+"),
-    (("ldap",), rf"\bldap\w*\b{_ARGS}\s-w\s+"),
-    (("mysql",), rf"\bmysql\w*\b{_ARGS}\s-p(?=\S)"),
-    (("mongo", "rdesktop", "az ", "psexec"), rf"\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az|psexec)\b{_ARGS}\s-p\s+"),
-    (("openssl",), rf"\bopenssl\b{_ARGS}\s-k\s+"),
-    (("sqlplus",), r"\bsqlplus\s+[\w.\-]+/"),
-    (("sqlcmd", "ipmitool", "zip"), rf"\b(?:sqlcmd|ipmitool|zip|unzip)\b{_ARGS}\s-P\s+"),
-    (("7z",), rf"\b7za?\b{_ARGS}\s-p(?=\S)"),
-    (("plink", "pscp"), rf"\b(?:plink|pscp)\b{_ARGS}\s-pw\s+"),
-    (("/p:",), r"[\s/]/p:"),
-    (("pass:",), r"-pass(?:in|out)?\s+pass:"),
-    (("storepass", "keypass"), r"-(?:storepass|keypass|srcstorepass|deststorepass)\s+"),
+    (("sshpass",), rf"\bsshpass\b{_ARGS}[ \t]-p[ \t]*"),
+    (("login",), rf"\b(?:docker|podman|buildah|nerdctl|helm|skopeo)\b{_ARGS}\blogin\b{_ARGS}[ \t]-p[ \t]+"),
+    (("redis-cli",), rf"\bredis-cli\b{_ARGS}[ \t]-a[ \t]+"),
+    (("ldap",), rf"\bldap\w*\b{_ARGS}[ \t]-w[ \t]+"),
+    (("mysql",), rf"\bmysql\w*\b{_ARGS}[ \t]-p(?=\S)"),
+    (("mongo", "rdesktop", "az ", "psexec"), rf"\b(?:mongo|mongosh|mongodump|mongorestore|rdesktop|az|psexec)\b{_ARGS}[ \t]-p[ \t]+"),
+    (("openssl",), rf"\bopenssl\b{_ARGS}[ \t]-k[ \t]+"),
+    (("sqlplus",), r"\bsqlplus[ \t]+[\w.\-]+/"),
+    (("sqlcmd", "ipmitool", "zip"), rf"\b(?:sqlcmd|ipmitool|zip|unzip)\b{_ARGS}[ \t]-P[ \t]+"),
+    (("7z",), rf"\b7za?\b{_ARGS}[ \t]-p(?=\S)"),
+    (("plink", "pscp"), rf"\b(?:plink|pscp)\b{_ARGS}[ \t]-pw[ \t]+"),
+    (("/p:",), r"[ \t/]/p:"),
+    (("pass:",), r"-pass(?:in|out)?[ \t]+pass:"),
+    (("storepass", "keypass"), r"-(?:storepass|keypass|srcstorepass|deststorepass)[ \t]+"),
     (("--pass", "--token", "--api", "--apikey", "--client-secret", "--secret", "--auth-token", "--access-token"),
-     r"--(?:password|passwd|pass|passphrase|token|api-key|apikey|client-secret|secret|auth-token|access-token)(?:=|\s+)"),
-    (("curl", "wget", "http ", "https ", "xh "), rf"\b(?:curl|wget|http|https|xh)\b{_ARGS}\s(?:-u|--user|-a|--auth)[=\s]*[\"']?[^\s:\"'=]+:"),
-    (("smbclient",), rf"\bsmbclient\b{_ARGS}\s-U\s*[\"']?[^\s%\"']+%"),
-    (("htpasswd",), rf"\bhtpasswd\b{_ARGS}\s-\w*b\w*\s+(?:\S+\s+)?\S+\s+"),
-    (("net use",), r"\bnet\s+use\s+\S+\s+\S+\s+"),
-    (("nmcli",), rf"\bnmcli\b{_ARGS}\bpassword\s+"),
-    (("vault",), r"\bvault\s+login\s+(?!-)"),
+     r"--(?:password|passwd|pass|passphrase|token|api-key|apikey|client-secret|secret|auth-token|access-token)(?:=|[ \t]+)"),
+    (("curl", "wget", "http ", "https ", "xh "), rf"\b(?:curl|wget|http|https|xh)\b{_ARGS}[ \t](?:-u|--user|-a|--auth)[= \t]*[\"']?[^\s:\"'=]+:"),
+    (("smbclient",), rf"\bsmbclient\b{_ARGS}[ \t]-U[ \t]*[\"']?[^\s%\"']+%"),
+    (("htpasswd",), rf"\bhtpasswd\b{_ARGS}[ \t]-\w*b\w*[ \t]+(?:\S+[ \t]+)?\S+[ \t]+"),
+    (("net use",), r"\bnet[ \t]+use[ \t]+\S+[ \t]+\S+[ \t]+"),
+    (("nmcli",), rf"\bnmcli\b{_ARGS}\bpassword[ \t]+"),
+    (("vault",), r"\bvault[ \t]+login[ \t]+(?!-)"),
     (("pgpassword", "mysql_pwd", "rediscli_auth", "rsync_password", "sshpass="),
      r"\b(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|RSYNC_PASSWORD|SSHPASS)="),
 )
@@ -318,7 +319,7 @@ PASSWORD_WORDS = (
     "passordet", "adgangskode", "adgangskoden", "kodeord", "salasana", "heslo", "hesla", "geslo", "lozinka", "jelszó",
     "jelszava", "κωδικός", "συνθηματικό", "parool", "parole", "slaptažodis", "lykilorð", "pasahitza", "mật khẩu",
     "kata sandi", "kata laluan", "sandi", "パスワード", "パスフレーズ", "暗証番号", "合言葉", "密码", "密碼", "口令",
-    "비밀번호", "암호", "패스워드", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "पासवर्ड", "रहस्य शब्द", "รหัสผ่าน",
+    "비밀번호", "비번", "암호", "패스워드", "unlock phrase", "unlock code", "vault key", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "पासवर्ड", "रहस्य शब्द", "รหัสผ่าน",
     "hesl", "парол", "hasł", "hasl", "jelsz", "lozink", "gesl", "salasan", "lösenord", "passord", "adgangskod",
     "wachtwoord", "kennw", "passw", "contrase", "mật khẩu",
     "login", "credentials", "creds", "wifi key", "wlan key", "wpa key", "network key", "master password", "seed phrase", "recovery phrase", "mnemonic",

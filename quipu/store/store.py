@@ -33,6 +33,7 @@ from quipu.store.memory import (
 )
 from quipu.store.trailers import (
     LogEntry,
+    cut_words,
     event_dir,
     format_message,
     parse_trailers,
@@ -287,7 +288,7 @@ class Store:
         parse_memory(data, memory.path)  # the same validation a hand edit gets
         return self.commit(
             {memory.path: data},
-            f"quipu: {action} {memory.id} {memory.title[:60]}",
+            f"quipu: {action} {memory.id} {cut_words(memory.title, 60)}",
             {
                 "Quipu-Action": action,
                 "Quipu-Memory": memory.id,
