@@ -455,5 +455,11 @@ def benign_cases(seed: int = 11) -> list[Case]:
         "the passphrase is stored in the keychain", "a passphrase must have five random words",
         "Passwords are hashed with argon2id (64 MiB, 3 iterations)", f"the gitlab pipeline {g.s(DIGITS, 9)} passed",
         f"heroku releases: v{g.rng.randint(100, 999)} deployed", "the mysql port is -P3306 in the docs",
+        "token_type: Bearer", "docker run -e POSTGRES_PASSWORD=postgres postgres:16", "password: !vault |",
+        "apiKey: import.meta.env.VITE_API_KEY", "const token = await getToken();",
+        "tokens: 128000 context window for claude-3-5-sonnet-20241022", "password_hash: bcrypt with cost 12",
+        "docker login -u AWS -p $(aws ecr get-login-password) 123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+        "redis-cli -a \"$(cat /run/secrets/redis)\" ping", "Default credentials for the local stack: admin / admin",
+        "パスワードは管理者に聞いてください", "Salasanan saat ylläpidolta.", "-p, --password <password>   the password to use",
     ]
     return [Case("benign", t, ()) for t in texts]

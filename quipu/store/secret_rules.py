@@ -41,10 +41,12 @@ MIN_RUN = 15  # the shortest provider token a prefix rule knows, and the entropy
 
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:[<\[{(].*|\$.*|%\(?.*|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
-    r"|os\.(?:environ|getenv)|getenv\(|process\.env|environ\[|secrets\.|placeholder|your[_\-]|redacted"
+    r"|os\.(?:environ|getenv)|getenv\(|process\.env|environ\[|import\.meta\.env|\benv\.|\bENV\[|secrets\.|placeholder"
+    r"|your[_\-]|redacted|^![a-z_]+$"
     r"|example|changeme|\bdummy\b|\bsample\b|\bfake\b|^(?:1password|lastpass|bitwarden|keepass|keychain|vault)\b"
     r"|^(?:password|passwd|secret|token|none|null|true|false|required|optional|string|str|hidden|empty|root|guest"
-    r"|admin|test|user|pass|\*+)$")
+    r"|admin|test|user|pass|postgres|mysql|redis|await|new|undefined|nil|self|this|function|lambda|async|yield"
+    r"|require|import|bearer|basic|\*+)$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:[.\-][A-Za-z_]+)*(?:\(.*\)?)?[:;,]?$")
 _CALL = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*\(")
 
@@ -112,7 +114,8 @@ def key_like(value: str) -> bool:
     if re.fullmatch(r"[A-Z2-7]{16,}=*|(?:[A-Z0-9]{4,6}-){3,}[A-Z0-9]{4,6}", v):
         return True  # a base32 seed; a recovery or licence key in groups
     parts = re.split(r"[-_.]", v)
-    if len(parts) >= 3 and all(re.fullmatch(r"[a-z]{1,12}\d{0,3}|\d{1,4}", p) for p in parts):
+    if (len(parts) >= 3 and all(re.fullmatch(r"[a-z]{1,12}\d{0,3}|\d{1,8}", p) for p in parts)
+            and any(len(p) >= 4 and p.isalpha() for p in parts)):
         return False  # words joined: node-modules-linux-x64, release_2024_q3
     if re.fullmatch(r"[A-Za-z]+(?:[-_.][A-Za-z]+)*", v):
         return bool(re.fullmatch(r"[A-Z2-7]{16,}", v)) or (len(v) >= 24 and mixing(v) >= 0.4)
@@ -225,6 +228,11 @@ _CRED_NAME = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-.]?key|apikey
 _ASSIGN = re.compile(
     rf"(?i)(?<![\w.])(?P<name>(?:[\w.\-$:]*?(?:[_\-.:$]|(?-i:(?<=[a-z])(?=[A-Z]))))?{_CRED_NAME}(?:(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z])))[\w.\-]*)?)[\"']?[ \t]*(?:=|:|=>|:=)(?!=)[ \t]*(?:b|r|f)?[\"'`]?"
     rf"(?P<value>[^\s\"'`;,<]+(?:[^\S\n][^\s\"'`;,<]+)*?)(?=[\"'`;,<]|\s*$|\s+#|\s+//|\s)", re.MULTILINE)
+# A credential name's own harmless endings: token_type, password_hash, SECRET_KEY_FILE, api_key_url.
+_NOT_A_CREDENTIAL = re.compile(
+    r"(?i)[_\-.](?:type|url|uri|endpoint|name|length|len|size|id|file|path|count|expires?(?:_in|_at)?|ttl|header|field"
+    r"|prefix|format|policy|hash|hashed|reset|min|max|limit|timeout|lifetime|algorithm|algo|env|var|label|hint|regex"
+    r"|pattern|required|enabled|mode|version|scopes?|store|storage|manager|provider|method|strategy|rotation)$")
 # ``SOME_KEY=value``: a key by its name alone, when the value is key-shaped (not a cache or sort key).
 _KEY_ASSIGN = re.compile(
     r"(?i)(?<![\w.])(?P<name>[\w.\-]*key[\w\-]*)[\"']?[ \t]*(?:=|:|=>)(?!=)[ \t]*[\"'`]?(?P<value>[A-Za-z0-9+/][\w+/=.:~\-]{15,})")
@@ -409,7 +417,8 @@ def code_spans(text: str) -> list[tuple[int, int]]:
 RULES: tuple[Rule, ...] = (
     Rule("private-key", ("-----begin",), _PEM),
     Rule("provider-token", (), _PROVIDER, prefixed),
-    Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sas", "pat"), _ASSIGN, assigned),
+    Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sas", "pat"), _ASSIGN, assigned,
+         _NOT_A_CREDENTIAL),
     Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential"), _XML, assigned),
     Rule("assignment", ("requirepass", "masterauth"), _SPACED, not_placeholder),
     Rule("key-assignment", ("key",), _KEY_ASSIGN, key_like, _NOT_A_SECRET_KEY),

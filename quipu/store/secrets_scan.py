@@ -56,6 +56,9 @@ def _spans(text: str, low: str) -> list[Secret]:
             group = "value" if "value" in rule.pattern.groupindex and m.group("value") is not None else 0
             if rule.skip_name is not None and rule.skip_name.search(m.group("name")):
                 continue
+            if "name" in rule.pattern.groupindex and m.group("name") and len(m.group(group)) >= 4 and (
+                    m.group(group).strip("'\"").lower() in m.group("name").lower()):
+                continue  # POSTGRES_PASSWORD=postgres: the value is a word of the name
             if rule.check is None or rule.check(m.group(group)):
                 out.append(Secret(rule.name, m.start(group), m.end(group)))
     out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in low else []
