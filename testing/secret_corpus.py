@@ -182,6 +182,8 @@ def _keyword(g: _Gen) -> list[Case]:
         ("sentry auth token {v}", lambda: g.s(HEX, 64)), ("the okta api token is {v}", lambda: "00" + g.s(B64URL, 40)),
         ("TOTP seed: {v}", lambda: g.s(B32, 32)), ("2fa secret for the admin account is {v}", lambda: g.s(B32, 16)),
         ("the authenticator setup key {v}", lambda: " ".join(g.s(B32, 4).lower() for _ in range(8))),
+        ("2FA key: {v}", lambda: " ".join(g.s(B32, 4).lower() for _ in range(8))),
+        ("my recovery key: {v}", lambda: "-".join(g.s(UPPER + DIGITS, 4) for _ in range(6))),
         ("otpauth://totp/Acme:ops?secret={v}&issuer=Acme", lambda: g.s(B32, 32)),
         ("azure storage AccountKey={v}", lambda: g.s(B64, 86) + "=="),
         ("aws_secret_access_key = {v}", lambda: g.s(B64, 40)), ("The AWS secret for the deploy user is {v}", lambda: g.s(B64, 40)),
@@ -299,6 +301,8 @@ _PROSE = (
     ("hr", "lozinka je {v}"), ("et", "parool on {v}"), ("cs", "Heslem k serveru je {v}"), ("ru", "паролем был {v}"),
     ("fi", "salasanan vaihdoin: {v}"), ("pl", "Hasłem jest {v}"), ("sv", "lösenordet till wifi: {v}"),
     ("no", "Passordet til databasen er {v}"), ("da", "adgangskoden til serveren er {v}"), ("de", "Passwörter: {v}"),
+    ("no", "Wifi-passordet er {v}"), ("de", "Das WLAN-Passwort lautet {v}"), ("en", "root:{v} is the login for the old box"),
+    ("en", "admin / {v} for grafana"), ("ko", "서버 비번: {v}"),
 )
 
 
@@ -460,6 +464,7 @@ def benign_cases(seed: int = 11) -> list[Case]:
         "tokens: 128000 context window for claude-3-5-sonnet-20241022", "password_hash: bcrypt with cost 12",
         "docker login -u AWS -p $(aws ecr get-login-password) 123456789012.dkr.ecr.eu-west-1.amazonaws.com",
         "redis-cli -a \"$(cat /run/secrets/redis)\" ping", "Default credentials for the local stack: admin / admin",
-        "パスワードは管理者に聞いてください", "Salasanan saat ylläpidolta.", "-p, --password <password>   the password to use",
+        "パスワードは管理者に聞いてください", "Salasanan saat ylläpidolta.", "amqp://guest:guest@localhost:5672/",
+        "chown root:www-data /var/www", "image python:3.12-slim", "the admin/ folder holds the dashboards", "-p, --password <password>   the password to use",
     ]
     return [Case("benign", t, ()) for t in texts]

@@ -77,6 +77,14 @@ def test_the_scanner_refuses_and_redacts_the_secret_forms_and_admits_the_look_al
     assert len(refused) <= 0.03 * len(BENIGN), refused
 
 
+def test_redacted_text_holds_nothing_the_scanner_would_flag_again() -> None:
+    """What the archive and the review queue keep is a fixpoint: rescanning it, or its JSON, finds nothing."""
+    for c in SECRETS:
+        redacted = secrets_scan.redact(c.text)
+        assert secrets_scan.find_secrets(redacted) == [], (c.text, redacted)
+        assert secrets_scan.find_secrets(json.dumps({"reason": f"because {redacted}", "n": 1})) == [], redacted
+
+
 def test_the_pre_filter_never_skips_a_text_the_rules_would_flag() -> None:
     for c in [*SECRETS, *BENIGN]:
         for framed in (c.text, f"see {c.text} here", flat(c.text)):

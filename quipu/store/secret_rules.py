@@ -1,10 +1,10 @@
 """The rules of the secret scanner: what a credential looks like, in code, config, shells and prose.
 
 Contract:
-- ``RULES`` is a tuple of ``Rule(name, keywords, pattern, check)``. A rule runs only on a text
-  that holds one of its ``keywords`` (lower case) or, for a rule with none, a run of
-  ``MIN_RUN``+ characters without a space: that is the cheap pre-filter (``may_match``), and it
-  is a necessary condition of every rule. A match's ``value`` group (or the whole match) is the
+- ``RULES`` is a tuple of ``Rule(name, keywords, pattern, check, skip_name)``. A rule runs only
+  on a text that holds one of its ``keywords`` (lower case) or, for a rule with none, a run of
+  ``MIN_RUN``+ characters without a space: that is the cheap pre-filter, a necessary condition of
+  every rule. Passwords in prose, account pairs and recovery codes are in ``secret_prose``. A match's ``value`` group (or the whole match) is the
   secret's span; ``check(value)`` may reject it (a placeholder, a word, a hash).
 - The families follow the rule lists of gitleaks and trufflehog: provider tokens by their own
   prefixes; keys shaped like ordinary identifiers (hex, UUIDs, base32 seeds) only beside a word
@@ -40,7 +40,7 @@ class Rule(NamedTuple):
 MIN_RUN = 15  # the shortest provider token a prefix rule knows, and the entropy rule's shortest candidate
 
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:[<\[{(].*|\$.*|%\(?.*|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
+    r"(?i)^(?:[<\[{(].*|\$.*|%\(.*|%[a-z_]+%|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
     r"|os\.(?:environ|getenv)|getenv\(|process\.env|environ\[|import\.meta\.env|\benv\.|\bENV\[|secrets\.|placeholder"
     r"|your[_\-]|redacted|^![a-z_]+$"
     r"|example|changeme|\bdummy\b|\bsample\b|\bfake\b|^(?:1password|lastpass|bitwarden|keepass|keychain|vault)\b"
@@ -48,7 +48,7 @@ _PLACEHOLDER = re.compile(
     r"|admin|test|user|pass|postgres|mysql|redis|await|new|undefined|nil|self|this|function|lambda|async|yield"
     r"|require|import|bearer|basic|\*+)$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:[.\-][A-Za-z_]+)*(?:\(.*\)?)?[:;,]?$")
-_CALL = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*\(")
+_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)?[;,]?$")  # get_secret("x"), bcrypt.hash(p)
 
 
 def entropy(text: str) -> float:
@@ -83,6 +83,10 @@ def secretish(value: str) -> bool:
     v = clean(value)
     if len(v) < 6 or not not_placeholder(v) or _CALL.match(v) or v.count("/") >= 2:
         return False
+    if re.search(r"\\u[0-9a-fA-F]{4}", v):
+        return False  # a JSON escape of a letter ("f\u00fcr"), not a password
+    if v == v.lower() and re.fullmatch(r"[\w\-]+(?:\.[\w\-]+){2,}(?::\d+)?", v):
+        return False  # a host name: 123456789012.dkr.ecr.eu-west-1.amazonaws.com
     letters = sum(c.isalpha() for c in v)
     digits = sum(c.isdigit() for c in v)
     symbols = len(v) - letters - digits
@@ -171,7 +175,7 @@ def random_token(token: str, before: str) -> bool:
         if _camel_words(part) >= 0.7:
             continue  # getUserById2AndCacheTheResult: capitals that start words
         if (len(part) >= 20 and {"u", "l", "d"} <= classes and entropy(part) >= 3.7 and mixing(part) >= 0.4
-                and (digits >= 2 or len(part) >= 30 and mixing(part) >= 0.5)):
+                and (digits >= 2 or len(part) >= 30 and mixing(part) >= 0.45)):
             return True
     return False
 
@@ -271,7 +275,7 @@ _PROVIDER_NEAR = re.compile(
 _ID_WORD = re.compile(r"(?i)\b(?:ids?|uuid|identifier|app|account|org|organi[sz]ation|project|team|user(?:name)?|request|trace"
                       r"|commit|sha|hash|build|run|release|version|dyno|region|url|domain|host|channel|workspace|repo"
                       r"|issue|pr|ticket|job|pipeline|site|page|server|guild|webhook[s]? url|public)\b|https?:|/")
-_SPACED_SEED = re.compile(r"(?i)(?:seed|secret|setup key|totp|2fa|mfa)\W{1,4}(?:\w+\s){0,4}?(?P<value>(?:[a-z2-7]{4}\s){3,}[a-z2-7]{4})\b")
+_SPACED_SEED = re.compile(r"(?i)(?:seed|secret|setup key|totp|2fa|mfa)[^\n]{1,24}?(?P<value>(?:[a-z2-7]{4}\s){3,}[a-z2-7]{4})\b")
 _URL_PARAM = re.compile(r"(?i)[?&](?:secret|token|api_?key|access_token|password|passwd|sig|signature|client_secret)="
                         r"(?P<value>[^&\s\"'#]{8,})")
 _URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://(?P<user>[^\s/:@'\"<>]*):(?P<value>[^\s/@'\"<>]+)@")
@@ -319,101 +323,6 @@ def _cli_value(value: str) -> bool:
     return not_placeholder(v) and not v.startswith("-") and not re.fullmatch(r"env:\S*|file:\S*|stdin|fd:\d+", v)
 
 
-# A password in prose: the word for it in many languages, a few joining words, then the value.
-PASSWORD_WORDS = (
-    "password", "passwords", "passwd", "passphrase", "pass phrase", "passcode", "pwd", "pw", "pass", "passwort", "kennwort",
-    "mot de passe", "contraseña", "contrasena", "contrasenya", "clave", "senha", "wachtwoord", "пароль", "паролата",
-    "парола", "şifre", "şifresi", "sifre", "parola", "parolă", "hasło", "haslo", "lösenord", "lösenordet", "passord",
-    "passordet", "adgangskode", "adgangskoden", "kodeord", "salasana", "heslo", "hesla", "geslo", "lozinka", "jelszó",
-    "jelszava", "κωδικός", "συνθηματικό", "parool", "parole", "slaptažodis", "lykilorð", "pasahitza", "mật khẩu",
-    "kata sandi", "kata laluan", "sandi", "パスワード", "パスフレーズ", "暗証番号", "合言葉", "密码", "密碼", "口令",
-    "비밀번호", "비번", "암호", "패스워드", "unlock phrase", "unlock code", "vault key", "كلمة المرور", "كلمة السر", "סיסמה", "סיסמא", "पासवर्ड", "रहस्य शब्द", "รหัสผ่าน",
-    "hesl", "парол", "hasł", "hasl", "jelsz", "lozink", "gesl", "salasan", "lösenord", "passord", "adgangskod",
-    "wachtwoord", "kennw", "passw", "contrase", "mật khẩu",
-    "login", "credentials", "creds", "wifi key", "wlan key", "wpa key", "network key", "master password", "seed phrase", "recovery phrase", "mnemonic",
-)
-_WEAK = {"pass", "pw", "pwd", "clave", "sandi", "login", "credentials", "creds", "parole"}
-_LATIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef\u0e00-\u0e7f]")
-_ENGLISH = {"password", "passwords", "passwd", "passphrase", "pass phrase", "passcode", "login", "credentials", "creds",
-            "master password", "seed phrase", "recovery phrase", "mnemonic", "wifi key", "wlan key", "wpa key", "network key"}
-
-
-def _word(w: str) -> str:
-    """A password word; in other languages with its inflections ("hesla", "salasanan", "паролем")."""
-    plain = w in _ENGLISH or w in _WEAK or bool(_CJK.search(w))
-    return re.escape(w) + ("" if plain else r"[^\W\d_]{0,4}")
-
-
-_PROSE_WORD = re.compile(
-    r"(?i)(?<![A-Za-z0-9_$.\-/:@])(?:" + "|".join(_word(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True))
-    + r")(?![A-Za-z0-9_\-/@])")
-_VALUE = re.compile(r"[^\s\"'`«»“”„「」『』（）()\[\],;，。、：:]+")
-_PHRASE = re.compile(r"\A[a-z]{3,12}(?:([-_.])[a-z]{3,12})(?:\1[a-z]{3,12}){2,}\Z")
-# Names of algorithms and formats that follow "passwords are hashed with ..." and look like passwords.
-_TECH_TERM = re.compile(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)|utf-?8"
-                        r"|http/?[23]|oauth2?|ipv[46]|x509|ed25519|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[a-z]+\d{2,4})$")
-_STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with from as it this that not your our must should "
-                       "have has can will need needs use uses used contain contains require requires into only never always "
-                       "stored kept saved shared sent set changed reset rotated managed generated".split())
-
-
-def prose_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of passwords told in prose ("the VPN password is blue-Falcon-93", "パスワードはXです")."""
-    out: list[tuple[int, int]] = []
-    for m in _PROSE_WORD.finditer(text):
-        word = m.group().lower()
-        line_end = text.find("\n", m.end())
-        window = text[m.end():(len(text) if line_end < 0 else line_end)][:64]
-        if word in ("seed phrase", "recovery phrase", "mnemonic"):
-            words = re.match(r"\W{0,4}(?:is\s+|:\s*)?[\"'“]?((?:[a-z]{3,8}\s+){5,23}[a-z]{3,8})\b", text[m.end():])
-            if words and not set(words.group(1).split()) & _STOPWORDS:
-                out.append((m.end() + words.start(1), m.end() + words.end(1)))
-            continue
-        if "phrase" in word or word.startswith("pass"):  # a diceware phrase with spaces: "is correct horse battery staple"
-            words = re.match(r"\s*(?:is|was|:|=)\s*[\"'“`]?((?:[a-z]{3,10}\s){3,9}[a-z]{3,10})\b(?!\s+[a-z])", text[m.end():])
-            if words and not set(words.group(1).split()) & _STOPWORDS:
-                out.append((m.end() + words.start(1), m.end() + words.end(1)))
-                continue
-        seen = 0
-        for v in _VALUE.finditer(window):
-            value = v.group()
-            cut = _CJK.search(value)
-            start = v.start()
-            if cut:  # "Xです", "는X": the value is the run of other characters
-                pieces = [p for p in re.split(_CJK.pattern + "+", value) if p]
-                if not pieces:
-                    continue
-                start += value.find(pieces[0])
-                value = pieces[0]
-            value = value.rstrip(".!?,") if not value.endswith("!") or len(value) < 6 else value.rstrip(".,?")
-            weak_value = not re.search(r"[^a-z0-9]", value) or _TECH_TERM.match(value)
-            strong = secretish(value) and (word not in _WEAK or len(value) >= 8) and not (weak_value and seen > 2)
-            phrase = bool(_PHRASE.match(value)) and ("phrase" in word or "pass" in word or "パス" in word)
-            if strong or phrase:
-                out.append((m.end() + start, m.end() + start + len(value)))
-                break
-            seen += 1
-            if seen >= (4 if word in _WEAK else 6):
-                break
-    return out
-
-
-# Recovery and backup codes: the words, then code-shaped tokens in the lines that follow.
-_CODES_HEAD = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa|one[\s\-]time|emergency|scratch)\s+codes?\b")
-_CODE = re.compile(r"(?i)(?<![\w\-])(?:[a-z0-9]{4,6}(?:-[a-z0-9]{4,6}){1,3}|\d{4}\s\d{4}|\d{6,10}|[a-f0-9]{8,12})(?![\w\-])")
-
-
-def code_spans(text: str) -> list[tuple[int, int]]:
-    """Codes after "recovery codes": those with a digit, and their siblings of the same shape."""
-    out: list[tuple[int, int]] = []
-    for m in _CODES_HEAD.finditer(text):
-        found = list(_CODE.finditer(text, m.end(), m.end() + 400))
-        shapes = {re.sub(r"\w", "x", c.group()) for c in found if any(ch.isdigit() for ch in c.group())}
-        out += [(c.start(), c.end()) for c in found if re.sub(r"\w", "x", c.group()) in shapes]
-    return out
-
-
 RULES: tuple[Rule, ...] = (
     Rule("private-key", ("-----begin",), _PEM),
     Rule("provider-token", (), _PROVIDER, prefixed),
@@ -434,15 +343,5 @@ RULES: tuple[Rule, ...] = (
 )
 # The CLI rule's ``echo`` form only holds when the echoed text is piped to a password prompt.
 _ECHO_PIPE = re.compile(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*[^\n]*(?:--password-stdin|--stdin|\bsudo\s+-\w*S|\bchpasswd|\blogin\b)")
-PROSE_KEYWORDS = tuple(w.split()[0] for w in PASSWORD_WORDS)
-CODE_KEYWORDS = ("echo", "recovery", "backup", "2fa", "mfa", "one time", "one-time", "emergency", "scratch")
-
-
-def may_match(low: str) -> bool:
-    """The cheap pre-filter over lower-cased text: can any rule match at all?"""
-    return (any(len(w) >= MIN_RUN for w in low.split()) or any(k in low for r in RULES for k in r.keywords)
-            or any(k in low for k in PROSE_KEYWORDS) or any(k in low for k in CODE_KEYWORDS))
-
-
 def echo_spans(text: str) -> list[tuple[int, int]]:
     return [(m.start("value"), m.end("value")) for m in _ECHO_PIPE.finditer(text) if _cli_value(m.group("value"))]

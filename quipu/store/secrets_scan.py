@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from quipu.errors import SecretRefused
-from quipu.store import secret_rules
+from quipu.store import secret_prose, secret_rules
 
 ALLOW_MARKER = "quipu:allow-secret"
 shannon_entropy = secret_rules.entropy
@@ -41,9 +41,17 @@ class Secret(NamedTuple):
     end: int
 
 
+# Every rule's keywords: a text with none of them and no long run of characters is no secret.
+_KEYWORDS = tuple(dict.fromkeys([*(k for r in secret_rules.RULES for k in r.keywords), *secret_prose.KEYWORDS, "echo"]))
+
+
+def _may_match(low: str) -> bool:
+    return any(len(w) >= secret_rules.MIN_RUN for w in low.split()) or any(k in low for k in _KEYWORDS)
+
+
 def may_hold_secret(text: str) -> bool:
     """False only when no rule can match ``text``: the pre-filter, one pass over lower-cased text."""
-    return secret_rules.may_match(text.lower())
+    return _may_match(text.lower())
 
 
 def _spans(text: str, low: str) -> list[Secret]:
@@ -62,10 +70,12 @@ def _spans(text: str, low: str) -> list[Secret]:
             if rule.check is None or rule.check(m.group(group)):
                 out.append(Secret(rule.name, m.start(group), m.end(group)))
     out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in low else []
-    if any(k in low for k in secret_rules.PROSE_KEYWORDS):
-        out += [Secret("password-prose", s, e) for s, e in secret_rules.prose_spans(text)]
-    if any(k in low for k in secret_rules.CODE_KEYWORDS):
-        out += [Secret("recovery-code", s, e) for s, e in secret_rules.code_spans(text)]
+    if any(k in low for k in secret_prose.PROSE_KEYWORDS):
+        out += [Secret("password-prose", s, e) for s, e in secret_prose.prose_spans(text)]
+    if any(k in low for k in secret_prose.PAIR_KEYWORDS):
+        out += [Secret("password-pair", s, e) for s, e in secret_prose.pair_spans(text)]
+    if any(k in low for k in secret_prose.CODE_KEYWORDS):
+        out += [Secret("recovery-code", s, e) for s, e in secret_prose.code_spans(text)]
     if long_run:
         public = [(m.start(), m.end()) for m in _PUBLIC_BLOCK.finditer(text)] if "-----begin" in low else []
         for m in _TOKEN_RE.finditer(text):
@@ -85,9 +95,14 @@ def _allowed_lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
+_REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
+
+
 def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = True) -> list[Secret]:
+    if "[REDACTED:" in text:  # what redact wrote is no secret, and its rule name no password word
+        text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
-    if not secret_rules.may_match(low):
+    if not _may_match(low):
         return []
     spans = [s for s in _spans(text, low) if s.kind not in allow and s.end > s.start]
     if marker and ALLOW_MARKER in text:
