@@ -190,7 +190,7 @@ def channels(secrets: list[Case], benign: list[Case]) -> str:
             store.add_event("billing-a", {"action": "review", "reason": f"conflicts: {text}"},
                             summary=f"quipu: review ({text})", trailers={"Quipu-Action": "review"})
             events = store.events("billing-a")
-            return isinstance(events[-1][1].get("reason"), str) and "[REDACTED" in events[-1][1]["reason"]
+            return events[-1][1].get("reason") != f"conflicts: {text}"  # the stored reason was redacted
 
         layout = archive.Layout(Path(tmp) / "history")
 

@@ -144,6 +144,20 @@ def test_a_person_vouches_for_a_look_alike_with_the_rule_name_or_the_inline_mark
     assert other_line.returncode == 1  # the marker covers its own line only
 
 
+def test_quipu_import_takes_the_vouched_rule_and_records_it(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    build = "".join(("Zq8", "vK2", "mXr9Lp", "T4wZs8Nb", "Y3cHd6"))
+    (folder / "cache.md").write_text(f"# Build cache\n\nThe build cache id is {build} on the CI box.\n", encoding="utf-8")
+    at = ["--store", str(store.root), "import", "markdown", str(folder)]
+    refused = quipu(*at)
+    assert "high-entropy" in refused.stdout + refused.stderr and build not in refused.stdout + refused.stderr
+    done = quipu(*at, "--allow-secret-like", "high-entropy")
+    assert done.returncode == 0, done.stderr
+    assert "Quipu-Allowed-Secret-Like: high-entropy" in git(store.root, "log", "-1", "--format=%B")
+
+
 def test_quipu_import_markdown_refuses_every_family_in_every_field(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     forms = sample(2)

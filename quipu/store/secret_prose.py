@@ -97,7 +97,7 @@ def prose_spans(text: str) -> list[tuple[int, int]]:
 
 # An account and its password side by side: "admin / Gr4fana!2024", "root:Sup3rR00t!".
 _ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w.@\-/])(?:admin|administrator|root|sa|postgres|ubuntu|pi|user|guest|sysadmin"
-                           r"|superuser|operator|deploy|service|svc|ci)(?:[ \t]*/[ \t]*|:)(?P<value>[^\s\"'`,;]{6,})")
+                           r"|superuser|operator|deploy|service|svc|ci)(?:[ \t]?/[ \t]*|:)(?P<value>[^\s\"'`,;]{6,})")
 
 
 def pair_spans(text: str) -> list[tuple[int, int]]:
@@ -120,7 +120,8 @@ def code_spans(text: str) -> list[tuple[int, int]]:
 
 
 PROSE_KEYWORDS = tuple(w.split()[0] for w in PASSWORD_WORDS)
-PAIR_KEYWORDS = ("admin", "root", "sa", "postgres", "ubuntu", "pi", "user", "guest", "operator", "deploy", "service",
-                 "svc", "ci")
+_ACCOUNTS = ("admin", "administrator", "root", "sa", "postgres", "ubuntu", "pi", "user", "guest", "sysadmin", "superuser",
+             "operator", "deploy", "service", "svc", "ci")
+PAIR_KEYWORDS = tuple(f"{name}{sep}" for name in _ACCOUNTS for sep in (":", "/", " /"))
 CODE_KEYWORDS = ("recovery", "backup", "2fa", "mfa", "one time", "one-time", "emergency", "scratch")
 KEYWORDS = (*PROSE_KEYWORDS, *PAIR_KEYWORDS, *CODE_KEYWORDS)
