@@ -199,7 +199,7 @@ _PREFIXES = (
     r"sntry[su]_[\w=]{40,}", r"shippo_(?:live|test)_[a-f0-9]{40}", r"sgp_(?:[a-f0-9]{16}_)?[a-f0-9]{40}",
     r"EAAA[\w\-]{60}", r"sq0(?:atp|csp)-[\w\-]{22,}", r"SK[0-9a-f]{32}", r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
     r"ops_eyJ[A-Za-z0-9+/=]{100,}", r"AKCp[A-Za-z0-9]{69}", r"cmVmd[A-Za-z0-9]{59}", r"ATATT3[\w\-=]{150,}",
-    r"CLOJARS_[a-z0-9]{60}", r"FlyV1 fm[12]_[\w\-=,+/]{40,}", r"ico-[A-Za-z0-9]{32}", r"API-[A-Z0-9]{26}",
+    r"CLOJARS_[a-z0-9]{60}", r"FlyV1 fm[12]_[\w\-=,+/]{40,}", r"fo1_[\w\-]{43}", r"fm[12][ar]?_[A-Za-z0-9+/]{100,}", r"ico-[A-Za-z0-9]{32}", r"API-[A-Z0-9]{26}",
     r"sha256~[\w\-]{43}", r"pplx-[A-Za-z0-9]{40,}", r"tk-us-[\w\-]{48}", r"sm_(?:pat|aat|sat)_[a-z0-9]{16}",
     r"gsk_[A-Za-z0-9]{40,}", r"xai-[A-Za-z0-9]{60,}", r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}", r"r8_[A-Za-z0-9]{37}",
     r"key-[a-f0-9]{32}", r"[a-f0-9]{32}-us\d{1,2}", r"[\w~.]{3}\dQ~[\w~.\-]{31,34}", r"p8e-[A-Za-z0-9]{32}", r"LTAI[A-Za-z0-9]{20}",
@@ -207,7 +207,9 @@ _PREFIXES = (
     r"HRKU-AA[\w\-]{50,}", r"\d{8,10}:AA[\w\-]{32,}", r"dckr_pat_[\w\-]{27}", r"bkua_[a-z0-9]{40}",
     r"figd_[\w\-]{40}", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", r"CFPAT-[\w\-]{43}", r"GOCSPX-[\w\-]{28}",
     r"ya29\.[\w\-]{30,}", r"1//0[\w\-]{40,}", r"sbp_[a-f0-9]{40}", r"pat-(?:na|eu)1-[a-f0-9\-]{36}", r"rnd_[A-Za-z0-9]{32}",
-    r"nvapi-[\w\-]{60,}", r"nsec1[02-9ac-hj-np-z]{58}", r"[xt]prv[1-9A-HJ-NP-Za-km-z]{100,}", r"[A-Za-z0-9]{3,10}_(?:live|prod|secret|pat|tkn|token|apikey)_[A-Za-z0-9]{20,}",
+    r"nvapi-[\w\-]{60,}", r"tskey-(?:auth|api|client|webhook)-[\w\-]{20,}", r"nfp_[A-Za-z0-9]{36,}",
+    r"re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24,}", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", r"pcsk_[\w]{40,}", r"sk_[a-f0-9]{48}",
+    r"access_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}", r"AAAA[\w\-]{7}:[\w\-]{100,}", r"nsec1[02-9ac-hj-np-z]{58}", r"[xt]prv[1-9A-HJ-NP-Za-km-z]{100,}", r"[A-Za-z0-9]{3,10}_(?:live|prod|secret|pat|tkn|token|apikey)_[A-Za-z0-9]{20,}",
     r"[MNO][A-Za-z\d_\-]{23,27}\.[\w\-]{6}\.[\w\-]{27,}", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
     r"https://discord(?:app)?\.com/api/webhooks/\d+/[\w\-]{10,}", r"https://hooks\.slack\.com/(?:services|workflows)/[\w/]{20,}",
     r"https://[\w\-]+\.webhook\.office\.com/\S{40,}", r"eyJ[\w\-]{8,}\.eyJ[\w\-]{8,}\.[\w\-]{8,}", r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{8,}",
@@ -221,6 +223,7 @@ def _at_least(pattern: str) -> str:
 
 _PROVIDER = re.compile(r"(?<![\w\-+/.])(?P<value>" + "|".join(map(_at_least, _PREFIXES)) + r")(?![\w\-+/])")
 
+_PUTTY = re.compile(r"(?i)Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<value>(?:[A-Za-z0-9+/=]{16,}\r?\n?)+)")
 _PEM = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                   r"|[\s\S]{0,4000}?(?=\n\s*\n|\Z))", re.DOTALL)
 
@@ -267,7 +270,7 @@ PROVIDERS = (
     "mailgun", "mandrill", "mapbox", "mattermost", "messagebird", "mixpanel", "netlify", "new relic", "newrelic",
     "nexmo", "okta", "pagerduty", "paypal", "pinecone", "plaid", "postmark", "pusher", "rapidapi", "segment",
     "sendbird", "sendgrid", "sendinblue", "sentry", "snyk", "sparkpost", "squarespace", "sumologic", "supabase",
-    "telnyx", "travis", "trello", "twilio", "twitch", "twitter", "typeform", "vercel", "vonage", "yandex", "zendesk",
+    "telnyx", "railway", "resend", "netlify", "elevenlabs", "mistral", "deepgram", "travis", "trello", "twilio", "twitch", "twitter", "typeform", "vercel", "vonage", "yandex", "zendesk",
     "zoom")
 _PROVIDER_NEAR = re.compile(
     r"(?i)\b(?:" + "|".join(p.replace(" ", r"[\s_\-]?") for p in PROVIDERS) + r")(?P<name>[^\n]{0,40}?)"
@@ -325,6 +328,7 @@ def _cli_value(value: str) -> bool:
 
 RULES: tuple[Rule, ...] = (
     Rule("private-key", ("-----begin",), _PEM),
+    Rule("private-key", ("private-lines",), _PUTTY),
     Rule("provider-token", (), _PROVIDER, prefixed),
     Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sas", "pat"), _ASSIGN, assigned,
          _NOT_A_CREDENTIAL),
