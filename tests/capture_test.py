@@ -80,7 +80,7 @@ def test_the_model_reads_the_whole_session_without_machine_turns_and_with_the_ke
 
     prompt, schema, purpose = model.calls[0]
     assert purpose == "capture" and schema == capture.CANDIDATE_SCHEMA
-    assert KEY not in prompt and "[REDACTED:api-key]" in prompt
+    assert KEY not in prompt and "[REDACTED:provider-token]" in prompt
     assert "I prefer pnpm over npm" in prompt  # the start
     assert "the TZ hypothesis was wrong" in prompt  # the refutation at the end
     assert "<task-notification>" not in prompt and "Caveat: The messages below" not in prompt

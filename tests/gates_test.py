@@ -138,7 +138,7 @@ def test_garbage_fields_are_normalised_not_trusted() -> None:
 SECRETS = {
     "api-key": "sk-ant-api03-Q7vK2mXr9LpT4wZs8NbY3cHd6FjG1uAe5RqP0oIiMn",
     "github-token": "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
-    "aws-key": "AKIAIOSFODNN7EXAMPLE",
+    "aws-key": "AKIA" + "Z7QK3M5N2P4R6T8V",  # AWS's documented AKIAIOSFODNN7EXAMPLE is no secret
     "slack-token": "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOp",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "private-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",

@@ -116,7 +116,7 @@ def test_backfill_of_a_realistic_projects_tree(projects: Path, capsys: pytest.Ca
 
     turns = archived()
     shop = [(role, text) for s, role, _n, text, _p in turns if s == S1]
-    expected = [(r, t.replace(KEY, "[REDACTED:api-key]").replace("Café", "Caf\ufffd")) for r, t in SHOP_TURNS]
+    expected = [(r, t.replace(KEY, "[REDACTED:provider-token]").replace("Café", "Caf\ufffd")) for r, t in SHOP_TURNS]
     assert shop == expected
     assert [n for s, _r, n, _t, _p in turns if s == S1] == [0, 1, 2, 3, 4]
     blog = [(role, text) for s, role, _n, text, project in turns if s == S2 and project == "/home/dev/blog"]

@@ -105,7 +105,8 @@ class Candidate:
 
     def all_text(self) -> str:
         """Every string of the candidate, for the secret and injection gates."""
-        return "\n".join([self.claim_text(), self.quote, *self.topics, *self.entities, *self.aliases])
+        return "\n".join([self.title, self.description, self.statement, self.subject, self.value, self.quote,
+                          *self.topics, *self.entities, *self.aliases])
 
     def excerpt(self, limit: int = 160) -> str:
         """A short, redacted excerpt for logs: never the secret itself."""

@@ -16,6 +16,13 @@ def open_store(args: argparse.Namespace) -> Store:
     return Store.find(getattr(args, "store", None))
 
 
+def add_allow_secret(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-secret-like", action="append", default=[], metavar="RULE",
+        help="commit text that the secret rule RULE (named in the refusal) flags, when you vouch it is no secret; "
+        "recorded in the commit's Quipu-Allowed-Secret-Like trailer (repeatable)")
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for machine readers")
 

@@ -14,7 +14,7 @@ import tempfile
 from typing import Any
 
 from quipu.index import index
-from quipu.commands._common import add_json, amount, open_store
+from quipu.commands._common import add_allow_secret, add_json, amount, open_store
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
 from quipu.store.notes import memory_document
@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--project", help="the project root this memory is about")
     p.add_argument("--session", help="the Claude Code session it came from")
     p.add_argument("--id", dest="memory_id", help="a fixed id (default: random)")
+    add_allow_secret(p)
     add_json(p)
     p.set_defaults(func=run)
 
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if fields.get("status") not in (None, "", "active"):
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
-    sha = store.add(memory, session=args.session)
+    sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like)
     index.refresh_after_write(store)
     if args.json:
         print_json({"id": memory.id, "commit": sha, "path": memory.path})

@@ -33,11 +33,11 @@ from urllib.parse import unquote
 from quipu.index import index
 from quipu.claude import memorymd
 from quipu.store import notes, secrets_scan
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_allow_secret, add_json, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
 from quipu.output import print_json, progress
-from quipu.store.store import Store
+from quipu.store.store import Store, memory_fields
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
@@ -83,6 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), or the folder of notes")
     p.add_argument("--project", metavar="DIR", help="record this project root on every imported memory")
     p.add_argument("--dry-run", action="store_true", help="show what would be imported and commit nothing")
+    add_allow_secret(p)
     add_json(p)
     p.set_defaults(func=run)
 
@@ -151,25 +152,27 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
     return memory, str(source) if topic else None
 
 
-def _entry_refusal(memory: Memory, entry: memorymd.Entry, index_text: str, topic: str | None) -> str | None:
+def _entry_refusal(memory: Memory, entry: memorymd.Entry, index_text: str, topic: str | None,
+                   allow: tuple[str, ...] = ()) -> str | None:
     """Why an entry's memory may not enter the store: a secret, located in the file it came from."""
-    if not secrets_scan.find_secrets(render_memory(memory).decode("utf-8", "replace")):
+    if not secrets_scan.find_secrets(render_memory(memory).decode("utf-8", "replace"), allow):
         return None
     if topic is not None:
         text = Path(topic).read_bytes().decode("utf-8", "replace")
-        spans = secrets_scan.find_secrets(text)
+        spans = secrets_scan.find_secrets(text, allow)
     else:
         text = index_text
         lines = text.splitlines(keepends=True)
         first, last = sum(map(len, lines[:entry.line - 1])), sum(map(len, lines[:entry.end_line]))
-        spans = [s for s in secrets_scan.find_secrets(text) if s.start < last and s.end > first]
+        spans = [s for s in secrets_scan.find_secrets(text, allow) if s.start < last and s.end > first]
     if not spans:
         return "what it would become looks like it holds a secret; the entry was not imported"
     return secret_reason(text, spans).replace("the note was not", "the entry was not")
 
 
 def import_memory_md(
-    store: Store, path: Path, *, dry_run: bool = False, project: str | None = None
+    store: Store, path: Path, *, dry_run: bool = False, project: str | None = None,
+    allow_secret_like: tuple[str, ...] = (),
 ) -> tuple[list[Outcome], list[memorymd.Line], list[notes.Skipped]]:
     """Every entry of the MEMORY.md at ``path``, one commit each; an entry that may not enter the
     store is skipped (named by the file it came from and its line) and never stops the rest."""
@@ -186,7 +189,7 @@ def import_memory_md(
         where = f"{path}:{entry.line}"
         try:
             memory, topic = to_memory(entry, path, project)
-            reason = _entry_refusal(memory, entry, text, topic)
+            reason = _entry_refusal(memory, entry, text, topic, allow_secret_like)
         except InvalidMemory as exc:
             memory, topic, reason = None, None, str(exc).split("\n", 1)[0].removeprefix(f"{where}: ")
         if reason or memory is None:
@@ -198,7 +201,7 @@ def import_memory_md(
         elif dry_run:
             outcomes.append(Outcome(entry.line, memory, "new", past, topic))
         else:
-            sha = store.add(memory, action="import")
+            sha = store.add(memory, action="import", allow_secret_like=allow_secret_like)
             outcomes.append(Outcome(entry.line, memory, "imported", past, topic, sha))
         seen.add(memory.id)
     return outcomes, others, skipped
@@ -228,25 +231,28 @@ def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
         line = line[:97] + "..."
     return (f"it looks like it holds a secret ({kinds}), first on line {text.count(chr(10), 0, first.start) + 1}: "
             f"{line!r}; a secret in git history is there for good, so the note was not imported "
-            "(remove the secret from it, or keep the note out of the folder)")
+            "(remove the secret from it, keep the note out of the folder, or vouch for a look-alike with "
+            "--allow-secret-like RULE)")
 
 
-def note_refusal(note: notes.Note) -> str | None:
+def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
     """Why this note may not enter the store (None: it may), in words about the note itself."""
     data = render_memory(note.memory)
     try:
         parse_memory(data, note.path)  # the same validation a hand edit gets
     except InvalidMemory as exc:
         return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: ")
-    if secrets_scan.find_secrets(data.decode("utf-8", "replace")):
-        spans = secrets_scan.find_secrets(note.text)
+    made = [data.decode("utf-8", "replace"), *memory_fields(note.memory).values()]
+    if any(secrets_scan.find_secrets(text, allow) for text in made):
+        spans = secrets_scan.find_secrets(note.text, allow)
         if not spans:  # only in what was made from it: the file name, as the title
             return "its file name looks like a secret; the note was not imported (rename the file)"
         return secret_reason(note.text, spans)
     return None
 
 
-def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> FolderImport:
+def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
+                    allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
     """Every note under ``root`` not yet in the store, committed at once; a note that may not enter
     the store is skipped with its reason and never stops the rest."""
     if not root.is_dir():
@@ -263,7 +269,7 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> Folde
         elif item.memory.id in fresh or store.exists(item.memory.id):
             existing.append(item.memory)
         else:
-            reason = note_refusal(item)
+            reason = note_refusal(item, allow_secret_like)
             if reason:
                 skipped.append(notes.Skipped(item.path, reason))
             else:
@@ -274,13 +280,14 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> Folde
         commit = store.commit(
             changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
             {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+            allow_secret_like=allow_secret_like, fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
         )
     return FolderImport(list(fresh.values()), existing, skipped, commit)
 
 
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     root = Path(args.file).expanduser().absolute()
-    done = import_markdown(store, root, dry_run=args.dry_run)
+    done = import_markdown(store, root, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like))
     if done.commit:
         index.refresh_after_write(store)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
@@ -306,7 +313,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_markdown(store, args)
     path = Path(args.file).expanduser().absolute()
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
-    outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project)
+    outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project,
+                                                 allow_secret_like=tuple(args.allow_secret_like))
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
         index.refresh_after_write(store)
     code = EXIT_SOME_SKIPPED if skipped else 0

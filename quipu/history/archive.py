@@ -37,20 +37,11 @@ from quipu.history.reader import Session
 from quipu.store.locks import file_lock
 
 _SAFE_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-# A necessary condition for ``secrets_scan.find_secrets`` to find anything, checked with two C
-# loops: every shape it knows is a run of 15+ characters without a space (the shortest, a Slack
-# token, is "xoxb-" and 10 more), or a password in a URL ("://"), a PEM key ("-----BEGIN") or a
-# word of its assignment and bearer rules. Most turns have none and skip the dozen patterns (a
-# test checks the condition holds for every secret the detector finds in its own test cases).
-_SECRET_MARKERS = ("://", "-----begin", "apikey", "api_key", "api-key", "secret", "token", "passw", "pwd", "bearer")
-_MIN_SECRET_RUN = 15
 
 
 def may_hold_secret(text: str) -> bool:
-    if any(len(word) >= _MIN_SECRET_RUN for word in text.split()):
-        return True
-    low = text.lower()
-    return any(marker in low for marker in _SECRET_MARKERS)
+    """The scanner's own pre-filter: False only when no secret rule can match (most turns)."""
+    return secrets_scan.may_hold_secret(text)
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,9 @@ class Service:
         args = dict(arguments or {})
         problem = not_text(args) or _invalid(tool.schema, args)
         if problem:
-            return Answer(f"{name}: invalid arguments: {problem}", True)
+            from quipu.store import secrets_scan  # the message may quote an argument: never a secret in it
+
+            return Answer(f"{name}: invalid arguments: {secrets_scan.redact(problem)}", True)
         with self._lock:
             try:
                 answer = tool.run(self, args)

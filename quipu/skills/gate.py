@@ -163,8 +163,9 @@ def check_safety(draft: Draft) -> str | None:
     m = gates._INJECTION.search(text)  # the capture gate's pattern: text that addresses the agent's rules
     if m:
         return f"text that instructs the agent: {' '.join(m.group(0).split())!r}"
-    if secrets_scan.find_secrets(text):
-        return "looks like it holds a secret"
+    spans = secrets_scan.find_secrets(f"{draft.name}\n{draft.description}\n{draft.failure}\n{draft.body}")
+    if spans:
+        return f"looks like it holds a secret ({', '.join(sorted({s.kind for s in spans}))})"
     return None
 
 

@@ -93,8 +93,11 @@ def memory_path(memory_id: str) -> str:
 
 
 def _shown(value: object, limit: int = 80) -> str:
-    """A value as a message shows it: its repr, cut short."""
+    """A value as a message shows it: its repr, cut short, with anything secret-like redacted."""
+    from quipu.store import secrets_scan
+
     text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else "a huge number"
+    text = secrets_scan.redact(text)
     return text if len(text) <= limit else text[:limit] + "..."
 
 

@@ -41,6 +41,7 @@ from quipu.store.memory import (
 )
 from quipu.store.trailers import (
     LogEntry,
+    cut_words,
     event_dir,
     format_message,
     parse_trailers,
@@ -206,12 +207,17 @@ class Store:
         *,
         create_only: Collection[str] = (),
         require: Collection[str] = (),
+        allow_secret_like: Collection[str] = (),
+        fields: Mapping[str, str] | None = None,
     ) -> str:
         """One commit; ``create_only``/``require`` paths are checked under the writer lock. Every path
         is one of the store's schema (``InvalidMemory`` otherwise, and nothing is written).
 
-        Nothing that looks like a secret is committed, in any file or in the message: a secret in
-        git history is there for good (``SecretRefused``, and nothing is written)."""
+        Nothing that looks like a secret is committed, in any file, in ``fields`` (the raw strings
+        a file was rendered from) or in the message: a secret in git history is there for good
+        (``SecretRefused``, and nothing is written). Rules a person vouches for
+        (``allow_secret_like``) are skipped, and the ones used are named in a
+        ``Quipu-Allowed-Secret-Like`` trailer."""
         from quipu.store import gitstore, schema, secrets_scan
 
         for rel in changes:
@@ -219,8 +225,11 @@ class Store:
             if problem:
                 raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
                                     "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
-        message = format_message(summary, trailers)
-        secrets_scan.refuse_secrets(changes, message)
+        raw = {name: text.encode("utf-8") for name, text in (fields or {}).items()}
+        used = secrets_scan.refuse_secrets({**raw, **changes}, "", allow_secret_like)
+        secrets_scan.refuse_secrets({}, format_message(summary, trailers))
+        # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
+        message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
         sha = gitstore.commit_files(
             self.root, changes, message, repo=self.repo, create_only=create_only, require=require
         )
@@ -236,6 +245,7 @@ class Store:
         session: str | None = None,
         sweep: str | None = None,
         overwrite: bool = False,
+        allow_secret_like: Collection[str] = (),
     ) -> str:
         """Commit a new memory (or, with ``overwrite``, a new version of one)."""
         if not overwrite and self.exists(memory.id):
@@ -252,7 +262,7 @@ class Store:
         parse_memory(data, memory.path)  # the same validation a hand edit gets
         return self.commit(
             {memory.path: data},
-            f"quipu: {action} {memory.id} {memory.title[:60]}",
+            f"quipu: {action} {memory.id} {cut_words(memory.title, 60)}",
             {
                 "Quipu-Action": action,
                 "Quipu-Memory": memory.id,
@@ -263,6 +273,8 @@ class Store:
             # Checked again under the lock: two writers racing for one id cannot both win.
             create_only=() if overwrite else (memory.path,),
             require=[memory_path(old) for old in memory.supersedes],
+            allow_secret_like=allow_secret_like,
+            fields=memory_fields(memory),
         )
 
     def add_event(
@@ -409,6 +421,16 @@ class Store:
         from quipu.store import undo
 
         return undo.undo(self, commit=commit, memory=memory, sweep=sweep).commits
+
+
+def memory_fields(memory: Memory) -> dict[str, str]:
+    """Every string a memory file is rendered from, named ``<path> (<field>)`` for a refusal."""
+    out = {f"{memory.path} ({name})": getattr(memory, name) for name in ("title", "description", "body")}
+    for name in ("topics", "entities", "aliases"):
+        out[f"{memory.path} ({name})"] = "\n".join(getattr(memory, name))
+    out[f"{memory.path} (other fields)"] = "\n".join(str(v) for v in memory.extra.values() if isinstance(v, str))
+    return out
+
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -53,8 +53,16 @@ def trailer_stamp() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
 
 
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at a space, so no word (a key, an example key) is cut in two."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return cut[:cut.rfind(" ")] if " " in cut else cut
+
+
 def format_message(summary: str, trailers: Mapping[str, str | None], body: str = "") -> str:
-    lines = [summary.replace("\n", " ")[:200], ""]
+    lines = [cut_words(summary.replace("\n", " "), 200), ""]
     if body:
         lines += [body.strip(), ""]
     for key, value in trailers.items():
