@@ -273,7 +273,7 @@ def test_the_session_end_hook_path_and_the_review_queue_and_commit_messages_keep
         store.add_event("billing-a", {"action": "review", "reason": f"conflicts because {case.text}"},
                         summary=f"quipu: review billing-a ({flat(case.text)})", trailers={"Quipu-Action": "review"})
         with pytest.raises(SecretRefused):
-            store.commit({"notes/x.md": b"ok\n"}, "quipu: note", {"Quipu-Action": "note", "Quipu-Why": flat(case.text)})
+            store.commit({"README.md": b"ok\n"}, "quipu: note", {"Quipu-Action": "note", "Quipu-Why": flat(case.text)})
         for where in ("name", "description", "failure", "body"):  # a drafted skill, in each of its fields
             fields = {"name": "deploy-billing", "description": "Deploy billing.", "failure": "", "body": "Run it."}
             fields[where] = flat(case.text) if where != "body" else case.text

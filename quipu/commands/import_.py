@@ -245,9 +245,16 @@ def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
     made = [data.decode("utf-8", "replace"), *memory_fields(note.memory).values()]
     if any(secrets_scan.find_secrets(text, allow) for text in made):
         spans = secrets_scan.find_secrets(note.text, allow)
-        if not spans:  # only in what was made from it: the file name, as the title
-            return "its file name looks like a secret; the note was not imported (rename the file)"
-        return secret_reason(note.text, spans)
+        if spans:
+            return secret_reason(note.text, spans)
+        for name, value in memory_fields(note.memory).items():  # a field read out of the note's frontmatter
+            found = secrets_scan.find_secrets(value, allow)
+            if found:
+                field = name.rsplit(" (", 1)[-1].rstrip(")")
+                if field == "title" and value not in note.text:  # made from the file name
+                    return "its file name looks like a secret; the note was not imported (rename the file)"
+                return f"its {field}: {secret_reason(value, found)}"
+        return "what it would become looks like it holds a secret; the note was not imported"
     return None
 
 
