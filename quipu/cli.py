@@ -36,6 +36,7 @@ COMMANDS = (
     "index",
     "doctor",
     "hooks",
+    "hook",
     "install",
     "uninstall",
     "import",
@@ -92,7 +93,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in (only,) if only else COMMANDS:
         importlib.import_module(f"quipu.commands.{_module_name(name)}").register(sub)
+    _global_flags_after_command(sub)
     return parser
+
+
+def _global_flags_after_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``quipu list --store X`` means ``quipu --store X list``: every sub-command (nested ones too)
+    takes ``--store`` as well; given in both places, the later one wins."""
+    for parser in set(sub.choices.values()):
+        if not any("--store" in action.option_strings for action in parser._actions):
+            parser.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS,
+                                help="the store to use (as `quipu --store PATH COMMAND`)")
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _global_flags_after_command(action)
 
 
 def check_dependencies(*, load: bool = True) -> None:

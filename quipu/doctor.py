@@ -3,8 +3,9 @@
 Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
 submodules, cache files and any file outside the store's schema, ``quipu.store.schema``), a stale
 git index lock, the index (fresh or not, rebuilt if needed), files skipped for bad
-frontmatter, the git hooks, the store's size, git's garbage-collection state and Claude Code's
-MEMORY.md load limit. A check that meets something quipu refuses (``UnsafeStore``) reports it.
+frontmatter, the git hooks, the store's size, git's garbage-collection state, Claude Code's
+MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started; ``quipu.claude.wiring``)
+and whether the offline model can run (``quipu.model.offline_status``). A check that meets something quipu refuses (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
 
@@ -141,7 +142,42 @@ def check_always_on(store: Store) -> Check:
     return Check("always-on layer", not (unsearchable or card.unparsed), summary, details)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on]
+def check_claude_code(store: Store) -> Check:
+    """quipu's hooks and MCP server in Claude Code's settings: each one started, and the server's switches."""
+    from quipu.claude import wiring
+
+    found = wiring.hook_findings() + wiring.mcp_findings()
+    if not found:
+        return Check("Claude Code", True, "quipu is not wired into Claude Code's settings here "
+                     "(`quipu install claude`, or the plugin)")
+    bad = [line for ok, line in found if not ok]
+    if not bad:
+        return Check("Claude Code", True, f"{len(found)} hook(s), server(s) and switch(es) checked; each starts",
+                     [line for _ok, line in found])
+    return Check("Claude Code", False, f"{len(bad)} of quipu's hooks or MCP settings do not work; the fix is under each",
+                 bad)
+
+
+def check_capture(store: Store) -> Check:
+    """Whether the offline model (capture at session end, the sweep) can run here; a failure only once
+    quipu's session hooks are installed, since that is when capture is expected to run."""
+    import os
+
+    from quipu import model
+    from quipu.claude import wiring
+
+    spec = os.environ.get(settings.MODEL_ENV) or settings.user_setting("sweep", "model") or "claude"
+    ok, why = model.offline_status(str(spec), use_api_key=settings.user_setting("sweep", "use_api_key") is True)
+    summary, *fixes = why.split("\n")
+    if ok:
+        return Check("capture", True, f"the offline model can run: {summary}")
+    hooked = any(ok_ and "SessionEnd hook" in line for ok_, line in wiring.hook_findings(quick=True))
+    return Check("capture", not hooked, f"the offline model {summary}; sessions are not captured" if hooked else
+                 f"the offline model {summary} (it matters once quipu's hooks are installed)", fixes)
+
+
+CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on,
+                                     check_claude_code, check_capture]
 
 
 def _run(check: Callable[[Store], Check], store: Store) -> Check:

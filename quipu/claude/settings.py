@@ -24,7 +24,11 @@ v2.1.139 or newer, and older versions would ignore ``args`` and run the bare int
 path is single-quoted for ``sh -c``, so spaces and quotes in paths are safe, and the trailing
 comment is inert in the shell.
 
-Interpreters: both hooks run the interpreter quipu itself runs under, by absolute path: a
+Portable commands: the ``project`` scope writes ``<project>/.claude/settings.json``, which a team
+commits, so its commands name no path of this machine: ``quipu hook EVENT`` (``quipu.commands.hook``),
+found on PATH wherever the project is checked out. The user and local scopes use absolute paths.
+
+Interpreters: elsewhere both hooks run the interpreter quipu itself runs under, by absolute path: a
 virtual environment's ``bin/python`` (a symlink to the real binary, so it starts as fast) or the
 real binary, never a pyenv-style ``shims`` script (a shell script that costs ~50 ms). The prompt
 hook adds ``-I -S``: no site-packages are loaded, because ``prompt_submit.py`` finds the quipu
@@ -165,8 +169,16 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def commands(hooks_dir: Path | None = None) -> list[tuple[HookSpec, str]]:
-    """quipu's (spec, command) pairs for this install of quipu."""
+def portable_command(spec: HookSpec) -> str:
+    """The command a committed settings file holds: ``quipu hook EVENT``, found on each machine's PATH."""
+    return f"quipu hook {spec.argument or 'prompt'} {MARKER}"
+
+
+def commands(hooks_dir: Path | None = None, *, portable: bool = False) -> list[tuple[HookSpec, str]]:
+    """quipu's (spec, command) pairs: for this install of quipu by absolute path, or ``portable``
+    (``quipu hook EVENT`` on PATH, for a file a team commits)."""
+    if portable:
+        return [(spec, portable_command(spec)) for spec in HOOKS]
     directory = (hooks_dir or assets.hooks_dir()).resolve()
     prompt, launcher = directory / PROMPT_SCRIPT, directory / SESSION_SCRIPT
     for script in (prompt, launcher):
@@ -379,8 +391,9 @@ def write_change(path: Path, scope: str, before: str | None, after_settings: dic
 
 
 def install(path: Path, *, scope: str = "user", dry_run: bool = False, hooks_dir: Path | None = None) -> Result:
+    """Merge quipu's hooks into ``path``; the ``project`` scope (a committed file) gets the portable commands."""
     settings, before = load(path)
-    merged, added, removed = merge(settings, commands(hooks_dir), str(path))
+    merged, added, removed = merge(settings, commands(hooks_dir, portable=scope == "project"), str(path))
     return write_change(path, scope, before, merged, dry_run, added, removed)
 
 

@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--project", help="the project root this memory is about")
     p.add_argument("--session", help="the Claude Code session it came from")
     p.add_argument("--id", dest="memory_id", help="a fixed id (default: random)")
+    p.add_argument("--force", action="store_true", help="add it even when a near-identical memory exists")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -143,6 +144,14 @@ def run(args: argparse.Namespace) -> int:
     if fields.get("status") not in (None, "", "active"):
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
+    if not args.force:
+        from quipu.index import near
+
+        same = near.near_duplicate(store, memory.title, memory.body)
+        if same is not None:
+            raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
+                             f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
+                             f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
     sha = store.add(memory, session=args.session)
     index.refresh_after_write(store)
     if args.json:

@@ -19,8 +19,8 @@ def add_scope(p: argparse.ArgumentParser) -> None:
     )
     scope.add_argument(
         "--project", dest="scope", action="store_const", const="project",
-        help="<project>/.claude/settings.json: this project only; the file is usually committed, and the "
-        "commands hold this machine's absolute paths",
+        help="<project>/.claude/settings.json and <project>/.mcp.json: this project only; the files are "
+        "usually committed, so they run `quipu hook EVENT` and `quipu mcp` from each machine's PATH",
     )
     scope.add_argument(
         "--local", dest="scope", action="store_const", const="local",
@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Merge quipu's hooks (UserPromptSubmit recall; SessionStart, PreCompact and SessionEnd "
         "through a fail-open launcher) into a Claude Code settings file. Running it again changes nothing; "
         "other settings and hooks are kept; the previous file is backed up under $QUIPU_HOME/backups. "
-        "The commands use this interpreter's real path, and the prompt hook runs with -I -S. "
+        "For --user and --local the commands use this interpreter's real path, and the prompt hook runs with "
+        "-I -S; --project writes `quipu hook EVENT` and `quipu mcp`, found on each teammate's PATH. "
         "It also registers quipu's MCP server (`quipu mcp`) where Claude Code reads MCP servers for the scope: "
         "~/.claude.json for --user and --local (under the project for --local), <project>/.mcp.json for "
         "--project. Alternatively load this repository as a Claude Code plugin (claude --plugin-dir), not both.",

@@ -262,6 +262,12 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
             "- state one durable claim declaratively (\"The team prefers X\", not \"always do X\"), "
             "without secrets, transient errors or one-off events", True)
     store = service.store
+    from quipu.index import near
+
+    same = near.near_duplicate(store, title, body)
+    if same is not None:
+        return Answer(f"remember: a near-identical memory exists ({same.id}: {same.title}). Nothing was committed.\n"
+                      f"- it is already remembered; to change it, call propose_supersession with {same.id}", True)
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session},

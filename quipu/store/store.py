@@ -50,6 +50,19 @@ if TYPE_CHECKING:
 CONFIG_NAME = "quipu.toml"
 
 
+def init_refusal(path: Path) -> str | None:
+    """Why ``quipu init`` will not create a store at ``path`` (the message and its fix), or None."""
+    path = Path(path).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        return f"{path} exists and is not a folder\n- choose another path for the store"
+    if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
+        inner = path / ".quipu"
+        return (f"{path} is not empty and not a quipu store, so quipu will not mix its files with yours\n"
+                f"- create the store in a folder of its own: `quipu init {inner}` (inside a project, it is found "
+                f"from anywhere below {path})\n- or choose an empty or new folder")
+    return None
+
+
 class Store:
     """One memory store on disk. Cheap to construct; the git repository opens lazily."""
 
@@ -77,15 +90,20 @@ class Store:
                 f"- run `quipu init {self.root}` to create it, or pass --store PATH / set QUIPU_STORE"
             )
         if locate.git_dir(str(self.root)) is None:
-            raise NoStore(
-                f"{self.root} (chosen by {self.how}) is not a git repository, so it is not a quipu store\n"
-                f"- run `quipu init {self.root}` to make it one"
-            )
+            raise NoStore(f"{self.root} (chosen by {self.how}) is not a git repository, so it is not a quipu store\n"
+                          + self._init_fix("make it one"))
         if not (self.root / CONFIG_NAME).is_file():
-            raise NoStore(
-                f"{self.root} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
-                f"- run `quipu init {self.root}` to add the store files"
-            )
+            raise NoStore(f"{self.root} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
+                          + self._init_fix("add the store files"))
+
+    def _init_fix(self, what: str) -> str:
+        """The way forward `quipu init` accepts: this folder when it is empty, else a new one."""
+        if init_refusal(self.root) is None:
+            return f"- run `quipu init {self.root}` to {what}"
+        inner = self.root / ".quipu"
+        return (f"- it holds other files, so quipu will not turn it into a store; make one beside them: "
+                f"`quipu init {inner}` (found from anywhere inside {self.root}), then use --store {inner}\n"
+                f"- or point --store / QUIPU_STORE at an existing store")
 
     @classmethod
     def init(cls, path: Path) -> tuple[Store, bool]:
@@ -97,12 +115,9 @@ class Store:
         path = Path(path).expanduser().absolute()
         if (path / CONFIG_NAME).is_file() and locate.git_dir(str(path)):
             return cls(path, "init"), False
-        if path.exists() and not path.is_dir():
-            raise NoStore(f"{path} exists and is not a folder\n- choose another path for the store")
-        if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
-            raise NoStore(
-                f"{path} is not empty and not a quipu store\n- choose an empty or new folder for the store"
-            )
+        refused = init_refusal(path)
+        if refused:
+            raise NoStore(refused)
         path.mkdir(parents=True, exist_ok=True)
         if locate.git_dir(str(path)) is None:
             pygit2.init_repository(str(path), initial_head="main")
