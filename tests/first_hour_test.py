@@ -204,7 +204,7 @@ def test_doctor_fails_when_the_mcp_command_fails_and_when_the_server_is_disabled
     no_quipu = doctor(project, env={"PATH": "/usr/bin:/bin"})  # a teammate without quipu on PATH
     assert no_quipu.returncode == 1
     assert "MCP server in" in no_quipu.stdout and "does not start" in no_quipu.stdout
-    assert "pipx install quipu" in no_quipu.stdout
+    assert "pipx install ./quipu" in no_quipu.stdout and "PyPI project named quipu is another one" in no_quipu.stdout
 
 
 def fake_claude(folder: Path) -> Path:

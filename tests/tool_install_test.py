@@ -222,3 +222,26 @@ def test_the_repository_is_a_plugin_marketplace_the_real_cli_validates_adds_and_
         proc = box.prompt(PROMPT, cwd=project)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert any(_recalled(r) for r in _prompt_requests(api)), "the installed plugin's prompt hook recalled nothing"
+
+
+def test_an_opted_in_api_key_runs_the_offline_pass_without_a_login_and_under_the_budget(
+    claude_exe: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from quipu.model import Budget, BudgetExceeded, ClaudeModel, MeteredModel, ModelUnavailable, offline_status
+
+    key = "sk-ant-api03-the-users-own-metered-key"
+    schema = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}
+    with FakeMessagesAPI(ScriptedModel([{"echo": "hi"}])) as api:
+        box = Sandbox.create(claude_exe, tmp_path / "user", api, logged_in=False, extra={"ANTHROPIC_API_KEY": key})
+        for name, value in box.env.items():
+            monkeypatch.setenv(name, value)
+        assert offline_status("claude")[0] is False
+        with pytest.raises(ModelUnavailable, match="use_api_key = true"):  # off by default, and says how to opt in
+            ClaudeModel(timeout=120).complete("say hi", schema, purpose="test")
+
+        assert offline_status("claude", use_api_key=True)[0] is True
+        metered = MeteredModel(ClaudeModel(timeout=120, use_api_key=True), Budget(max_calls=1), tmp_path / "calls.jsonl")
+        assert metered.complete("say hi", schema, purpose="test") == {"echo": "hi"}
+        assert any(r.headers.get("x-api-key") == key for r in api.messages())
+        with pytest.raises(BudgetExceeded):
+            metered.complete("say hi again", schema, purpose="test")

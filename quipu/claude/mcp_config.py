@@ -50,7 +50,7 @@ def entry(hooks_dir: Path | None = None, *, portable: bool = False) -> dict[str,
         return copy.deepcopy(PORTABLE)
     launcher = (hooks_dir or assets.hooks_dir()).resolve() / LAUNCHER
     if not launcher.is_file():
-        raise FatalError(f"quipu's MCP launcher {launcher} is missing\n- reinstall quipu (pip install --force-reinstall quipu)")
+        raise FatalError(f"quipu's MCP launcher {launcher} is missing\n- {claude_settings.INSTALL_HINT}")
     return {"type": "stdio", "command": claude_settings.session_python(), "args": ["-I", str(launcher)], "env": {}}
 
 

@@ -59,6 +59,9 @@ MARKER = "# quipu-managed-hook"
 PROMPT_SCRIPT = "prompt_submit.py"
 SESSION_SCRIPT = "quipu_hook.py"
 SCOPES = ("user", "project", "local")
+# How to (re)install quipu: from its repository, since the PyPI project named "quipu" is another one.
+INSTALL_HINT = ("install quipu as a tool from a clone of its repository: `pipx install ./quipu` or "
+                "`uv tool install ./quipu` (the PyPI project named quipu is another one)")
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def commands(hooks_dir: Path | None = None, *, portable: bool = False) -> list[t
     prompt, launcher = directory / PROMPT_SCRIPT, directory / SESSION_SCRIPT
     for script in (prompt, launcher):
         if not script.is_file():
-            raise FatalError(f"quipu's hook script {script} is missing\n- reinstall quipu (pip install --force-reinstall quipu)")
+            raise FatalError(f"quipu's hook script {script} is missing\n- {INSTALL_HINT}")
     out = []
     for spec in HOOKS:
         if spec.argument is None:

@@ -52,8 +52,7 @@ def _settings_files(root: Path) -> list[tuple[str, Path]]:
 
 def _fix(scope: str) -> str:
     if scope == "project":
-        return ("- install quipu so that `quipu` is on PATH (`pipx install quipu` or `uv tool install quipu`), "
-                "then run `quipu doctor` again")
+        return f"- `quipu` must be on PATH here: {claude_settings.INSTALL_HINT}; then run `quipu doctor` again"
     return f"- run `quipu install claude --{scope}` again with the quipu you use now"
 
 

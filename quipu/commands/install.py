@@ -81,4 +81,14 @@ def run(args: argparse.Namespace) -> int:
     if mcp is not None and not args.dry_run:
         mcp = mcp_config.install(args.scope, args.project_dir)
     report(result, "install", args.json, mcp)
+    if args.scope == "project" and not args.json and not args.dry_run:
+        print(PROJECT_NOTE)
     return 0
+
+
+PROJECT_NOTE = (
+    "These files name no path of this machine: commit them. Each teammate needs `quipu` on PATH: "
+    f"{claude_settings.INSTALL_HINT}.\n"
+    "Claude Code asks once per machine whether to use the project's MCP server, and its default answer "
+    "leaves it off: choose to use it, or add \"enabledMcpjsonServers\": [\"quipu\"] to "
+    ".claude/settings.local.json. `quipu doctor` checks both.")
