@@ -20,7 +20,8 @@ Contract:
   (origin ``user`` only when the user's quoted words really occur in a human turn).
 - Running capture again on the same session (pre-compact, then session end) does not
   duplicate: the memories already captured from the session are shown to the model, and a
-  candidate whose title matches one of them is skipped.
+  candidate whose title matches one of them is skipped. A candidate near-identical to any active
+  memory (``quipu.index.near``) is not written either: it is skipped and logged as a duplicate.
 - Model failures and budget refusals are reported in ``CaptureReport.error``; nothing is
   committed then. Capture never raises for them.
 """

@@ -2,7 +2,8 @@
 
 Text on stdin or in ``--file`` may be a memory document (YAML frontmatter and body, exactly what
 a memory file holds): its fields are used, the flags given beside it win, and it is validated like
-any write (a bad field gets the field's name and allowed values)."""
+any write (a bad field gets the field's name and allowed values). A memory near-identical to an
+active one (``quipu.index.near``) is refused, naming it, unless ``--force``."""
 from __future__ import annotations
 
 import argparse
