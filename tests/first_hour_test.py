@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from quipu.capture import gates
 from quipu.history import promote as history_promote
@@ -255,12 +254,20 @@ def test_a_store_may_not_opt_in_to_the_api_key(tmp_path: Path) -> None:
     assert "use_api_key in" in result.stdout and "is ignored" in result.stdout
 
 
-@pytest.mark.parametrize("scope", ["project"])
-def test_project_files_hold_no_path_of_this_machine(tmp_path: Path, scope: str) -> None:
+def test_project_files_hold_no_path_of_this_machine_and_the_prompt_hook_fails_open(quipu_env: Path,
+                                                                                    tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     git(project, "init", "-q")
-    assert quipu("install", "claude", f"--{scope}", cwd=project).returncode == 0
-    for name in (".claude/settings.json", ".mcp.json"):
-        text = (project / name).read_text()
-        assert "/" not in "".join(json.dumps(v) for v in json.loads(text).values()).replace("\\/", ""), text
+    assert quipu("install", "claude", "--project", cwd=project).returncode == 0
+    from quipu.store import assets
+
+    texts = [(project / name).read_text() for name in (".claude/settings.json", ".mcp.json")]
+    for machine in (str(tmp_path), str(quipu_env), sys.prefix, os.path.realpath(sys.executable),
+                    str(assets.hooks_dir()), str(Path(__file__).resolve().parent.parent)):
+        assert all(machine not in text for text in texts), machine
+    prompt = json.loads(texts[0])["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "x", "session_id": "s", "cwd": str(project)})
+    nothing = subprocess.run(["sh", "-c", prompt], input=event, capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "nobody")})
+    assert (nothing.returncode, nothing.stdout, nothing.stderr) == (0, "", "")  # no quipu at all: silent

@@ -192,6 +192,9 @@ def test_a_project_installed_on_one_machine_works_from_a_clone_with_quipu_instal
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         requests = _prompt_requests(api)
         assert any(_recalled(r) for r in requests), "the committed prompt hook recalled nothing on machine two"
+        # The session hook recorded the uv install's prompt script, which the prompt hook runs with -I -S.
+        recorded = (Path(env["QUIPU_HOME"]) / "prompt-hook").read_text().strip()
+        assert recorded.startswith(str(uv_bin.parent)) and recorded.endswith("prompt_submit.py"), recorded
         results = [b for r in api.messages() for b in r.tool_results() if b.get("tool_use_id") == TOOL_USE_ID]
         assert results and not results[0].get("is_error"), results
         assert "shop-api canary rollout" in json.dumps(results[0])

@@ -26,7 +26,10 @@ comment is inert in the shell.
 
 Portable commands: the ``project`` scope writes ``<project>/.claude/settings.json``, which a team
 commits, so its commands name no path of this machine: ``quipu hook EVENT`` (``quipu.commands.hook``),
-found on PATH wherever the project is checked out. The user and local scopes use absolute paths.
+found on PATH wherever the project is checked out, and failing open (exit 0) where there is none.
+The prompt hook first runs the interpreter and ``prompt_submit.py`` that the session launcher
+recorded in ``$QUIPU_HOME/python`` and ``$QUIPU_HOME/prompt-hook``, with ``-I -S`` like everywhere
+else. The user and local scopes use absolute paths.
 
 Interpreters: elsewhere both hooks run the interpreter quipu itself runs under, by absolute path: a
 virtual environment's ``bin/python`` (a symlink to the real binary, so it starts as fast) or the
@@ -172,9 +175,20 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+# The prompt hook of a committed settings file: the interpreter and prompt_submit.py that quipu's
+# session launcher recorded in $QUIPU_HOME (so the prompt path still runs under -I -S), else the
+# `quipu` on PATH, else nothing (it fails open, like every quipu hook).
+PORTABLE_PROMPT = ('h="${QUIPU_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/quipu}"; p=; s=; '
+                   '{ read -r p < "$h/python"; read -r s < "$h/prompt-hook"; } 2>/dev/null; '
+                   '[ -x "$p" ] && [ -r "$s" ] && exec "$p" -I -S "$s"; ')
+
+
 def portable_command(spec: HookSpec) -> str:
-    """The command a committed settings file holds: ``quipu hook EVENT``, found on each machine's PATH."""
-    return f"quipu hook {spec.argument or 'prompt'} {MARKER}"
+    """The command a committed settings file holds: nothing of this machine, only ``quipu hook EVENT``
+    from each machine's PATH (the prompt hook first tries what quipu recorded in $QUIPU_HOME)."""
+    event = spec.argument or "prompt"
+    first = PORTABLE_PROMPT if spec.argument is None else ""
+    return f"{first}command -v quipu >/dev/null 2>&1 && exec quipu hook {event}; exit 0 {MARKER}"
 
 
 def commands(hooks_dir: Path | None = None, *, portable: bool = False) -> list[tuple[HookSpec, str]]:

@@ -5,7 +5,8 @@ Contract:
   project and local settings files and runs each command as Claude Code would (``sh -c``), with
   a harmless event on stdin and ``QUIPU_CHILD=1`` (every quipu hook then returns at once, so
   nothing is captured or injected), for at most ``HOOK_SECONDS``. A command that does not exit 0
-  (an interpreter or script that moved, no ``quipu`` on PATH) is a problem naming the fix.
+  (an interpreter or script that moved) is a problem naming the fix, and so is a project's
+  ``quipu hook`` command with no ``quipu`` on PATH (it fails open, so its exit says nothing).
 - ``mcp_findings(project)`` finds quipu's MCP server entries (``~/.claude.json`` at the top and
   under the project, ``<project>/.mcp.json``), starts each one and sends MCP's ``initialize``;
   no answer within ``MCP_SECONDS`` is a problem. It also reads Claude Code's switches for the
@@ -22,6 +23,7 @@ import json
 import os
 import select
 import shlex
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -62,6 +64,8 @@ def _harmless_event(event: str, root: Path) -> bytes:
 
 
 def _run_hook(command: str, event: str, root: Path) -> str | None:
+    if "quipu hook " in command and shutil.which("quipu") is None:
+        return "finds no `quipu` on PATH, so it does nothing (it fails open)"
     env = {**os.environ, "QUIPU_CHILD": "1"}
     try:
         proc = subprocess.run(["sh", "-c", command], input=_harmless_event(event, root), capture_output=True,
