@@ -268,7 +268,7 @@ def test_enrichment_keeps_paraphrases_and_drops_copies_of_the_notes_own_words() 
 def test_a_candidate_near_identical_to_a_memory_of_another_session_is_not_written(store_path: Path) -> None:
     store = make_store(store_path)
     said = "The user prefers pnpm over npm for all JavaScript package work in this repository"
-    store.add(Memory.create({"id": "pnpm-pref", "title": "pnpm, not npm", "class": "preference", "origin": "user",
+    store.add(Memory.create({"id": "pnpm-pref", "title": "The user prefers pnpm over npm.", "class": "preference", "origin": "user",
                              "created": "2026-01-05T10:00:00Z"}, said + "\n"))
 
     report = capture.capture_session(store, SESSION, SESSION_ID, ScriptedModel([candidates()]))

@@ -88,14 +88,14 @@ def test_a_near_identical_memory_is_refused_unless_forced(tmp_path: Path) -> Non
                   "--title", "How we deploy")
     assert first.returncode == 0
     again = quipu("--store", store, "add", "Deploys go through CI, run scripts/deploy.sh --dry-run first.",
-                  "--title", "Deploying")
+                  "--title", "how we deploy")
     assert again.returncode == 1 and "near-identical" in again.stderr
     assert any("--force" in line for line in fix_lines(again))
     other = quipu("--store", store, "add", "Deploys go through CI; run scripts/deploy.sh --canary first",
                   "--title", "Canary deploys")
     assert other.returncode == 0, other.stderr  # another claim on the same subject is not a duplicate
     forced = quipu("--store", store, "add", "Deploys go through CI, run scripts/deploy.sh --dry-run first.",
-                   "--title", "Deploying", "--force")
+                   "--title", "how we deploy", "--force")
     assert forced.returncode == 0
     assert len(json.loads(quipu("--store", store, "list", "--json").stdout)) == 3
 

@@ -2,8 +2,8 @@
 
 Contract:
 - ``near_duplicate(store, title, body)`` is the active memory whose text says the same as
-  ``title`` + ``body`` (or None): after folding case, punctuation and spacing, either the bodies are
-  equal, or they differ only by small words (``SMALL``: articles, "is", "the"...) and still match by
+  ``title`` + ``body`` (or None): after folding case, punctuation and spacing, either the texts
+  (title and body) are equal, or they differ only by small words (``SMALL``: articles, "is", "the"...) and still match by
   at least ``MIN_RATIO`` (difflib's ratio, so the same words in another order, "A needs B" and "B
   needs A", stay apart). Two memories on one subject that say different things (another number,
   another tool, a negation: any other word) stay apart.
@@ -36,7 +36,7 @@ def _fold(text: str) -> str:
 
 def same_claim(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
     """Whether two memories' texts are near-identical (see the module contract)."""
-    a, b = _fold(body_a) or _fold(title_a), _fold(body_b) or _fold(title_b)
+    a, b = _fold(f"{title_a} {body_a}"), _fold(f"{title_b} {body_b}")
     if not a or not b:
         return False
     if a == b:
