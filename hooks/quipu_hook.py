@@ -13,7 +13,9 @@ Contract (a zero-logic launcher):
 - It does nothing when ``QUIPU_CHILD`` is set, so quipu's own ``claude -p`` children never
   re-enter quipu.
 - It records the real path of the interpreter it runs under in ``$QUIPU_HOME/python``, which
-  the plugin's prompt hook (``prompt_submit.sh``) starts instead of a ``python3`` shim.
+  the plugin's prompt hook (``prompt_submit.sh``) starts instead of a ``python3`` shim, and the
+  ``prompt_submit.py`` beside it in ``$QUIPU_HOME/prompt-hook``, which a project's committed
+  prompt hook runs with it (``quipu.claude.settings.PORTABLE_PROMPT``).
 - quipu is looked for beside this file first (a source checkout used as a Claude Code plugin,
   or an installed wheel, where this file is ``quipu/_assets/hooks/quipu_hook.py``), then in the
   interpreter's own packages, and last as a ``quipu`` executable on PATH (a pipx or uv tool
@@ -50,22 +52,31 @@ def _home() -> str:
 
 
 def _record_interpreter() -> None:
-    """Write this interpreter's real path to ``$QUIPU_HOME/python`` for the plugin's prompt hook
-    (hooks/prompt_submit.sh), which cannot afford a ``python3`` shim on every prompt."""
+    """Write this interpreter's real path to ``$QUIPU_HOME/python``, and the ``prompt_submit.py``
+    beside this file to ``$QUIPU_HOME/prompt-hook``, for the prompt hooks that cannot name them
+    (the plugin's hooks/prompt_submit.sh, a project's committed settings) and cannot afford a
+    ``python3`` shim or the ``quipu`` command on every prompt."""
     real = os.path.realpath(sys.executable)
     if sys.version_info < (3, 11) or not os.access(real, os.X_OK):
         return
-    path = os.path.join(_home(), "python")
+    _record("python", real)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompt_submit.py")
+    if os.path.isfile(script):
+        _record("prompt-hook", script)
+
+
+def _record(name: str, value: str) -> None:
+    path = os.path.join(_home(), name)
     try:
         with open(path, encoding="utf-8") as fh:
-            if fh.read().strip() == real:
+            if fh.read().strip() == value:
                 return
     except OSError:
         pass
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(real + "\n")
+        fh.write(value + "\n")
     os.replace(tmp, path)
 
 

@@ -35,7 +35,8 @@ def main() -> int:
         exe = shutil.which("quipu")
         if exe is None:
             print(f"quipu mcp: {sys.executable} cannot import quipu ({exc}) and no quipu is on PATH\n"
-                  "- install quipu with its dependencies (pip install quipu)", file=sys.stderr)
+                  "- install quipu as a tool from a clone of its repository (pipx install ./quipu), "
+                  "so that `quipu` is on PATH", file=sys.stderr)
             return 1
         os.execv(exe, [exe, "mcp"])
     return cli.main(["mcp"])

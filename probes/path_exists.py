@@ -3,7 +3,9 @@
 Contract: ``{root?: project name or "home", path}``; the path is confined to its root (or an
 allowed absolute root) at validation and again, with links resolved, at check time. An
 absolute or ``~/`` path needs no root: its ``root`` is ignored (canonically ``home``).
-``pass`` if it exists, ``fail`` if not: a missing path is evidence. Runs no process.
+``pass`` if it exists, ``fail`` if not: a missing path is evidence. With ``expect: "absent"``
+(the memory says the path was removed, deleted or renamed away) it is the other way round: the
+path's absence verifies the claim, and its presence refutes it. Runs no process.
 """
 from __future__ import annotations
 
@@ -22,9 +24,12 @@ from .base import passed
 from .base import unknown
 
 name = 'path-exists'
+EXPECT = ('present', 'absent')
 schema: Mapping[str, ArgSpec] = {
     'root': ArgSpec('string', f'project name, or "{HOME}" (default)', required=False),
     'path': ArgSpec('string', 'path relative to root, ~/..., or absolute under an allowed root'),
+    'expect': ArgSpec('string', '"present" (default), or "absent" when the memory says the path was removed',
+                      required=False, enum=EXPECT),
 }
 
 
@@ -35,6 +40,8 @@ def validate(raw_args: object, ctx: Context) -> Args:
     else:
         root = v.root_name(raw.get('root', HOME), 'root', ctx)
     root, path = v.confined_path(root, raw['path'], 'path', ctx)
+    if v.choice(raw.get('expect', 'present'), 'expect', ctx, EXPECT) == 'absent':
+        return {'root': root, 'path': path, 'expect': 'absent'}
     return {'root': root, 'path': path}
 
 
@@ -50,6 +57,11 @@ def check(args: Args, ctx: Context) -> ProbeResult:
         real = v.resolve_path(str(args['root']), str(args['path']), ctx)
     except Refused as e:
         return unknown(f'not checked: {e.reason}')
-    if os.path.lexists(real):
+    exists = os.path.lexists(real)
+    if args.get('expect') == 'absent':
+        if exists:
+            return failed(f'{where} still exists, though the memory says it was removed')
+        return passed(f'{where} is gone, as the memory says')
+    if exists:
         return passed(f'{where} exists')
     return failed(f'{where} does not exist')

@@ -39,6 +39,7 @@ COMMANDS = (
     "index",
     "doctor",
     "hooks",
+    "hook",
     "install",
     "uninstall",
     "import",
@@ -91,12 +92,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--store",
         metavar="PATH",
         help="the store to use (default: $QUIPU_STORE, the nearest .quipu folder upwards, "
-        "then the per-user store)",
+        "then the per-user store); also accepted after the command",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in (only,) if only else COMMANDS:
         importlib.import_module(f"quipu.commands.{_module_name(name)}").register(sub)
+    _global_flags_after_command(sub)
     return parser
+
+
+def _global_flags_after_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """``quipu list --store X`` means ``quipu --store X list``: every sub-command (nested ones too)
+    takes ``--store`` as well; given in both places, the later one wins."""
+    for parser in set(sub.choices.values()):
+        if not any("--store" in action.option_strings for action in parser._actions):
+            parser.add_argument("--store", metavar="PATH", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _global_flags_after_command(action)
 
 
 def check_dependencies(*, load: bool = True) -> None:

@@ -5,8 +5,10 @@ submodules, cache files and any file outside the store's schema, ``quipu.store.s
 git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a journal a killed
 index write left beside it is named, with the command that heals it), files skipped for bad
 frontmatter, the git hooks, the store's size, git's garbage-collection state, Claude Code's
-MEMORY.md load limit and quipu's wiring in Codex CLI's hooks.json and config.toml. A check that
-meets something quipu refuses (``UnsafeStore``) reports it.
+MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started;
+``quipu.claude.wiring``), quipu's wiring in Codex CLI's hooks.json and config.toml, and whether the
+offline model can run (``quipu.model.offline_status``). A check that meets something quipu refuses
+(``UnsafeStore``) reports it.
 """
 from __future__ import annotations
 
@@ -172,7 +174,44 @@ def check_codex(store: Store) -> Check:
     return Check("codex", False, f"{len(bad)} Codex CLI file(s) hold stale or incomplete quipu wiring", bad)
 
 
-CHECKS: list[Callable[[Store], Check]] = [check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md, check_always_on, check_codex]
+def check_claude_code(store: Store) -> Check:
+    """quipu's hooks and MCP server in Claude Code's settings: each one started, and the server's switches."""
+    from quipu.claude import wiring
+
+    found = wiring.hook_findings() + wiring.mcp_findings()
+    if not found:
+        return Check("Claude Code", True, "quipu is not wired into Claude Code's settings here "
+                     "(`quipu install claude`, or the plugin)")
+    bad = [line for ok, line in found if not ok]
+    if not bad:
+        return Check("Claude Code", True, f"{len(found)} hook(s), server(s) and switch(es) checked; each starts",
+                     [line for _ok, line in found])
+    return Check("Claude Code", False, f"{len(bad)} of quipu's hooks or MCP settings do not work; the fix is under each",
+                 bad)
+
+
+def check_capture(store: Store) -> Check:
+    """Whether the offline model (capture at session end, the sweep) can run here; a failure only once
+    quipu's session hooks are installed, since that is when capture is expected to run."""
+    import os
+
+    from quipu import model
+    from quipu.claude import wiring
+
+    spec = os.environ.get(settings.MODEL_ENV) or settings.user_setting("sweep", "model") or "claude"
+    ok, why = model.offline_status(str(spec), use_api_key=settings.user_setting("sweep", "use_api_key") is True)
+    summary, *fixes = why.split("\n")
+    if ok:
+        return Check("capture", True, f"the offline model can run: {summary}")
+    hooked = any(ok_ and "SessionEnd hook" in line for ok_, line in wiring.hook_findings(quick=True))
+    return Check("capture", not hooked, f"the offline model {summary}; sessions are not captured" if hooked else
+                 f"the offline model {summary} (it matters once quipu's hooks are installed)", fixes)
+
+
+CHECKS: list[Callable[[Store], Check]] = [
+    check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md,
+    check_always_on, check_claude_code, check_capture, check_codex,
+]
 
 
 def _run(check: Callable[[Store], Check], store: Store) -> Check:

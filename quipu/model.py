@@ -15,7 +15,11 @@ Contract:
 - ``MeteredModel`` refuses a call that would pass its ``Budget`` *before* making it (``BudgetExceeded``,
   which is not a ``ModelError`` so per-item ``except ModelError`` never swallows it) and appends one JSON
   line per call or refusal to the calls log.
-- This module reads no environment or config of its own; ``cli`` chooses the spec, timeout and budget.
+- This module reads no config of its own; ``cli`` chooses the spec, timeout, budget and ``use_api_key``
+  (the user's opt-in, off by default: ``ANTHROPIC_API_KEY`` then stays in the child, under the same budget).
+- ``offline_status(spec)`` says whether the offline model can run and why not, without calling it:
+  ``claude`` on PATH, and a subscription login (``subscription_login``: the credentials file or
+  keychain item ``/login`` leaves, or ``CLAUDE_CODE_OAUTH_TOKEN``), or the opted-in key.
 """
 from __future__ import annotations
 
@@ -173,8 +177,9 @@ class ClaudeModel:
     """The user's own Claude Code subscription through a locked-down, tool-less ``claude -p``."""
 
     def __init__(self, model: str = DEFAULT_CLAUDE_MODEL, *, timeout: float = DEFAULT_TIMEOUT,
-                 executable: str = "claude", system_prompt: str = SYSTEM_PROMPT) -> None:
+                 executable: str = "claude", system_prompt: str = SYSTEM_PROMPT, use_api_key: bool = False) -> None:
         self.model, self.timeout, self.executable = model, timeout, executable
+        self.use_api_key = use_api_key
         self.system_prompt = system_prompt
         self.name = f"claude:{model}"
 
@@ -190,11 +195,11 @@ class ClaudeModel:
             "--append-system-prompt", self.system_prompt,
         ]
 
-    @staticmethod
-    def child_env() -> dict[str, str]:
+    def child_env(self) -> dict[str, str]:
         env = dict(os.environ)
         for name in METERED_ENV:  # with one of them, -p bills the metered API, never the plan
-            env.pop(name, None)
+            if not (self.use_api_key and name == "ANTHROPIC_API_KEY"):  # unless the user opted in
+                env.pop(name, None)
         env.pop("CLAUDECODE", None)  # set inside hooks; claude refuses to start "nested" while it is set
         env[CHILD_ENV] = "1"
         env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
@@ -223,7 +228,7 @@ class ClaudeModel:
             raise ModelUnavailable(
                 f"claude -p is not logged in: {_snippet(out or err)}\n"
                 "- run `claude`, then `/login` with your Claude subscription\n"
-                "- quipu never uses ANTHROPIC_API_KEY for its offline pass")
+                f"- or let the offline pass use ANTHROPIC_API_KEY (metered): {API_KEY_OPT_IN}")
         if failed and _NESTED_MARK in said:
             raise ModelUnavailable(f"claude -p refused to start nested: {_snippet(out or err)}\n"
                                    "- update Claude Code, or run the pass outside a Claude Code session")
@@ -376,14 +381,70 @@ class MeteredModel:
         return answer
 
 
-def get_model(spec: str, *, timeout: float = DEFAULT_TIMEOUT) -> Model:
+def get_model(spec: str, *, timeout: float = DEFAULT_TIMEOUT, use_api_key: bool = False) -> Model:
     """``claude``, ``claude:<model>``, ``command:<command line>`` or ``scripted`` (empty)."""
     kind, _, arg = spec.strip().partition(":")
     if kind == "claude":
-        return ClaudeModel(arg.strip() or DEFAULT_CLAUDE_MODEL, timeout=timeout)
+        return ClaudeModel(arg.strip() or DEFAULT_CLAUDE_MODEL, timeout=timeout, use_api_key=use_api_key)
     if kind == "command":
         return CommandModel.create(arg, timeout=timeout)
     if kind == "scripted" and not arg:
         return ScriptedModel()
     raise ModelError(f"unknown model {spec!r}\n"
                      "- use `claude`, `claude:<model>`, `command:<command line>` or `scripted`")
+
+
+# --- can the offline model run? ---------------------------------------------------------------
+
+API_KEY_OPT_IN = "set `use_api_key = true` under [sweep] in $QUIPU_HOME/config.toml (your configuration only)"
+
+
+def _claude_config_dir(env: Mapping[str, str]) -> Path:
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path(env.get("HOME") or Path.home()) / ".claude"
+
+
+def subscription_login(env: Mapping[str, str]) -> str | None:
+    """Where a subscription login for ``claude -p`` is, without running it or touching the network:
+    ``CLAUDE_CODE_OAUTH_TOKEN`` (``claude setup-token``), the OAuth credentials file ``/login`` leaves
+    (``<config dir>/.credentials.json`` with ``claudeAiOauth``), or on macOS the keychain item
+    ``Claude Code-credentials``. None when there is none (a heuristic: an expired login still counts)."""
+    if env.get("CLAUDE_CODE_OAUTH_TOKEN"):
+        return "CLAUDE_CODE_OAUTH_TOKEN"
+    path = _claude_config_dir(env) / ".credentials.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("claudeAiOauth"), dict) and data["claudeAiOauth"].get("accessToken"):
+        return str(path)
+    security = shutil.which("security") if os.uname().sysname == "Darwin" else None
+    try:
+        found = bool(security) and subprocess.run([str(security), "find-generic-password", "-s", "Claude Code-credentials"],
+                                                  capture_output=True, timeout=5).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        found = False
+    return "the macOS keychain" if found else None
+
+
+def offline_status(spec: str, *, use_api_key: bool = False, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """Whether the offline model ``spec`` can run here, and why (or why not); no model is called."""
+    env = os.environ if env is None else env
+    kind = spec.strip().partition(":")[0]
+    if kind != "claude":
+        return True, f"the offline model is {spec!r}"
+    exe = shutil.which("claude", path=env.get("PATH"))
+    if exe is None:
+        return False, ("cannot run: Claude Code (`claude`) is not on PATH\n"
+                       "- install Claude Code (https://docs.claude.com/en/docs/claude-code/setup), then run `claude` to log in")
+    if use_api_key and env.get("ANTHROPIC_API_KEY"):
+        return True, "runs `claude -p` with your ANTHROPIC_API_KEY (metered; you opted in), under the run's budget"
+    login = subscription_login(env)
+    if login is not None:
+        return True, f"runs `claude -p` on your subscription login ({login})"
+    why = ("cannot run: `claude -p` is not logged in to a subscription (no credentials file in "
+           f"{_claude_config_dir(env)}, no CLAUDE_CODE_OAUTH_TOKEN)")
+    if env.get("ANTHROPIC_API_KEY"):
+        why += "; ANTHROPIC_API_KEY is set, but the offline pass does not use it unless you opt in"
+    return False, (why + "\n- run `claude`, then `/login` with your Claude subscription\n"
+                   f"- or let it use ANTHROPIC_API_KEY (metered, under the same budget): {API_KEY_OPT_IN}")

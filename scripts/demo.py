@@ -53,6 +53,11 @@ def main() -> int:
     print(quipu(store, "undo", "--memory", "deploy-accident"))
     print(quipu(store, "show", "deploy-accident").split("\n\n")[0])
     print(f"\nThe store is an ordinary git repository: git -C {store} log --stat")
+    bin_dir = Path(sys.executable).parent
+    print(f"\nquipu is installed in {bin_dir.parent}. Run it as {bin_dir / 'quipu'}, or put it on your PATH:\n"
+          f"    export PATH=\"{bin_dir}:$PATH\"\n"
+          "then start with `quipu init` (the README's tour). To install it for good, as a tool of its own: "
+          "`pipx install .` or `uv tool install .` in this folder.")
     return 0
 
 

@@ -263,3 +263,18 @@ def test_enrichment_keeps_paraphrases_and_drops_copies_of_the_notes_own_words() 
 
     assert enriched.aliases == ("broke prod", "am I about to nuke production", "prod went down")
     assert model.calls[0][2] == "enrich" and "Production deploy accident" in model.calls[0][0]
+
+
+def test_a_candidate_near_identical_to_a_memory_of_another_session_is_not_written(store_path: Path) -> None:
+    store = make_store(store_path)
+    said = "The user prefers pnpm over npm for all JavaScript package work in this repository"
+    store.add(Memory.create({"id": "pnpm-pref", "title": "The user prefers pnpm over npm.", "class": "preference", "origin": "user",
+                             "created": "2026-01-05T10:00:00Z"}, said + "\n"))
+
+    report = capture.capture_session(store, SESSION, SESSION_ID, ScriptedModel([candidates()]))
+
+    assert "The user prefers pnpm over npm" in report.skipped
+    assert [m.title for m in memories(store)].count("The user prefers pnpm over npm") == 0
+    assert "shop-api migrations go through Alembic" in [m.title for m in memories(store)]
+    log = capture.log_path(store).read_text(encoding="utf-8")
+    assert '"decision": "duplicate"' in log and '"of": "pnpm-pref"' in log

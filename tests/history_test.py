@@ -357,6 +357,13 @@ def test_promote_goes_through_captures_gates(projects: Path, tmp_path: Path,
     assert "imperative gate" in capsys.readouterr().err
     assert subprocess.run(["git", "-C", str(store), "rev-list", "--count", "HEAD"], capture_output=True,
                           text=True, check=True).stdout == commits
+    # A question states nothing: refused, with the command that shows the answer's turn, which works.
+    assert cli.main(["--store", str(store), "history", "promote", f"{S1}:2", "--text",
+                     "How do we add the index on orders?"]) == 1
+    err = capsys.readouterr().err
+    assert "a question, not a claim" in err
+    shown = err.split("`quipu ", 1)[1].split("`", 1)[0].split()
+    assert cli.main(shown) == 0 and "> [" in capsys.readouterr().out
 
 
 def test_every_history_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:

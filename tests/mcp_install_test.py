@@ -174,4 +174,4 @@ def test_a_launcher_whose_interpreter_lacks_the_git_library_says_so_instead_of_s
 
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "cannot import quipu" in done.stderr and "pygit2" in done.stderr
-    assert "pip install quipu" in done.stderr
+    assert "pipx install ./quipu" in done.stderr

@@ -204,7 +204,7 @@ def test_summary_table_names_each_count_and_the_undo_command(tmp_path: Path, sho
 def test_store_inside_a_project_checks_backticked_paths_against_that_project(tmp_path: Path, shop: Path) -> None:
     store = make_store(shop / ".quipu")
     add_all(store, [
-        memory("entry-point", "Entry point", "Start at `src/app.py`; the old `src/main.py` is gone.\n"),
+        memory("entry-point", "Entry point", "Start at `src/app.py`; the helpers are in `src/main.py`.\n"),
     ])
 
     proc = quipu("verify", "--all", "--json", cwd=shop)
@@ -458,8 +458,8 @@ def test_absolute_paths_in_a_memory_are_claims_checked_under_the_allowed_roots(t
     one was never labelled. One under a root quipu may look at (the project, home) is checked;
     one elsewhere is counted as not checked, never guessed."""
     store = make_store(shop / ".quipu")
-    body = (f"Start at `{shop}/src/app.py` or `./src/app.py`; the deploy script `{shop}/deploy.sh` is gone,\n"
-            "and so is `/srv/app/deploy.sh`.\n")
+    body = (f"Start at `{shop}/src/app.py` or `./src/app.py`; the deploy script is `{shop}/deploy.sh`,\n"
+            "with a copy in `/srv/app/deploy.sh`.\n")
     add_all(store, [memory("abs-paths", "Absolute paths", body)])
 
     proc = quipu("verify", "--all", "--json", cwd=shop)
@@ -482,7 +482,7 @@ def test_a_store_of_its_own_checks_absolute_and_home_paths_under_your_home(tmp_p
     (quipu_env / "notes" / "runbook.md").write_text("steps\n")
     store = make_store(tmp_path / "store")
     body = (f"The runbook is `~/notes/runbook.md` (also `{quipu_env}/notes/runbook.md`); the old one, "
-            f"`~/notes/old-runbook.md`, and `{quipu_env}/bin/deploy.sh` are gone. Servers run `/srv/app/deploy.sh`.\n")
+            f"`~/notes/old-runbook.md`, and `{quipu_env}/bin/deploy.sh` are still read. Servers run `/srv/app/deploy.sh`.\n")
     add_all(store, [memory("home-paths", "Runbook paths", body)])
 
     proc = quipu("--store", str(store.root), "verify", "--all", "--json")

@@ -20,7 +20,8 @@ Contract:
   (origin ``user`` only when the user's quoted words really occur in a human turn).
 - Running capture again on the same session (pre-compact, then session end) does not
   duplicate: the memories already captured from the session are shown to the model, and a
-  candidate whose title matches one of them is skipped.
+  candidate whose title matches one of them is skipped. A candidate near-identical to any active
+  memory (``quipu.index.near``) is not written either: it is skipped and logged as a duplicate.
 - Model failures and budget refusals are reported in ``CaptureReport.error``; nothing is
   committed then. Capture never raises for them.
 """
@@ -37,7 +38,7 @@ from typing import Any
 from quipu.capture import enrich, facts, gates
 from quipu.capture.gates import Candidate
 from quipu.errors import FatalError
-from quipu.index import index
+from quipu.index import index, near
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError
 from quipu.prompt import codex, fence, transcript
 from quipu.store import secrets_scan
@@ -318,6 +319,11 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
             continue
         if _norm(c.title) in seen:
             report.skipped.append(c.title)
+            continue
+        same = near.near_duplicate(store, c.title, c.statement) if c.cls != "fact" else None
+        if same is not None:
+            report.skipped.append(c.title)
+            _log(store, {"session": session_id, "decision": "duplicate", "of": same.id, "excerpt": c.excerpt()})
             continue
         seen.add(_norm(c.title))
         origin = "user" if c.said_by == "user" and _user_said(c.quote, user_turns) else "session"

@@ -9,7 +9,7 @@ Contract:
   normalises them.
 - ``check(candidate)`` returns ``None`` (admit) or the first ``Refusal(gate, detail)`` in the
   order of ``GATES``: secret, prompt-injection, malformed, outcome, kind, class, imperative,
-  transient-error, environment-dependent, negative-tool-claim, one-off-story.
+  question, transient-error, environment-dependent, negative-tool-claim, one-off-story.
 - ``check_text(text)`` runs the gates that apply to any text quipu writes on someone's behalf
   (secret, prompt-injection, imperative); ``profile add`` and ``fact set`` use it.
 
@@ -235,6 +235,22 @@ def gate_imperative(c: Candidate) -> str | None:
     return f"phrased as a command, not a claim: {hit[:80]!r}" if hit else None
 
 
+_QUESTION_START = re.compile(
+    r"^(?:(?:how|what|where|when|why|who|which)\s+(?:do|does|did|is|are|was|were|can|could|should|would|will|to)"
+    r"|(?:is|are|do|does|did|can|could|should|would|will|has|have)\s+(?:i|we|you|it|they|there|this|that))\b",
+    re.IGNORECASE)
+
+
+def gate_question(c: Candidate) -> str | None:
+    """A question holds no claim: every sentence ends with '?', or one sentence opens like a question
+    and does not end like a statement."""
+    sentences = _sentences(c.statement)
+    asked = bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)
+    if not asked and len(sentences) == 1:
+        asked = bool(_QUESTION_START.match(sentences[0])) and not sentences[0].rstrip().endswith((".", "!"))
+    return f"a question, not a claim: {sentences[0][:80]!r}" if asked else None
+
+
 def gate_transient(c: Candidate) -> str | None:
     text = c.claim_text()
     hit = _found(_TRANSIENT, text)
@@ -266,6 +282,7 @@ GATES: tuple[tuple[str, Callable[[Candidate], str | None]], ...] = (
     ("kind", gate_kind),
     ("class", gate_class),
     ("imperative", gate_imperative),
+    ("question", gate_question),
     ("transient-error", gate_transient),
     ("environment-dependent", gate_environment),
     ("negative-tool-claim", gate_negative_tool),

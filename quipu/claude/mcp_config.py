@@ -9,7 +9,8 @@ Where Claude Code reads stdio MCP servers from, by scope:
 Contract (the same as ``quipu.claude.settings`` for hooks, whose file handling it uses):
 - ``install`` puts one entry, ``mcpServers.quipu``, there: this interpreter by absolute path,
   run with ``-I`` (no environment variables, no user site, no working directory on ``sys.path``)
-  on quipu's ``quipu_mcp.py`` launcher. Running it again when the entry is exactly there writes
+  on quipu's ``quipu_mcp.py`` launcher; for ``project`` (a file a team commits) it is
+  ``quipu mcp``, found on PATH on each machine, with no path of this one. Running it again when the entry is exactly there writes
   nothing. Every other key and server is kept. A ``quipu`` server that is not quipu's (it does not
   run the launcher) is never overwritten: that is an error naming the fix.
 - ``uninstall`` removes exactly that entry, and the ``mcpServers`` object or ``projects`` entry
@@ -40,10 +41,16 @@ def config_path(scope: str, project_dir: str | os.PathLike[str] | None = None) -
     return (Path(configured).expanduser() if configured else Path.home()) / ".claude.json"
 
 
-def entry(hooks_dir: Path | None = None) -> dict[str, Any]:
+PORTABLE = {"type": "stdio", "command": "quipu", "args": ["mcp"], "env": {}}
+
+
+def entry(hooks_dir: Path | None = None, *, portable: bool = False) -> dict[str, Any]:
+    """quipu's server entry: this interpreter on the launcher, or ``quipu mcp`` on PATH (``portable``)."""
+    if portable:
+        return copy.deepcopy(PORTABLE)
     launcher = (hooks_dir or assets.hooks_dir()).resolve() / LAUNCHER
     if not launcher.is_file():
-        raise FatalError(f"quipu's MCP launcher {launcher} is missing\n- reinstall quipu (pip install --force-reinstall quipu)")
+        raise FatalError(f"quipu's MCP launcher {launcher} is missing\n- {claude_settings.INSTALL_HINT}")
     return {"type": "stdio", "command": claude_settings.session_python(), "args": ["-I", str(launcher)], "env": {}}
 
 
@@ -51,6 +58,8 @@ def is_ours(server: object) -> bool:
     if not isinstance(server, dict):
         return False
     args = server.get("args")
+    if server.get("command") == PORTABLE["command"] and args == PORTABLE["args"]:
+        return True
     return isinstance(args, list) and any(isinstance(a, str) and Path(a).name == LAUNCHER for a in args)
 
 
@@ -84,7 +93,7 @@ def install(scope: str = "user", project_dir: str | os.PathLike[str] | None = No
             hooks_dir: Path | None = None) -> claude_settings.Result:
     path = config_path(scope, project_dir)
     config, before = claude_settings.load(path)
-    wanted = entry(hooks_dir)
+    wanted = entry(hooks_dir, portable=scope == "project")
     out = copy.deepcopy(config)
     _holder, servers = _servers(out, scope, claude_settings.project_root(project_dir), create=True)
     assert servers is not None

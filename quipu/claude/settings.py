@@ -24,7 +24,14 @@ v2.1.139 or newer, and older versions would ignore ``args`` and run the bare int
 path is single-quoted for ``sh -c``, so spaces and quotes in paths are safe, and the trailing
 comment is inert in the shell.
 
-Interpreters: both hooks run the interpreter quipu itself runs under, by absolute path: a
+Portable commands: the ``project`` scope writes ``<project>/.claude/settings.json``, which a team
+commits, so its commands name no path of this machine: ``quipu hook EVENT`` (``quipu.commands.hook``),
+found on PATH wherever the project is checked out, and failing open (exit 0) where there is none.
+The prompt hook first runs the interpreter and ``prompt_submit.py`` that the session launcher
+recorded in ``$QUIPU_HOME/python`` and ``$QUIPU_HOME/prompt-hook``, with ``-I -S`` like everywhere
+else. The user and local scopes use absolute paths.
+
+Interpreters: elsewhere both hooks run the interpreter quipu itself runs under, by absolute path: a
 virtual environment's ``bin/python`` (a symlink to the real binary, so it starts as fast) or the
 real binary, never a pyenv-style ``shims`` script (a shell script that costs ~50 ms). The prompt
 hook adds ``-I -S``: no site-packages are loaded, because ``prompt_submit.py`` finds the quipu
@@ -55,6 +62,9 @@ MARKER = "# quipu-managed-hook"
 PROMPT_SCRIPT = "prompt_submit.py"
 SESSION_SCRIPT = "quipu_hook.py"
 SCOPES = ("user", "project", "local")
+# How to (re)install quipu: from its repository, since the PyPI project named "quipu" is another one.
+INSTALL_HINT = ("install quipu as a tool from a clone of its repository: `pipx install ./quipu` or "
+                "`uv tool install ./quipu` (the PyPI project named quipu is another one)")
 
 
 @dataclass(frozen=True)
@@ -165,13 +175,32 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def commands(hooks_dir: Path | None = None) -> list[tuple[HookSpec, str]]:
-    """quipu's (spec, command) pairs for this install of quipu."""
+# The prompt hook of a committed settings file: the interpreter and prompt_submit.py that quipu's
+# session launcher recorded in $QUIPU_HOME (so the prompt path still runs under -I -S), else the
+# `quipu` on PATH, else nothing (it fails open, like every quipu hook).
+PORTABLE_PROMPT = ('h="${QUIPU_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/quipu}"; p=; s=; '
+                   '{ read -r p < "$h/python"; read -r s < "$h/prompt-hook"; } 2>/dev/null; '
+                   '[ -x "$p" ] && [ -r "$s" ] && exec "$p" -I -S "$s"; ')
+
+
+def portable_command(spec: HookSpec) -> str:
+    """The command a committed settings file holds: nothing of this machine, only ``quipu hook EVENT``
+    from each machine's PATH (the prompt hook first tries what quipu recorded in $QUIPU_HOME)."""
+    event = spec.argument or "prompt"
+    first = PORTABLE_PROMPT if spec.argument is None else ""
+    return f"{first}command -v quipu >/dev/null 2>&1 && exec quipu hook {event}; exit 0 {MARKER}"
+
+
+def commands(hooks_dir: Path | None = None, *, portable: bool = False) -> list[tuple[HookSpec, str]]:
+    """quipu's (spec, command) pairs: for this install of quipu by absolute path, or ``portable``
+    (``quipu hook EVENT`` on PATH, for a file a team commits)."""
+    if portable:
+        return [(spec, portable_command(spec)) for spec in HOOKS]
     directory = (hooks_dir or assets.hooks_dir()).resolve()
     prompt, launcher = directory / PROMPT_SCRIPT, directory / SESSION_SCRIPT
     for script in (prompt, launcher):
         if not script.is_file():
-            raise FatalError(f"quipu's hook script {script} is missing\n- reinstall quipu (pip install --force-reinstall quipu)")
+            raise FatalError(f"quipu's hook script {script} is missing\n- {INSTALL_HINT}")
     out = []
     for spec in HOOKS:
         if spec.argument is None:
@@ -379,8 +408,9 @@ def write_change(path: Path, scope: str, before: str | None, after_settings: dic
 
 
 def install(path: Path, *, scope: str = "user", dry_run: bool = False, hooks_dir: Path | None = None) -> Result:
+    """Merge quipu's hooks into ``path``; the ``project`` scope (a committed file) gets the portable commands."""
     settings, before = load(path)
-    merged, added, removed = merge(settings, commands(hooks_dir), str(path))
+    merged, added, removed = merge(settings, commands(hooks_dir, portable=scope == "project"), str(path))
     return write_change(path, scope, before, merged, dry_run, added, removed)
 
 

@@ -2,7 +2,8 @@
 
 Text on stdin or in ``--file`` may be a memory document (YAML frontmatter and body, exactly what
 a memory file holds): its fields are used, the flags given beside it win, and it is validated like
-any write (a bad field gets the field's name and allowed values)."""
+any write (a bad field gets the field's name and allowed values). A memory near-identical to an
+active one (``quipu.index.near``) is refused, naming it, unless ``--force``."""
 from __future__ import annotations
 
 import argparse
@@ -55,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--session", help="the Claude Code session it came from")
     p.add_argument("--id", dest="memory_id", help="a fixed id (default: random)")
     add_allow_secret(p)
+    p.add_argument("--force", action="store_true", help="add it even when a near-identical memory exists")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -144,6 +146,14 @@ def run(args: argparse.Namespace) -> int:
     if fields.get("status") not in (None, "", "active"):
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
+    if not args.force:
+        from quipu.index import near
+
+        same = near.near_duplicate(store, memory.title, memory.body)
+        if same is not None:
+            raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
+                             f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
+                             f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
     sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like)
     index.refresh_after_write(store)
     if args.json:

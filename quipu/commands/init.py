@@ -56,8 +56,12 @@ def run(args: argparse.Namespace) -> int:
     hooks = [] if args.no_hooks else githooks.install(store.root)
     index.ensure_fresh(store)
     excluded = _exclude_from_project(store.root) if created else None
+    from quipu.store import gitstore
+
+    identity = gitstore.identity_note(store.repo) if created else None
     if args.json:
-        print_json({"store": str(store.root), "created": created, "hooks": hooks, "excluded_in": excluded})
+        print_json({"store": str(store.root), "created": created, "hooks": hooks, "excluded_in": excluded,
+                    "identity": identity})
         return 0
     if created:
         print(f"Created a quipu store at {store.root}")
@@ -67,4 +71,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"Ignored it in the surrounding project through {excluded}")
     if hooks:
         print(f"Installed git hooks: {', '.join(hooks)}")
+    if identity:
+        print(f"Note: {identity}")
     return 0

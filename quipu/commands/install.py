@@ -22,9 +22,10 @@ def add_scope(p: argparse.ArgumentParser) -> None:
     )
     scope.add_argument(
         "--project", dest="scope", action="store_const", const="project",
-        help="<project>/.claude/settings.json: this project only; the file is usually committed, and the "
-        "commands hold this machine's absolute paths. For codex <project>/.codex/hooks.json and config.toml, "
-        "with no path of this machine in them (each machine runs this once; Codex reads them in a trusted project)",
+        help="<project>/.claude/settings.json and <project>/.mcp.json: this project only; the files are "
+        "usually committed, so they run `quipu hook EVENT` and `quipu mcp` from each machine's PATH. For codex "
+        "<project>/.codex/hooks.json and config.toml, with no path of this machine in them (each machine runs "
+        "this once; Codex reads them in a trusted project)",
     )
     scope.add_argument(
         "--local", dest="scope", action="store_const", const="local",
@@ -43,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Merge quipu's hooks (UserPromptSubmit recall; SessionStart, PreCompact and SessionEnd "
         "through a fail-open launcher) into a Claude Code settings file. Running it again changes nothing; "
         "other settings and hooks are kept; the previous file is backed up under $QUIPU_HOME/backups. "
-        "The commands use this interpreter's real path, and the prompt hook runs with -I -S. "
+        "For --user and --local the commands use this interpreter's real path, and the prompt hook runs with "
+        "-I -S; --project writes `quipu hook EVENT` and `quipu mcp`, found on each teammate's PATH. "
         "It also registers quipu's MCP server (`quipu mcp`) where Claude Code reads MCP servers for the scope: "
         "~/.claude.json for --user and --local (under the project for --local), <project>/.mcp.json for "
         "--project. Alternatively load this repository as a Claude Code plugin (claude --plugin-dir), not both. "
@@ -105,4 +107,14 @@ def run(args: argparse.Namespace) -> int:
     if mcp is not None and not args.dry_run:
         mcp = mcp_config.install(args.scope, args.project_dir)
     report(result, "install", args.json, mcp)
+    if args.scope == "project" and not args.json and not args.dry_run:
+        print(PROJECT_NOTE)
     return 0
+
+
+PROJECT_NOTE = (
+    "These files name no path of this machine: commit them. Each teammate needs `quipu` on PATH: "
+    f"{claude_settings.INSTALL_HINT}.\n"
+    "Claude Code asks once per machine whether to use the project's MCP server, and its default answer "
+    "leaves it off: choose to use it, or add \"enabledMcpjsonServers\": [\"quipu\"] to "
+    ".claude/settings.local.json. `quipu doctor` checks both.")

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import re
+from collections import Counter
 import sqlite3
 
 from quipu.index import index
@@ -25,6 +27,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--limit", type=count(), help="at most this many memories (default from quipu.toml)")
     add_json(p)
     p.set_defaults(func=run)
+
+
+SHOWN_LEFT_OUT = 5
+
+
+def _left_out_lines(left_out: list[str]) -> list[str]:
+    """The best few left-out memories one per line, the rest counted by reason (``--json`` lists each)."""
+    lines = [f"Left out {line}" for line in left_out[:SHOWN_LEFT_OUT]]
+    rest = left_out[SHOWN_LEFT_OUT:]
+    if rest:
+        reasons = Counter(re.sub(r"^score [-0-9.]+ ", "", line.split(": ", 1)[-1]) for line in rest)
+        counted = "; ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+        lines.append(f"Left out {len(rest)} more: {counted} (`--json` lists each)")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"Context terms (may sharpen, never lead): {', '.join(result.context_terms)}")
         for hit in result.hits:
             print(f"Hit {hit.id}: bm25 {hit.bm25:.2f} -> score {hit.score:.2f}; matched {', '.join(hit.matched)}")
-        for line in result.left_out:
-            print(f"Left out {line}")
+        for line in _left_out_lines(result.left_out):
+            print(line)
         if result.reason:
             print(f"Why nothing: {result.reason}" if not result.hits else f"Note: {result.reason}")
         print()

@@ -122,6 +122,15 @@ def _start_history(name: str, event: SessionEvent) -> None:
     log(name, f"started the history append (pid {pid}) for session {event.session_id or '-'}")
 
 
+def offline_line(spec: str | None, store: Store) -> str:
+    """Whether capture's model could run, on one line (the log's reader finds why nothing was captured)."""
+    from quipu.commands.sweep import model_spec, use_api_key
+    from quipu.model import offline_status
+
+    ok, why = offline_status(model_spec(spec, store), use_api_key=use_api_key())
+    return f"capture {'can run' if ok else 'CANNOT run'}: " + why.replace("\n- ", "; fix: ", 1).replace("\n- ", "; or ")
+
+
 def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
     store = open_store(args)
     event = SessionEvent(event_name, args.session or "", args.transcript or "", args.cwd or "", args.reason or "")
@@ -132,7 +141,8 @@ def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
     if args.worker:
         log(event_name, f"sweep {report.sweep_id} done: {len(report.applied)} applied, {len(report.queued)} queued, "
                         f"{len(report.findings)} findings, {len(report.skipped)} skipped"
-                        + (f"; stopped: {report.stopped}" if report.stopped else ""))
+                        + (f"; stopped: {report.stopped}" if report.stopped else "")
+                        + f"; {offline_line(args.model, store)}")
     elif args.json:
         print_json(report.to_json())
     else:

@@ -61,13 +61,23 @@ def _limit(flag: int | None, store: Store, key: str, default: int) -> int | None
     return value or None  # 0 means no limit
 
 
+def model_spec(spec: str | None, store: Store) -> str:
+    """The model the offline pass would use: --model, $QUIPU_MODEL, [sweep] model, else claude."""
+    return str(spec or _setting(store, "model") or "claude")
+
+
 def make_model(spec: str | None, store: Store) -> Model:
-    chosen = spec or _setting(store, "model") or "claude"
+    chosen = model_spec(spec, store)
     try:
         timeout = float(os.environ.get(TIMEOUT_SETTING) or DEFAULT_TIMEOUT)
     except ValueError:
         raise FatalError(f"{TIMEOUT_SETTING} must be a number of seconds\n- fix or unset it") from None
-    return get_model(str(chosen), timeout=timeout)
+    return get_model(str(chosen), timeout=timeout, use_api_key=use_api_key())
+
+
+def use_api_key() -> bool:
+    """The user's opt-in (their config.toml only, never a store's) to run the offline pass on ANTHROPIC_API_KEY."""
+    return settings.user_setting("sweep", "use_api_key") is True
 
 
 def make_budget(args: argparse.Namespace, store: Store, calls: int, chars: int) -> Budget:

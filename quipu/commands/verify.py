@@ -127,7 +127,9 @@ def _extractor(spec: str, store: Store) -> Extractor:
     if spec.strip() in ("", "none"):
         return claims.DeterministicExtractor()
     timeout = float(os.environ.get(model.TIMEOUT_SETTING) or model.DEFAULT_TIMEOUT)
-    backend = model.get_model(spec, timeout=timeout)
+    from quipu.commands.sweep import use_api_key
+
+    backend = model.get_model(spec, timeout=timeout, use_api_key=use_api_key())
     metered = model.MeteredModel(backend, model.Budget(), store.cache_dir / "model-calls.jsonl")
     return claims.ModelExtractor(metered)
 

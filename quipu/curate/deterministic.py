@@ -10,7 +10,8 @@ Contract:
   folder, else the ``project_root`` given) and only when it stays under that root. An absolute
   path is judged only when it is not on a volatile or network mount and the folder two
   levels down (``/home/alice``) exists, so a note written on another machine is never flagged;
-  a ``~/`` path is judged under the current home folder.
+  a ``~/`` path is judged under the current home folder. A path the memory says was removed
+  (``probes.extract.said_removed``) is never dead: its absence is the claim.
 - A finding is only returned, never applied here: the caller labels it and queues it for review.
   Nothing is ever deleted.
 """
@@ -25,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from quipu.curate.corpus import Corpus, Entry
 from quipu.store.memory import render_memory
+from quipu.probes.extract import said_removed
 
 # A short body ("TBD", "see title") is the same text in many unrelated notes; only a body with
 # this much text is a duplicate on its own (identical files are duplicates at any length).
@@ -189,6 +191,8 @@ def find_dead_paths(
         root = _root_for(entry, project_root)
         dead = []
         for token in path_tokens(entry.memory.body)[: MAX_PATHS_PER_MEMORY * 3]:
+            if said_removed(entry.memory.body, token):
+                continue  # "the old `x` was removed": its absence is what the memory says
             if dead_path(token, root, home) is not None:
                 dead.append(token)
             if len(dead) >= MAX_PATHS_PER_MEMORY:

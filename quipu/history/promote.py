@@ -3,7 +3,8 @@
 Contract:
 - ``promote(store, ref)`` reads turn ``SESSION:TURN`` from the archive and offers it as a
   capture candidate (``quipu.capture.gates.check``: no secret, no injection, a claim and not a command,
-  no transient error, no one-off story...). A refusal raises ``FatalError`` naming the gate.
+  no question, no transient error, no one-off story...). A refusal raises ``FatalError`` naming
+  the gate; a question's names the turn to promote instead.
 - An admitted turn is one commit (action ``promote``), origin ``session``, tagged with the
   session id (``Memory.session`` and the ``Quipu-Session`` trailer), so ``quipu undo`` reverts it.
 """
@@ -61,6 +62,10 @@ def promote(store: Store, ref: str, *, layout: Layout | None = None, title: str 
     candidate = Candidate(cls=cls, title=" ".join((title or default_title(statement)).split()), statement=statement,
                           outcome="held", kind="durable", said_by=turn.role)
     refusal = gates.check(candidate)
+    if refusal is not None and refusal.gate == "question":
+        raise FatalError(f"turn {turn.session}:{turn.turn} is {refusal.detail}; a memory states what holds\n"
+                         f"- promote the turn that answers it (`quipu history show {turn.session}:{turn.turn} "
+                         "--context 1` shows it), or state the answer yourself with --text \"...\"")
     if refusal is not None:
         raise FatalError(f"turn {turn.session}:{turn.turn} was refused by the {refusal.gate} gate: {refusal.detail}\n"
                          "- promote a shorter, declarative excerpt with --text, or choose another turn")

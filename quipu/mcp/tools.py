@@ -14,7 +14,8 @@ Contract:
   (``MAX_ANSWER_CHARS``; search and history lists have smaller budgets of their own).
 - ``remember`` builds a ``gates.Candidate`` and runs every capture gate (secrets, prompt
   injection, declarative not imperative, no transient errors, ...); a refused memory commits
-  nothing, and the refusal never repeats a secret. An admitted one is one commit (action
+  nothing, and the refusal never repeats a secret; so does a memory near-identical to an active
+  one (``quipu.index.near``), and the answer names it. An admitted one is one commit (action
   ``remember``, origin ``assistant``) whose ``Quipu-Session`` trailer names this server's
   session; the memory's own ``session`` is the Claude Code session that started the server
   (``CLAUDE_CODE_SESSION_ID``) when there is one, so capture at that session's end knows the
@@ -318,6 +319,12 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
             "- state one durable claim declaratively (\"The team prefers X\", not \"always do X\"), "
             "without secrets, transient errors or one-off events", True)
     store = service.store
+    from quipu.index import near
+
+    same = near.near_duplicate(store, title, body)
+    if same is not None:
+        return Answer(f"remember: a near-identical memory exists ({same.id}: {same.title}). Nothing was committed.\n"
+                      f"- it is already remembered; to change it, call propose_supersession with {same.id}", True)
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session},

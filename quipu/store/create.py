@@ -26,12 +26,9 @@ def init_store(cls: type[Store], path: Path) -> tuple[Store, bool]:
     path = Path(path).expanduser().absolute()
     if (path / CONFIG_NAME).is_file() and locate.git_dir(str(path)):
         return cls(path, "init"), False
-    if path.exists() and not path.is_dir():
-        raise NoStore(f"{path} exists and is not a folder\n- choose another path for the store")
-    if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
-        raise NoStore(
-            f"{path} is not empty and not a quipu store\n- choose an empty or new folder for the store"
-        )
+    refused = init_refusal(path)
+    if refused:
+        raise NoStore(refused)
     path.mkdir(parents=True, exist_ok=True)
     if locate.git_dir(str(path)) is None:
         pygit2.init_repository(str(path), initial_head="main")
@@ -65,3 +62,16 @@ def init_store(cls: type[Store], path: Path) -> tuple[Store, bool]:
     else:
         store.commit(files, "quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
     return store, True
+
+
+def init_refusal(path: Path) -> str | None:
+    """Why ``quipu init`` will not create a store at ``path`` (the message and its fix), or None."""
+    path = Path(path).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        return f"{path} exists and is not a folder\n- choose another path for the store"
+    if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
+        inner = path / ".quipu"
+        return (f"{path} is not empty and not a quipu store, so quipu will not mix its files with yours\n"
+                f"- create the store in a folder of its own: `quipu init {inner}` (inside a project, it is found "
+                f"from anywhere below {path})\n- or choose an empty or new folder")
+    return None

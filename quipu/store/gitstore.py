@@ -70,11 +70,26 @@ def open_repo(root: Path) -> pygit2.Repository:
     return repo
 
 
+FALLBACK_NAME, FALLBACK_EMAIL = "quipu", "quipu@localhost"
+
+
 def signature(repo: pygit2.Repository) -> pygit2.Signature:
+    """git's own identity (user.name, user.email), else ``quipu <quipu@localhost>``."""
     try:
         return repo.default_signature
     except (KeyError, pygit2.GitError):
-        return pygit2.Signature("quipu", "quipu@localhost")
+        return pygit2.Signature(FALLBACK_NAME, FALLBACK_EMAIL)
+
+
+def identity_note(repo: pygit2.Repository) -> str | None:
+    """What to tell the user when git has no identity for this repository, or None."""
+    try:
+        _ = repo.default_signature
+        return None
+    except (KeyError, pygit2.GitError):
+        return (f"git has no user.name / user.email here, so quipu commits as {FALLBACK_NAME} <{FALLBACK_EMAIL}>\n"
+                '- to sign them as you: git config --global user.name "Your Name"; '
+                "git config --global user.email you@example.com")
 
 
 def branch_ref(repo: pygit2.Repository) -> pygit2.Reference:

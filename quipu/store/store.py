@@ -84,15 +84,22 @@ class Store:
                 f"- run `quipu init {self.root}` to create it, or pass --store PATH / set QUIPU_STORE"
             )
         if locate.git_dir(str(self.root)) is None:
-            raise NoStore(
-                f"{self.root} (chosen by {self.how}) is not a git repository, so it is not a quipu store\n"
-                f"- run `quipu init {self.root}` to make it one"
-            )
+            raise NoStore(f"{self.root} (chosen by {self.how}) is not a git repository, so it is not a quipu store\n"
+                          + self._init_fix("make it one"))
         if not (self.root / CONFIG_NAME).is_file():
-            raise NoStore(
-                f"{self.root} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
-                f"- run `quipu init {self.root}` to add the store files"
-            )
+            raise NoStore(f"{self.root} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
+                          + self._init_fix("add the store files"))
+
+    def _init_fix(self, what: str) -> str:
+        """The way forward `quipu init` accepts: this folder when it is empty, else a new one."""
+        from quipu.store.create import init_refusal
+
+        if init_refusal(self.root) is None:
+            return f"- run `quipu init {self.root}` to {what}"
+        inner = self.root / ".quipu"
+        return (f"- it holds other files, so quipu will not turn it into a store; make one beside them: "
+                f"`quipu init {inner}` (found from anywhere inside {self.root}), then use --store {inner}\n"
+                f"- or point --store / QUIPU_STORE at an existing store")
 
     @classmethod
     def init(cls, path: Path) -> tuple[Store, bool]:

@@ -33,7 +33,7 @@ from quipu.store.memory import Memory
 CACHE_NAME = "claims.sqlite"
 SCHEMA_VERSION = 1  # PRAGMA user_version; another value means "drop and recreate" (it is a cache)
 # Bump when the deterministic rules or the prompt change: cached extractions then no longer match.
-EXTRACTION_VERSION = 1
+EXTRACTION_VERSION = 2
 DEFAULT_ROOT = "project"
 """The root name of memories without a ``project`` field (``--root project=PATH`` sets it)."""
 ROOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
