@@ -13,6 +13,7 @@ from pathlib import Path
 
 from quipu.index import index
 from quipu.store.locks import is_held
+from quipu.errors import EXIT_SOME_SKIPPED
 from quipu.store.store import Store
 from testing.fixtures import REPO_ROOT, make_store, quipu, run_prompt_hook
 
@@ -102,7 +103,9 @@ def test_an_import_killed_while_its_journal_is_hot_is_healed_by_a_rebuild(tmp_pa
         db.close()
     in_git = subprocess.run(["git", "-C", str(store.root), "ls-tree", "-r", "--name-only", "HEAD", "memories"],
                             capture_output=True, text=True, check=True).stdout.count(".md")
-    assert in_index == in_git and in_git in (0, count)  # the import is one commit: all or nothing
+    # The import is one commit: all or nothing (of the notes the secret scanner lets in: a real note
+    # may be skipped, as `quipu import` lists it).
+    assert in_index == in_git and (in_git == 0 or count - 2 <= in_git <= count)
     assert not journal.exists()
 
 
@@ -131,7 +134,7 @@ def test_a_hot_journal_planted_beside_a_fresh_index_is_never_played_into_it(tmp_
     store = make_store(tmp_path / "store")
     _note_folder(tmp_path / "notes")
     done = quipu("--store", str(store.root), "import", "markdown", str(tmp_path / "notes"))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode in (0, EXIT_SOME_SKIPPED), done.stderr
     index.ensure_fresh(store)
     assert SUBJECT in _hook(store, "s-before")
     journal = _plant_hot_journal(store.index_path, tmp_path / "elsewhere")
@@ -160,7 +163,8 @@ def test_a_journal_planted_beside_the_index_is_rebuilt_over_by_the_next_read(tmp
     it from git instead of letting SQLite play a journal it cannot prove belongs to the file."""
     store = make_store(tmp_path / "store")
     _note_folder(tmp_path / "notes")
-    assert quipu("--store", str(store.root), "import", "markdown", str(tmp_path / "notes")).returncode == 0
+    assert quipu("--store", str(store.root), "import", "markdown", str(tmp_path / "notes")).returncode in (
+        0, EXIT_SOME_SKIPPED)
     index.ensure_fresh(store)
     journal = _plant_hot_journal(store.index_path, tmp_path / "elsewhere")
     found = _doctor_index(store)

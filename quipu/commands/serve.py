@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from quipu.commands._common import open_store
+from quipu.commands._common import count, open_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "commit each). It listens on a loopback address only and prints an address carrying this run's key; "
         "every request needs that key, and changes need the page's own form key.",
     )
-    p.add_argument("--port", type=int, default=8765, help="the port (default 8765; 0 for any free one)")
+    p.add_argument("--port", type=count(0, 65535), default=8765, help="the port (default 8765; 0 for any free one)")
     p.add_argument("--host", default="127.0.0.1",
                    help="a loopback address to listen on (default 127.0.0.1; any other is refused)")
     p.add_argument("--open", action="store_true", help="open the viewer in the default browser")
