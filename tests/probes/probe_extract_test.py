@@ -9,7 +9,7 @@ from quipu.probes.extract import extract
 
 BODY = '''\
 Deploy notes live in `docs/deploy.md` and the runbook in `~/notes/runbook.md`.
-The CLI entry point is `quipu/cli.py:42`; the old one, `scripts/legacy/run.sh`, is gone.
+The CLI entry point is `quipu/cli.py:42`; the old one, `scripts/legacy/run.sh`, still runs nightly.
 See https://docs.example.com/deploy. Also <https://status.example.com> and
 [the board](https://board.example.com/x?y=1). Run `git push origin main` and `make test`.
 Again: `docs/deploy.md`, https://docs.example.com/deploy
