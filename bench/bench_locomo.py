@@ -543,7 +543,8 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
     """The fused order with these constants (the shipped ones use ``deep.rank``'s two ways of fusing)."""
     if (k, weight, floor) == (deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR):
-        return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares)[:DEEP_K]]
+        return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares,
+                                               topic=deep.has_topic(extract_terms(q.text)))[:DEEP_K]]
     fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]

@@ -114,14 +114,15 @@ def in_sessions(memories: list[Memory], source: dict[str, str]) -> list[Memory]:
 
 def fused_alone(db: object, query: str, nearest: deep.Nearest | None) -> tuple[list[str], bool]:
     """The fused list before labels and age (the top 10), and whether the query names something specific."""
-    terms = [t.text for t in extract_terms(query)]
+    extracted = extract_terms(query)
+    terms = [t.text for t in extracted]
     found = deep.lexical(db, terms)
     ids = deep._ids(db, [r for r, _s in found])
     lexical = [ids[r] for r, _s in found if r in ids]
     specific = bool(lexical) and deep._names_something_specific(db, terms, [r for r, _s in found])
     meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
-    shares = None if specific or not meaning else deep.shares(db, terms, [r for r, _s in found])
-    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares)[:10]], specific
+    shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
+    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:10]], specific
 
 
 def rank_of(mid: str, listed: list[str]) -> int | None:

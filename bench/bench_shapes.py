@@ -275,14 +275,15 @@ def rank_store(root: Path, memories: list[Memory], asks: Sequence[Ask]) -> dict[
 
 def fused_list(db: sqlite3.Connection, query: str, nearest: deep.Nearest | None) -> list[str]:
     """The two gathers fused (``deep.rank``), before labels and age: the top ``DEPTH``."""
-    terms = [t.text for t in extract_terms(query)]
+    extracted = extract_terms(query)
+    terms = [t.text for t in extracted]
     found = deep.lexical(db, terms)
     ids = deep._ids(db, [r for r, _s in found])
     lexical = [ids[r] for r, _s in found if r in ids]
     specific = bool(lexical) and deep._names_something_specific(db, terms, [r for r, _s in found])
     meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
-    shares = None if specific or not meaning else deep.shares(db, terms, [r for r, _s in found])
-    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares)[:DEPTH]]
+    shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
+    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:DEPTH]]
 
 
 Lists = Callable[[str], list[str]]

@@ -135,6 +135,36 @@ def test_the_evidence_stays_above_the_reply_that_follows_it(store_path: Path) ->
     assert ids(store, "moved to Melbourne for the lab job")[0] == "move-1"
 
 
+def test_a_memory_holding_every_word_ranks_above_those_lacking_one_however_long(store_path: Path) -> None:
+    """One memory a session, thousands of words each: the session where the fact was said holds
+    every word of the question and ranks above a short note that holds its rarest words, and
+    above sessions that mention some of them many times."""
+    store = make_store(store_path)
+    chatter = " ".join(f"Turn {n}: we talked about the weather, the garden and the week ahead." for n in range(300))
+    add_all(store, [
+        memory("session-fact", "Session 3", f"{chatter}\nCaroline: I did go to the LGBTQ support group yesterday.\n{chatter}",
+               cls="event"),
+        memory("session-talk", "Session 4", f"{chatter}\n" + "Caroline: the support group again, the group!\n" * 20,
+               cls="event"),
+        memory("short-note", "LGBTQ group", "An LGBTQ group meets on Fridays.", cls="event"),
+    ])
+    query = "When did Caroline go to the LGBTQ support group?"
+    for words_only in (True, False):
+        hits = search(store, query, words_only=words_only).hits
+        assert hits[0].id == "session-fact", [h.id for h in hits]
+        assert hits[0].fused > deep.WHOLE_QUERY > max(h.fused for h in hits[1:])
+
+
+def test_one_or_two_generic_words_held_together_keep_the_fused_order() -> None:
+    assert not deep.has_topic(extract_terms("where is the user based"))
+    assert deep.has_topic(extract_terms("has the user's home changed"))
+    assert deep.has_topic(extract_terms("kvrocks data"))
+    fused = deep.rank(["both-words", "one-word"], [("meaning", 0.9)], False, [1.0, 0.4], topic=False)
+    assert [i for i, *_r in fused][0] == "meaning"
+    fused = deep.rank(["both-words", "one-word"], [("meaning", 0.9)], False, [1.0, 0.4], topic=True)
+    assert [i for i, *_r in fused] == ["both-words", "meaning", "one-word"]
+
+
 def test_explain_shows_ranks_fused_score_and_factors(store: Store) -> None:
     store.label("deploy-note", "unverified", detail="no such pipeline")
     index.ensure_fresh(store)
