@@ -18,9 +18,9 @@ repository; a shape whose data is absent is skipped with a message):
     follows it (as where a user states a fact and the assistant answers after it);
   - ``one memory a session``: each session one memory, its turns one a line (bodies of hundreds
     to thousands of words); the evidence is the sessions holding an evidence turn.
-- The real notes (``memories-real/notes.jsonl``): ``--queries`` of them (seeded), each queried
-  by six consecutive words of its body at a seeded place, as ``bench_notes_search.py`` makes
-  them; the evidence is that note. Two shapes: ``notes, no session`` and ``notes, a session a
+- The real notes (``memories-real/notes.jsonl``): ``--queries`` of them (seeded, none of the 600
+  that ``bench_notes_search.py`` samples), each queried by six consecutive words of its body at a
+  seeded place, as that bench makes them; the evidence is that note. Two shapes: ``notes, no session`` and ``notes, a session a
   source file`` (the file's notes one after another).
 
 Systems: ``plain FTS5`` (one FTS5 row per memory holding its title, description and body,
@@ -33,8 +33,10 @@ lists). Metrics over the top 10: any@1 and any@5 (some evidence at rank 1 / in t
 What is tuned and where: the fusion constants (``deep.K``, ``deep.MEANING_WEIGHT``) were chosen
 on all of LoCoMo in the ``both speakers, sessions`` shape (those cells are marked ``fit``); the
 open-query rule (``deep.OPEN_*``, ``deep.SHARE_POWER``, ``deep.OWN_WORDS_BONUS``) on twelve to
-eighteen paraphrased facts among the real notes (``bench_paraphrase.py``), not on these queries.
-Nothing else in the list is learnt.
+eighteen paraphrased facts among the real notes (``bench_paraphrase.py``); the lexical gather's
+field weights (``deep.LEXICAL_FIELD_WEIGHTS``) and the fewest generic words that make a topic
+(``deep.WHOLE_QUERY_GENERIC_TERMS``) on queries of the 600 notes ``bench_notes_search.py``
+samples, which the notes shapes here leave out. Nothing in the list is learnt.
 
 Usage: python bench/bench_shapes.py [--conversations 3] [--queries 300] [--write-results]
 """
@@ -185,9 +187,13 @@ def notes_shapes(count: int) -> list[Shape]:
     notes = realistic.real_notes(data)
     memories = realistic.realistic_memories(notes)
     source = {realistic.note_id(n): n.source for n in notes}
-    rng = random.Random(15)
+    # The notes bench_notes_search.py queries (its seeded sample of 600) are the ones the deep list's
+    # field weights and WHOLE_QUERY_GENERIC_TERMS were chosen on: these queries come from the others.
+    chosen_on = {m.id for m in random.Random(15).sample(memories, min(600, len(memories)))}
+    rest = [m for m in memories if m.id not in chosen_on]
+    rng = random.Random(16)
     asks = []
-    for m in rng.sample(memories, min(count, len(memories))):
+    for m in rng.sample(rest, min(count, len(rest))):
         words = WORDS.findall(m.body)
         if len(words) >= 12:
             at = rng.randrange(0, len(words) - 6)
