@@ -155,6 +155,19 @@ def test_a_memory_holding_every_word_ranks_above_those_lacking_one_however_long(
         assert hits[0].fused > deep.WHOLE_QUERY > max(h.fused for h in hits[1:])
 
 
+def test_a_memory_too_long_for_one_vector_is_ranked_by_its_words_alone(store_path: Path) -> None:
+    store = make_store(store_path)
+    add_all(store, [memory("long", "Session", "word " * (deep.MEANING_MAX_WORDS + 1), cls="event"),
+                    memory("short", "Note", "word " * (deep.MEANING_MAX_WORDS - 10), cls="event")])
+    db = index.open_fresh(store)
+    try:
+        for specific in (True, False):
+            found = deep.gather_meaning(db, "words", lambda _q, _d, _c: [("long", 0.9), ("short", 0.5)], specific)
+            assert found == [("short", 0.5)]
+    finally:
+        db.close()
+
+
 def test_one_or_two_generic_words_held_together_keep_the_fused_order() -> None:
     assert not deep.has_topic(extract_terms("where is the user based"))
     assert deep.has_topic(extract_terms("has the user's home changed"))

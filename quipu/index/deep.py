@@ -7,8 +7,9 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
   (``LEXICAL_FIELD_WEIGHTS``), the top ``GATHER`` kept. No rarest-terms cut, no floor: every memory that shares a word with
   the query can be reached.
 - Meaning gather: the query's static-embedding vector against every memory's
-  (``quipu.index.vectors``), the top ``GATHER`` by cosine. Off with ``words_only`` or when the
-  embedding is not installed.
+  (``quipu.index.vectors``), the top ``GATHER`` by cosine, less memories longer than
+  ``MEANING_MAX_WORDS`` (their one vector is the mean of too many words to say what they hold:
+  words alone rank them). Off with ``words_only`` or when the embedding is not installed.
 - Fusion by reciprocal rank (the constants below, with the figures that chose them), in one of
   two ways. A query that names something specific which the store has (a word outside the
   index's lexicon of ordinary English, such as an identifier, a tool or a project, that some
@@ -119,6 +120,13 @@ OWN_WORDS_BONUS = 0.1
 # together are the fewest that said what the note was about in both benches.
 WHOLE_QUERY = 1.0
 WHOLE_QUERY_GENERIC_TERMS = 3
+# A memory longer than this many words takes no part in meaning search: its one vector is the mean
+# of its words' (quipu.index.vectors), and over hundreds of words that mean says little of what it
+# holds. On LoCoMo kept as one memory a session (243 to 1,182 words; bench/bench_shapes.py, all ten
+# conversations) meaning moved sessions holding the answer out of the top five (any@5 0.8996
+# against plain FTS5's 0.9001, 0.9026 without it) for a gain at rank 1 only. The real notes run to
+# 169 words and conversation turns to 98: neither is touched.
+MEANING_MAX_WORDS = 200
 SUPERSEDED_PENALTY = recall.SUPERSEDED_PENALTY
 UNVERIFIED_PENALTY = recall.UNVERIFIED_PENALTY
 # Less than one rank step of the fused score near the top (1 / (K + 1) against 1 / (K + 2) is
@@ -326,10 +334,19 @@ def has_topic(terms: Sequence[Term]) -> bool:
 def gather_meaning(db: Any, query: str, nearest: Nearest, specific: bool) -> list[tuple[str, float]]:
     """The meaning gather: the plain cosine for a specific query, else closeness about the
     store's mean, looked for deeper and with memories in their own words first when the query
-    asks about the person (see the module contract)."""
+    asks about the person (see the module contract); memories longer than ``MEANING_MAX_WORDS``
+    left out."""
     personal = not specific and person.asks_about_the_person(query)
-    meaning = list(nearest(query, PERSONAL_GATHER if personal else GATHER, not specific))
+    meaning = _short(db, list(nearest(query, PERSONAL_GATHER if personal else GATHER, not specific)))
     return _own_words_first(db, meaning)[:GATHER] if personal else meaning
+
+
+def _short(db: Any, meaning: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``meaning`` less the memories whose text runs past ``MEANING_MAX_WORDS`` words."""
+    rows = _rows(db, [i for i, _c in meaning])
+    long = {i for i, row in rows.items()
+            if len(f"{row[0]} {row[1]} {row[-1]}".split(maxsplit=MEANING_MAX_WORDS)) > MEANING_MAX_WORDS}
+    return [(i, c) for i, c in meaning if i not in long]
 
 
 def _own_words_first(db: Any, meaning: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
