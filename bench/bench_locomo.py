@@ -10,7 +10,7 @@ uses), so the comparison is about ranking rules, not about extra text; ``--title
 Memories are ``event`` notes that never decay (``--decay`` keeps the class default and asks "the
 day after the last session"), written as a store kept during the conversation would have them:
 each carries its session (``<conversation>-session-<n>``) and is dated at its session's date and
-time plus one minute a turn, so a memory's thread (``quipu.index.thread``) is the turns around it.
+time plus one minute a turn.
 Stores are written in bulk (one fast-import commit), then indexed by ``index.ensure_fresh``.
 
 Each question goes through ``quipu.prompt.recall.recall`` on the store's index with the options the hook
@@ -27,10 +27,8 @@ The deep list (issue 15), in the same run: ``quipu.index.deep``'s lexical gather
 its meaning gather on the store's vectors (``quipu.index.vectors``, built here) and the two fused as
 ``quipu search`` fuses them, to depth 10, beside plain FTS5 and rank_bm25 to the same depth, with a
 grid of fusion constants (section ``bench_locomo_deep``), how much of the evidence the gathers and
-the threads hold (the ceiling of any re-ranking of them), and the re-ranking's trees
-(``quipu.index.rerank``) fitted on nine conversations and measured on the tenth, each in turn,
-with and without threads (``--fit`` prints them and writes the trees fitted on all ten to
-``quipu/data/rerank_trees.json``; LightGBM, in the test extra, fits them).
+the gathers hold (the ceiling of any re-ordering of them). Other shapes of store built from the same
+conversations (one speaker, no sessions, one memory a session, ...) are in ``bench_shapes.py``.
 
 Evidence: every ``D\\d+:\\d+`` token, leading zeros dropped, turns that do not exist skipped;
 questions left with no evidence are skipped. recall@k = |evidence in top k| / |evidence|;
@@ -51,13 +49,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu.index import deep, index, rerank, vectors  # noqa: E402
+from quipu.index import deep, index, vectors  # noqa: E402
 from quipu.prompt import recall  # noqa: E402
 from quipu.prompt import indexread  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
@@ -65,7 +62,6 @@ from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.store import Store  # noqa: E402
 
 DEFAULT_DATA = C.REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
-MODEL_PATH = C.REPO / "quipu" / "data" / rerank.MODEL_FILE
 CATEGORIES = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
 K = 5
 HOOK = "quipu, the hook's options (limit 2)"
@@ -112,10 +108,7 @@ class Question:
     lexical_scores: list[float] = field(default_factory=list)  # their BM25 (ties share a rank)
     meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
     specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
-    shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (rerank.shares)
-    candidates: list[str] = field(default_factory=list)  # what the re-ranking scores: the fused list, then threads
-    fused_count: int = 0  # how many of the candidates the fused list holds
-    rows: list[list[float]] = field(default_factory=list)  # their rerank.FEATURES
+    shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (deep.shares)
 
 
 # ------------------------------------------------------------------ data
@@ -334,9 +327,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--examples", type=int, default=12, help="questions quipu misses but FTS5 hits to list")
     p.add_argument("--keep", metavar="DIR", help="build in DIR and keep it (default: a temporary folder, removed)")
     p.add_argument("--write-results", action="store_true", help="update the bench_locomo section of bench/RESULTS.md")
-    p.add_argument("--fit", action="store_true", help="fit the deep list's re-ranking trees on every "
-                   "conversation, write them to quipu/data/rerank_trees.json and print the figures of trees "
-                   "fitted on the other conversations (run the bench again for the shipped figures)")
     args = p.parse_args(argv)
     if not args.data.is_file():
         print(f"bench_locomo: skipped: no LoCoMo data at {args.data}\n- put locomo10.json there "
@@ -392,16 +382,7 @@ def _run(args: argparse.Namespace, scratch: Path, machine: str) -> int:
                 q.ranked[system] = fts.search_terms(terms, K, rarest)
                 timing.setdefault(system, []).append(time.perf_counter() - start)
 
-    fitted = fit_report(questions, MODEL_PATH if args.fit else None)
-    if args.fit:
-        print(fitted)
-        return 0
-    deep_body = deep_report(questions) + (
-        "\n\n#### The re-ranking (quipu.index.rerank), on conversations it was not fitted on\n\n"
-        "Trees fitted on nine conversations, the figures on the tenth, each in turn, with the thread and session "
-        "features and without them (the fused list alone, each memory its own session); then the shipped trees "
-        "(fitted on all ten) on the same stores without sessions, as a store of notes with no session gives "
-        "them.\n\n" + fitted)
+    deep_body = deep_report(questions)
     diagnostics = [DIAG_QUIPU_TERMS, DIAG_RAREST, DIAG_BOTH]
     summary = {s: summarize(questions, s)
                for s in ["quipu", "fts5", "rank_bm25", *list(quipu_variants())[1:], *diagnostics]}
@@ -522,22 +503,12 @@ FLOOR_SYSTEMS = (HOOK, DEEP_FUSED, DEEP_LEXICAL, DEEP_MEANING, "fts5", "rank_bm2
 FUSION_GRID = [(deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)] + [
     (k, w, deep.MEANING_ONLY_FLOOR) for k in (10.0, 20.0, 40.0, 60.0) for w in (0.1, 0.17, 0.25, 0.5, 1.0)
 ] + [(deep.K, deep.MEANING_WEIGHT, float("inf"))]
-# LightGBM's LambdaRank for quipu.index.rerank's trees. In a side study (fitted on nine
-# conversations, measured on the tenth) 100 trees of 7 leaves did as well as 200 of 15 (R@5 0.725
-# against 0.728; 50 of 7: 0.723) at half the reading; LambdaRank beat a plain logistic loss
-# (0.728 against 0.717). A leaf holds at least 50 candidates, so no tree learns one turn.
-TREE_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 7, "min_data_in_leaf": 50,
-               "deterministic": True, "force_row_wise": True, "num_threads": 1, "seed": 0, "verbose": -1}
-TREES = 100
-FIT_NAME = "trees fitted on the other nine conversations"
-NO_THREAD = "trees fitted on the other nine, without threads or sessions"
-SHIPPED_NO_SESSION = "the shipped trees on a store without sessions"
 
 
 def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, list[float]]) -> None:
     """The deep list for each question through ``deep.search`` on the store's own index and
     vectors (built here, timed as the deep list's first search would), and its parts: both
-    gathers, and the re-ranking's candidates with their features (to fit the trees)."""
+    gathers."""
     store = Store(root)
     cache = index.index_file(store).parent
     db = index.connect(index.index_file(store))
@@ -562,12 +533,7 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             q.lexical_scores = [score for _r, score in lex]
             q.specific = bool(q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
             q.meaning = [] if nearest is None else deep.gather_meaning(db, q.text, nearest, q.specific)
-            q.shares = rerank.shares(db, terms, [r for r, _s in lex])
-            fused = deep.rank(q.lexical, q.meaning, q.specific, q.shares)
-            if q.specific:
-                bm25 = dict(zip(q.lexical, q.lexical_scores, strict=True))
-                q.candidates, q.rows, _brought = rerank.candidates_and_features(db, terms, fused, bm25, q.meaning)
-                q.fused_count = len(fused)
+            q.shares = deep.shares(db, terms, [r for r, _s in lex])
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
             q.ranked[DEEP_MEANING] = [i for i, _c in q.meaning[:DEEP_K]]
     finally:
@@ -575,101 +541,13 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
 
 
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
-    """The fused order alone, before the re-ranking, with these constants (the shipped ones use
-    ``deep.rank``'s two ways of fusing)."""
+    """The fused order with these constants (the shipped ones use ``deep.rank``'s two ways of fusing)."""
     if (k, weight, floor) == (deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR):
-        return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares)[:DEEP_K]]
+        return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares,
+                                               topic=deep.has_topic(extract_terms(q.text)))[:DEEP_K]]
     fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]
-
-
-def without_threads(q: Question) -> tuple[list[str], list[list[float]]]:
-    """The candidates and features a store without sessions gives: the fused list alone, no
-    neighbours, each memory its own session."""
-    own = len(rerank.OWN)
-    fused_at, share_at = rerank.OWN.index("fused"), rerank.OWN.index("share")
-    rows = [row[:own] + [0.0] * (len(rerank.FEATURES) - own - 2) + [row[fused_at], row[share_at]]
-            for row in q.rows[:q.fused_count]]
-    return q.candidates[:q.fused_count], rows
-
-
-def reordered(q: Question, model: rerank.Model, threads: bool = True) -> list[str]:
-    """The deep list's order with ``model`` (a query that names nothing specific keeps the fused order)."""
-    if not q.specific:
-        return fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
-    ids, rows = (q.candidates, q.rows) if threads else without_threads(q)
-    raw = model.score(rows)
-    return [ids[n] for n in sorted(range(len(ids)), key=lambda n: (-raw[n], n))[:DEEP_K]]
-
-
-def fit_trees(questions: Sequence[Question], threads: bool = True) -> rerank.Model:
-    """The trees ``ranker`` fits, read back as ``rerank.Model``."""
-    return rerank.Model.from_json(model_json(ranker(questions, threads), questions))
-
-
-def ranker(questions: Sequence[Question], threads: bool = True) -> Any:
-    """LightGBM's LambdaRank (``TREE_PARAMS``) over the candidates of every question that names
-    something specific, "holds evidence" the label."""
-    import lightgbm
-    import numpy as np
-
-    xs: list[list[float]] = []
-    ys: list[int] = []
-    groups: list[int] = []
-    for q in questions:
-        if not q.specific or not q.candidates:
-            continue
-        ids, rows = (q.candidates, q.rows) if threads else without_threads(q)
-        xs += rows
-        ys += [1 if mid in q.evidence else 0 for mid in ids]
-        groups.append(len(ids))
-    data = lightgbm.Dataset(np.array(xs, dtype=np.float64), label=np.array(ys), group=groups)
-    return lightgbm.train(TREE_PARAMS, data, num_boost_round=TREES)
-
-
-def model_json(fitted: Any, questions: Sequence[Question]) -> dict[str, Any]:
-    used = [q for q in questions if q.specific and q.candidates]
-    return {
-        "about": "quipu.index.rerank's trees, fitted by bench/bench_locomo.py --fit (LightGBM LambdaRank) on "
-                 f"LoCoMo: {len(used):,} questions that name something specific, "
-                 f"{sum(len(q.candidates) for q in used):,} candidates, label: the candidate is an evidence turn",
-        "params": {**{k: v for k, v in TREE_PARAMS.items() if k not in ("verbose", "num_threads")}, "trees": TREES},
-        "features": list(rerank.FEATURES),
-        "trees": rerank.from_lightgbm(fitted.dump_model()),
-    }
-
-
-def fit_report(questions: Sequence[Question], write: Path | None = None) -> str:
-    """The trees fitted on nine conversations and measured on the tenth, each in turn (with and
-    without threads), the shipped trees on a store without sessions, and (``write``) the trees
-    fitted on every conversation written there."""
-    convs = sorted({q.conv for q in questions})
-    for test in convs:
-        train = [q for q in questions if q.conv != test]
-        with_threads, without = fit_trees(train), fit_trees(train, threads=False)
-        for q in questions:
-            if q.conv == test:
-                q.ranked[FIT_NAME] = reordered(q, with_threads)
-                q.ranked[NO_THREAD] = reordered(q, without, threads=False)
-    shipped = rerank.model()
-    for q in questions:
-        q.ranked["fused rank alone"] = fused_ids(q, deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR)
-        q.ranked[SHIPPED_NO_SESSION] = reordered(q, shipped, threads=False)
-    rows = []
-    fts = summarize(questions, "fts5")
-    for system in ("fused rank alone", FIT_NAME, NO_THREAD, SHIPPED_NO_SESSION, DEEP_FUSED, "fts5"):
-        m = summarize(questions, system)
-        below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < fts[cat][d])
-        rows.append([system, *(fmt(m["all"][d]) for d in ("r1", "r2", "r5", "r10")),
-                     *(fmt(m[c]["r5"]) for c in CATEGORIES.values()), below])
-    note = ""
-    if write is not None:
-        data = model_json(ranker(questions), questions)
-        write.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
-        note = f"\n\nWrote {write} ({len(data['trees'])} trees); run the bench again for the shipped figures."
-    return (C.table(["system", "R@1", "R@2", "R@5", "R@10", *(f"R@5 {c}" for c in CATEGORIES.values()),
-                     "cells below plain FTS5 (of 24)"], rows) + note)
 
 
 def deep_report(questions: Sequence[Question]) -> str:
@@ -695,15 +573,11 @@ def deep_report(questions: Sequence[Question]) -> str:
         below = sum(1 for cat in m for d in ("r1", "r2", "r5", "r10") if m[cat][d] < summary["fts5"][cat][d])
         grid_rows.append([f"{k:g}", f"{w:g}", "off" if f == float("inf") else f"{f:g}", fmt(m["all"]["r1"]),
                           fmt(m["all"]["r2"]), fmt(m["all"]["r5"]), fmt(m["all"]["r10"]), below,
-                          "shipped, then re-ranked" if n == 0 else ""])
+                          "shipped" if n == 0 else ""])
     f_all, h_all = summary[DEEP_FUSED]["all"], summary[HOOK]["all"]
-    by_thread = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i in q.candidates[q.fused_count:])
-    only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5]
-                       if i not in q.lexical and i not in q.candidates[q.fused_count:])
+    only_meaning = sum(1 for q in questions for i in q.ranked[DEEP_FUSED][:5] if i not in q.lexical)
     within = sum(len(q.evidence & gathered(q)) / len(q.evidence) for q in questions) / len(questions)
     ceiling = sum(min(5, len(q.evidence & gathered(q))) / len(q.evidence) for q in questions) / len(questions)
-    scored = sum(min(5, len(q.evidence & set(q.candidates or q.ranked[DEEP_FUSED]))) / len(q.evidence)
-                 for q in questions) / len(questions)
     return (
         "#### Per category (recall@k over evidence turns; hit@2)\n\n"
         + C.table(["category", "system", "n", "R@1", "R@2", "R@5", "R@10", "hit@2"], rows)
@@ -712,18 +586,16 @@ def deep_report(questions: Sequence[Question]) -> str:
         f"Floor, the deep list at or above plain FTS5 at every depth in every category: "
         f"{'met' if not failed else 'NOT met (' + ', '.join(failed) + ')'}. The hook's hit@2 {fmt(h_all['h2'])} against "
         f"plain FTS5's {fmt(base['h2'])} ({'met' if h_all['h2'] >= base['h2'] else 'NOT met'}: at or above). "
-        f"In the deep list's top 5: {only_meaning} hits found by meaning alone, {by_thread} brought by a thread. "
+        f"In the deep list's top 5: {only_meaning} hits found by meaning alone. "
         "The hook path lists at most 5 here, so its R@10 is its R@5.\n\n"
         "#### Fusion grid (reciprocal rank: K, meaning weight, cosine floor for meaning-only hits), "
-        "the fused order alone, before the re-ranking\n\n"
+        "the fused order\n\n"
         + C.table(["K", "meaning weight", "meaning-only floor", "R@1", "R@2", "R@5", "R@10",
                    "cells below plain FTS5 (of 24)", ""], grid_rows)
-        + "\n\n#### What the re-ranking can reach\n\n"
+        + "\n\n#### What a re-ordering can reach\n\n"
         f"Evidence inside the two gathers (the lexical top {deep.GATHER} and the meaning top {deep.GATHER}): "
-        f"{fmt(within)}, so the best R@5 a re-ordering of them alone could reach is {fmt(ceiling)}. Inside what "
-        f"the re-ranking scores (the fused list and the threads of its best {rerank.THREAD_DEPTH} hits, for a "
-        f"query that names something specific; the fused list otherwise), the best R@5 is {fmt(scored)}, "
-        f"against the shipped {fmt(f_all['r5'])}."
+        f"{fmt(within)}, so the best R@5 a re-ordering of them alone could reach is {fmt(ceiling)}, against the "
+        f"shipped {fmt(f_all['r5'])}."
     )
 
 

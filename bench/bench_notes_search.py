@@ -1,15 +1,15 @@
-"""A note half remembered (issue 15): the deep list's re-ranking on the real notes, not on conversations.
+"""A note half remembered (issue 15): the deep list on the real notes, not on conversations.
 
-The re-ranking's trees (``quipu.index.rerank``) are fitted on LoCoMo's conversation turns; this
-checks they do no harm to a store of developer notes. The 1,797 real notes of
+The deep list's constants were chosen on LoCoMo's conversation turns; this checks they do no harm
+to a store of developer notes (``bench_shapes.py`` puts this beside plain FTS5 and other shapes). The 1,797 real notes of
 ``../shared/data/memories-real`` (testing/realistic.py) make one store; each query is six
 consecutive words from one note's body at a seeded random place (notes of at least 12 words, a
 seeded sample of ``--queries``), as someone who half remembers a note types it. The note's rank is
 read in:
-- the fused order alone (``deep.rank``: the two gathers fused, before any re-ranking);
+- the fused order alone (``deep.rank``: the two gathers fused, before labels and age);
 - ``quipu search``'s deep list (``deep.search``) on that store, where no memory has a session;
 - the same on a store whose notes each carry their source file as the session, in the file's
-  order (one import writing a file's notes one after another), so threads are read too.
+  order (one import writing a file's notes one after another): the list must not change.
 
 Usage: python bench/bench_notes_search.py [--queries 600] [--write-results]
 """
@@ -28,13 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 from quipu.commands.search import _nearest  # noqa: E402
-from quipu.index import deep, index, rerank  # noqa: E402
+from quipu.index import deep, index  # noqa: E402
 from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
 from testing import realistic  # noqa: E402
 
 WORDS = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*")
-FUSED = "fused order alone (before the re-ranking)"
+FUSED = "fused order alone (before labels and age)"
 DEEP = "`quipu search` (deep list), notes without sessions"
 THREADED = "`quipu search` (deep list), each source file a session"
 
@@ -98,12 +98,11 @@ def run(args: argparse.Namespace, scratch: Path, data: Path) -> str:
             rows.append([which if name == FUSED else "", name, len(part), f"{sum(1 / r for r in part if r) / len(part):.3f}",
                          *(f"{sum(1 for r in part if r and r <= k) / len(part):.3f}" for k in (1, 3, 10))])
     return (f"{len(memories):,} real notes; {len(queries)} queries of six words from a note's body, {sum(named)} of "
-            "them naming something specific (re-ranked by the trees; the others keep the fused order). The rank of "
+            "them naming something specific. The rank of "
             "the note the words came from, in the top 10.\n\n"
             + C.table(["queries", "system", "n", "MRR@10", "hit@1", "hit@3", "hit@10"], rows)
-            + f"\n\nReading: on the queries the trees re-rank (fitted on conversation turns, "
-            f"{len(rerank.model().trees)} trees), MRR@10 {rows[4][3]} without sessions and {rows[5][3]} with one "
-            f"session a source file, against the fused order's {rows[3][3]}.")
+            + f"\n\nReading: on the queries naming something specific, MRR@10 {rows[4][3]} without sessions and "
+            f"{rows[5][3]} with one session a source file, against the fused order's {rows[3][3]}.")
 
 
 def in_sessions(memories: list[Memory], source: dict[str, str]) -> list[Memory]:
@@ -114,15 +113,16 @@ def in_sessions(memories: list[Memory], source: dict[str, str]) -> list[Memory]:
 
 
 def fused_alone(db: object, query: str, nearest: deep.Nearest | None) -> tuple[list[str], bool]:
-    """The fused list before the re-ranking (the top 10), and whether the query names something specific."""
-    terms = [t.text for t in extract_terms(query)]
+    """The fused list before labels and age (the top 10), and whether the query names something specific."""
+    extracted = extract_terms(query)
+    terms = [t.text for t in extracted]
     found = deep.lexical(db, terms)
     ids = deep._ids(db, [r for r, _s in found])
     lexical = [ids[r] for r, _s in found if r in ids]
     specific = bool(lexical) and deep._names_something_specific(db, terms, [r for r, _s in found])
     meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
-    shares = None if specific or not meaning else rerank.shares(db, terms, [r for r, _s in found])
-    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares)[:10]], specific
+    shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
+    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:10]], specific
 
 
 def rank_of(mid: str, listed: list[str]) -> int | None:

@@ -1,6 +1,7 @@
 """`quipu search` reads the deep list: words and meaning gathered wide, fused by rank (issue 15)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -8,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from quipu.index import deep
-from quipu.index import rerank
 from quipu.index import index
 from quipu.index import matrix
 from quipu.index import person
-from quipu.index import thread
 from quipu.index import vectors
 from quipu.commands.search import search
 from quipu.prompt.query import extract_terms
@@ -68,43 +67,21 @@ def test_age_reorders_comparable_hits_but_never_buries_an_old_event(store_path: 
     assert ids(store, "kafka retention")[:2] == ["twin-new", "twin-old"]  # equal evidence: the newer first
 
 
-def test_a_memory_that_answers_ranks_above_one_that_asks_the_same_words(store_path: Path) -> None:
-    """The words rank the short question first; the re-ranking puts the answer above it, and says so."""
+def test_nothing_learnt_ships_and_the_list_is_the_fused_order(store_path: Path) -> None:
+    """No fitted re-ranking is shipped or read: every hit's score is its fused score times its
+    labels and age, whatever the query (one that names something specific or not)."""
+    assert importlib.util.find_spec("quipu.index.rerank") is None
+    data = Path(deep.__file__).resolve().parent.parent / "data"
+    assert sorted(p.name for p in data.iterdir() if p.suffix == ".json") == []
     store = make_store(store_path)
-    add_all(store, [
-        memory("asks", "Kvrocks data", "Where does kvrocks keep its data?"),
-        memory("answers", "Kvrocks storage", "Kvrocks keeps its data on local disk in RocksDB under /var/lib/kvrocks, "
-               "so a restart of the container loses nothing as long as that volume is mounted."),
-        *[memory(f"other-{n}", f"Other {n}", f"Redis keeps a cache for service {n}.") for n in range(4)],
-    ])
-    hits = search(store, "where does kvrocks keep its data").hits
-    by_id = {h.id: h for h in hits}
-    assert by_id["asks"].lexical_rank == 1  # the words alone prefer the question
-    assert [h.id for h in hits[:2]] == ["answers", "asks"]
-    assert by_id["answers"].evidence is not None and by_id["asks"].evidence is not None
-    assert by_id["answers"].evidence > by_id["asks"].evidence
-    done = quipu("--store", str(store.root), "search", "--explain", "where does kvrocks keep its data")
-    assert done.returncode == 0, done.stderr
-    assert "evidence 0." in done.stdout
-
-
-def test_length_counts_up_to_what_the_fit_has_seen_and_no_further(store_path: Path) -> None:
-    store = make_store(store_path)
-    add_all(store, [memory("reply", "Kvrocks", "Thanks, Nate!"), memory("turn", "Kvrocks", "word " * 60),
-                    memory("note", "Kvrocks", "word " * 150), memory("essay", "Kvrocks", "word " * 1500)])
-    db = index.open_fresh(store)
-    try:
-        fused = [(mid, 0.02, n, None) for n, mid in enumerate(("reply", "turn", "note", "essay"), 1)]
-        ids, rows, _brought = rerank.candidates_and_features(db, ["kvrocks"], fused, dict.fromkeys(ids_of(fused), 5.0),
-                                                               None)
-    finally:
-        db.close()
-    length = dict(zip(ids, (row[rerank.FEATURES.index("length")] for row in rows), strict=True))
-    assert length["reply"] < length["turn"] < length["note"] == length["essay"]
-
-
-def ids_of(fused: list[tuple[str, float, int, None]]) -> list[str]:
-    return [mid for mid, *_r in fused]
+    add_all(store, [memory("asks", "Kvrocks data", "Where does kvrocks keep its data?"),
+                    memory("answers", "Kvrocks storage", "Kvrocks keeps its data on local disk in RocksDB."),
+                    memory("garden", "Garden shed", "The garden hose goes in the shed behind the house.")])
+    for query in ("where does kvrocks keep its data", "where does the garden hose go"):
+        hits = search(store, query).hits
+        assert hits
+        assert [h.score for h in hits] == sorted((h.fused * h.label_factor * h.age_factor for h in hits), reverse=True)
+        assert all(h.score == h.fused * h.label_factor * h.age_factor for h in hits)
 
 
 # A conversation kept as memories, one a turn, in its session: the answer follows its question and
@@ -115,6 +92,12 @@ ROAD_TRIP = [
     ("trip-3", "I went to Woodhaven, a small town in the Midwest, and spent days in its old library."),
     ("trip-4", "Sounds like a lovely place. I'm off to the gym now, talk soon!"),
 ]
+# The same shape the other way round: the fact first, then a reply that echoes its words.
+MOVE = [
+    ("move-1", "I moved to Melbourne in March for the new lab job."),
+    ("move-2", "Melbourne in March, how exciting! A new lab job too. How is the move going?"),
+    ("move-3", "Slowly: the flat still has no furniture."),
+]
 OTHER_NOTES = [
     memory("road-works", "Road works", "The road to the office is closed for repairs this week."),
     memory("trip-reports", "Trip reports", "Trip reports go in the shared travel folder with receipts."),
@@ -123,92 +106,76 @@ OTHER_NOTES = [
 ]
 
 
-def conversation(session: str | None) -> list:  # type: ignore[type-arg]
+def conversation(turns: list[tuple[str, str]], session: str | None) -> list:  # type: ignore[type-arg]
     return [memory(mid, f"Turn {n}", text, cls="event", created=f"2026-05-0{n}T10:00:00Z",
                    **({"session": session} if session else {}))
-            for n, (mid, text) in enumerate(ROAD_TRIP, 1)]
+            for n, (mid, text) in enumerate(turns, 1)]
 
 
-def test_an_answer_that_follows_its_question_is_found_through_its_thread(store_path: Path) -> None:
-    """Issue 15: the turn that answers shares no word with the question; the turn before it does.
-    In their session the answer is reached through that turn; the same memories with no session
-    never list it."""
-    query = "Where did Joanna go on her road trip?"
+@pytest.mark.parametrize("query", ["Where did Joanna go on her road trip?", "When did I move to Melbourne?",
+                                   "what furniture is in the flat", "lab job"])
+def test_a_session_never_changes_the_list(store_path: Path, query: str) -> None:
+    """The same memories with and without their session list the same hits in the same order with
+    the same fused scores: a memory written beside a hit is never brought in nor raised for it, so one
+    that shares none of the query's words never outranks a memory's own evidence."""
+    listed = []
+    for n, session in enumerate(("chat", None)):
+        store = make_store(store_path / str(n))
+        add_all(store, [*conversation(ROAD_TRIP, session and f"{session}-trip"),
+                        *conversation(MOVE, session and f"{session}-move"), *OTHER_NOTES])
+        listed.append([(h.id, round(h.fused, 12), h.lexical_rank) for h in search(store, query).hits])
+    assert listed[0] and listed[0] == listed[1]
+
+
+def test_the_evidence_stays_above_the_reply_that_follows_it(store_path: Path) -> None:
+    """The fact is stated first and the reply after it echoes its words: the fact, which holds every
+    word of the question, ranks first with or without a session."""
     store = make_store(store_path)
-    add_all(store, [*conversation("chat-with-joanna"), *OTHER_NOTES])
-    hits = search(store, query).hits
-    found = [h.id for h in hits]
-    assert "trip-3" in found[:3], found
-    answer = hits[found.index("trip-3")]
-    assert answer.lexical_rank is None and answer.thread_of in ("trip-2", "trip-4")
-    done = quipu("--store", str(store.root), "search", "--explain", query)
-    assert done.returncode == 0, done.stderr
-    assert f"thread of {answer.thread_of}" in done.stdout
-
-    alone = make_store(store_path.parent / "no-sessions")
-    add_all(alone, [*conversation(None), *OTHER_NOTES])
-    assert "trip-3" not in ids(alone, query)
+    add_all(store, [*conversation(MOVE, "chat-move"), *OTHER_NOTES])
+    assert ids(store, "moved to Melbourne for the lab job")[0] == "move-1"
 
 
-def test_a_thread_is_its_session_in_the_order_it_was_written(store_path: Path) -> None:
+def test_a_memory_holding_every_word_ranks_above_those_lacking_one_however_long(store_path: Path) -> None:
+    """One memory a session, thousands of words each: the session where the fact was said holds
+    every word of the question and ranks above a short note that holds its rarest words, and
+    above sessions that mention some of them many times."""
     store = make_store(store_path)
+    chatter = " ".join(f"Turn {n}: we talked about the weather, the garden and the week ahead." for n in range(300))
     add_all(store, [
-        memory("b-first", "One", "a", session="s1", created="2026-01-01T10:00:00Z"),
-        memory("a-second", "Two", "b", session="s1", created="2026-01-01T10:05:00Z"),
-        memory("c-third", "Three", "c", session="s1", created="2026-01-01T10:05:00Z"),  # same second: by id
-        memory("elsewhere", "Four", "d", session="s2", created="2026-01-01T10:02:00Z"),
-        memory("loose", "Five", "e", created="2026-01-01T10:03:00Z"),
+        memory("session-fact", "Session 3", f"{chatter}\nCaroline: I did go to the LGBTQ support group yesterday.\n{chatter}",
+               cls="event"),
+        memory("session-talk", "Session 4", f"{chatter}\n" + "Caroline: the support group again, the group!\n" * 20,
+               cls="event"),
+        memory("short-note", "LGBTQ group", "An LGBTQ group meets on Fridays.", cls="event"),
     ])
+    query = "When did Caroline go to the LGBTQ support group?"
+    for words_only in (True, False):
+        hits = search(store, query, words_only=words_only).hits
+        assert hits[0].id == "session-fact", [h.id for h in hits]
+        assert hits[0].fused > deep.WHOLE_QUERY > max(h.fused for h in hits[1:])
+
+
+def test_a_memory_too_long_for_one_vector_is_ranked_by_its_words_alone(store_path: Path) -> None:
+    store = make_store(store_path)
+    add_all(store, [memory("long", "Session", "word " * (deep.MEANING_MAX_WORDS + 1), cls="event"),
+                    memory("short", "Note", "word " * (deep.MEANING_MAX_WORDS - 10), cls="event")])
     db = index.open_fresh(store)
     try:
-        near = thread.neighbours(db, ["b-first", "a-second", "c-third", "elsewhere", "loose", "missing"])
+        for specific in (True, False):
+            found = deep.gather_meaning(db, "words", lambda _q, _d, _c: [("long", 0.9), ("short", 0.5)], specific)
+            assert found == [("short", 0.5)]
     finally:
         db.close()
-    assert near == {"b-first": (None, "a-second"), "a-second": ("b-first", "c-third"), "c-third": ("a-second", None),
-                    "elsewhere": (None, None)}
 
 
-def test_the_shipped_trees_read_the_features_the_code_makes() -> None:
-    data = json.loads((Path(rerank.__file__).parent.parent / "data" / rerank.MODEL_FILE).read_text())
-    assert data["features"] == list(rerank.FEATURES)
-    scores = rerank.model().score([[0.0] * len(rerank.FEATURES), [1.0] * len(rerank.FEATURES)])
-    assert len(rerank.model().trees) == len(data["trees"]) > 1 and scores[0] != scores[1]
-
-
-def test_the_trees_are_read_as_lightgbm_reads_them() -> None:
-    lightgbm = pytest.importorskip("lightgbm", reason="LightGBM fits the trees (the test extra installs it)")
-    import numpy as np
-
-    rng = np.random.default_rng(7)
-    x = rng.random((600, len(rerank.FEATURES)))
-    x[rng.random(x.shape) < 0.3] = 0.0  # features are often exactly 0: no neighbour, no meaning
-    y = (x[:, 0] + x[:, 7] * x[:, 10] + 0.2 * rng.random(600) > 0.9).astype(int)
-    booster = lightgbm.train({"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 5, "verbose": -1,
-                              "num_threads": 1, "deterministic": True, "force_row_wise": True},
-                             lightgbm.Dataset(x, label=y, group=[20] * 30), num_boost_round=20)
-    model = rerank.Model.from_json({"features": list(rerank.FEATURES),
-                                      "trees": rerank.from_lightgbm(booster.dump_model())})
-    assert model.score(x.tolist()) == pytest.approx(booster.predict(x).tolist(), abs=1e-9)
-
-
-def test_a_split_the_trees_cannot_read_is_refused() -> None:
-    categorical = {"tree_info": [{"tree_structure": {
-        "split_feature": 0, "threshold": "1||2", "decision_type": "==", "missing_type": "None", "default_left": True,
-        "left_child": {"leaf_value": 1.0}, "right_child": {"leaf_value": -1.0}}}]}
-    with pytest.raises(ValueError, match="cannot read"):
-        rerank.from_lightgbm(categorical)
-    with pytest.raises(ValueError, match="fitted on features"):
-        rerank.Model.from_json({"features": ["fused"], "trees": []})
-
-
-def test_a_query_that_names_nothing_specific_keeps_the_fused_order(store_path: Path) -> None:
-    store = make_store(store_path)
-    add_all(store, [memory("asks", "Garden", "Where does the garden hose go?"),
-                    memory("answers", "Garden shed", "The garden hose goes in the shed behind the house, on the hook by "
-                           "the door, next to the rake and the watering can we bought last spring.")])
-    hits = search(store, "where does the garden hose go").hits
-    assert hits and all(h.evidence is None for h in hits)
-    assert [h.score for h in hits] == sorted((h.fused * h.label_factor * h.age_factor for h in hits), reverse=True)
+def test_one_or_two_generic_words_held_together_keep_the_fused_order() -> None:
+    assert not deep.has_topic(extract_terms("where is the user based"))
+    assert deep.has_topic(extract_terms("has the user's home changed"))
+    assert deep.has_topic(extract_terms("kvrocks data"))
+    fused = deep.rank(["both-words", "one-word"], [("meaning", 0.9)], False, [1.0, 0.4], topic=False)
+    assert [i for i, *_r in fused][0] == "meaning"
+    fused = deep.rank(["both-words", "one-word"], [("meaning", 0.9)], False, [1.0, 0.4], topic=True)
+    assert [i for i, *_r in fused] == ["both-words", "meaning", "one-word"]
 
 
 def test_explain_shows_ranks_fused_score_and_factors(store: Store) -> None:
@@ -358,7 +325,7 @@ def test_a_hit_holding_every_word_of_the_query_counts_fully_one_with_a_common_wo
     try:
         found = deep.lexical(db, ["lisbon", "trip"])
         rowid = dict(db.execute("SELECT id, rowid FROM memories").fetchall())
-        held = dict(zip([r for r, _s in found], rerank.shares(db, ["lisbon", "trip"], [r for r, _s in found]), strict=True))
+        held = dict(zip([r for r, _s in found], deep.shares(db, ["lisbon", "trip"], [r for r, _s in found]), strict=True))
     finally:
         db.close()
     assert held[rowid["both"]] == pytest.approx(1.0)

@@ -18,17 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "search",
         help="search memories",
         description="Search memories by words (stemmed, whole words) and by meaning (a static embedding, "
-        "when installed), fused by rank; when the query names something specific, re-ranked by how much each "
-        "hit looks like an answer, with the memories written just before and after its best hits in their "
-        "session (their thread) as candidates too. Unlike the prompt hook, search has no score floor and shows "
+        "when installed), fused by rank, then labels and age. Unlike the prompt hook, search has no score floor and shows "
         "superseded memories too (below their successors).",
     )
     p.add_argument("query", help="words to search for")
     p.add_argument("--limit", type=count(), default=10, help="at most this many results (default 10)")
     p.add_argument("--words-only", action="store_true", help="no meaning search: words alone")
     p.add_argument("--explain", action="store_true", help="show each hit's lexical and meaning ranks, the "
-                   "fused score (or the hit whose thread brought it), the re-ranking's evidence and what labels "
-                   "and age did")
+                   "fused score and what labels and age did")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -91,12 +88,7 @@ def _explain(hit: deep.Hit) -> str:
     lexical = f"lexical #{hit.lexical_rank} (bm25 {hit.bm25:.2f})" if hit.lexical_rank else "lexical -"
     meaning = f"meaning #{hit.meaning_rank} (cosine {hit.cosine:.3f})" if hit.meaning_rank else "meaning -"
     parts = [lexical, meaning]
-    if hit.thread_of:
-        parts.append(f"thread of {hit.thread_of} (written beside it in its session; not in the fused list)")
-    else:
-        parts.append(f"fused {hit.fused:.4f}")
-    if hit.evidence is not None:
-        parts.append(f"evidence {hit.evidence:.3f}")
+    parts.append(f"fused {hit.fused:.4f}")
     if hit.label_factor != 1.0:
         parts.append(f"labels x{hit.label_factor:g}")
     if hit.age_factor < 0.9995:  # what shows at three decimals

@@ -3,12 +3,13 @@
 This is what ``quipu search`` (and the offline passes) read; the prompt hook keeps its own
 precision layer (``quipu.prompt.recall``) and never comes here. Contract:
 - Lexical gather: every content term of the query (``quipu.prompt.query.extract_terms``, generic words
-  included), OR-ed in one FTS5 query ranked by field-weighted ``bm25()`` (``scoring.BM25_WEIGHTS``),
-  the top ``GATHER`` kept. No rarest-terms cut, no floor: every memory that shares a word with
+  included), OR-ed in one FTS5 query ranked by ``bm25()`` with every field weighing the same
+  (``LEXICAL_FIELD_WEIGHTS``), the top ``GATHER`` kept. No rarest-terms cut, no floor: every memory that shares a word with
   the query can be reached.
 - Meaning gather: the query's static-embedding vector against every memory's
-  (``quipu.index.vectors``), the top ``GATHER`` by cosine. Off with ``words_only`` or when the
-  embedding is not installed.
+  (``quipu.index.vectors``), the top ``GATHER`` by cosine, less memories longer than
+  ``MEANING_MAX_WORDS`` (their one vector is the mean of too many words to say what they hold:
+  words alone rank them). Off with ``words_only`` or when the embedding is not installed.
 - Fusion by reciprocal rank (the constants below, with the figures that chose them), in one of
   two ways. A query that names something specific which the store has (a word outside the
   index's lexicon of ordinary English, such as an identifier, a tool or a project, that some
@@ -21,33 +22,50 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
   evidence, one that holds every word is full evidence. When such a query asks about the person
   ("the user", "I", "my"), memories in their own words (the first person) come closer by
   ``OWN_WORDS_BONUS`` before the meaning gather is cut.
-- A query that names something specific is then re-ranked (``quipu.index.rerank``): its
-  candidates are the fused list and the thread neighbours of its best hits (the memories written
-  just before and after them in the same session), each scored by trees over its own evidence
-  and that of its thread and session. Any other query keeps its fused scores: a memory that
-  shares no word with it must not lose to longer ones that do.
+- Either way, when the query has a topic (a word that is not generic, as "user", "live" and
+  "based" are, or at least three generic ones), a memory that holds every word of it (every term some memory has) ranks above every
+  memory that lacks one (``WHOLE_QUERY`` added to its fused score); the fused order holds within
+  each part. A query of one or two generic words keeps the fused order: a note that happens to
+  hold "user" and "based" says nothing of where the user is based.
+- Nothing learnt re-orders the list: the order is the fused score's, then labels and age. A
+  memory's neighbours in its session are never candidates by nearness alone, so a memory that
+  holds the query's words is never outranked by one that holds none of them only for being
+  written beside a hit (bench/bench_shapes.py measures every shape of store: conversation turns
+  with and without sessions, one speaker, a reply after the evidence, one memory a session, the
+  real notes).
 - Then labels and age: superseded x ``SUPERSEDED_PENALTY``, unverified x ``UNVERIFIED_PENALTY``
   (the hook's factors), and age as a tiebreak of at most ``AGE_TIEBREAK``: a memory keeps
   ``1 - AGE_TIEBREAK * (1 - 0.5 ** (age / half-life))`` of its score, so an old event is never
   buried under a weak recent match. A superseded memory never ranks above its successor when
   both are listed. A retracted memory (``quipu retract``) is left out of the list.
-- Each hit carries its lexical rank, meaning rank and cosine, the fused score, the re-ranking's
-  evidence, the hit whose thread brought it (when the fused list lacked it) and the factors, for
-  ``quipu search --explain``.
+- Each hit carries its lexical rank, meaning rank and cosine, the fused score and the factors,
+  for ``quipu search --explain``.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from quipu.index import person, rerank
-from quipu.prompt import inject, recall, scoring
-from quipu.prompt.query import extract_terms, fts_quote
+from quipu.index import person
+from quipu.prompt import indexread, inject, recall
+from quipu.prompt.query import Term, extract_terms, fts_quote
 from quipu.prompt.stem import fts_term
 
 GATHER = 50
+# bm25() weights of the fields title, aliases, tags, description, body in the lexical gather. The
+# hook's weights (scoring.BM25_WEIGHTS: a title match worth eight body matches) suit a prompt's
+# few words about what a memory is about; a search for words half remembered from a note's body
+# (600 real notes, six words of each: bench/bench_shapes.py) finds the note first 0.780 of the
+# time with them, 0.865 with every field alike, 0.855 with the title at 1.5, and plain FTS5 over
+# the same text 0.887.
+LEXICAL_FIELD_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0)
+# FTS5 answers "MATCH ? AND rowid IN (...)" by seeking each listed row (about 14 us each here),
+# and a plain MATCH by reading the term's list (about 0.3 us an entry): for a term in fewer than
+# this many memories per listed row, ``shares`` reads the whole list and picks the rows out of it.
+WHOLE_LIST_PER_ROW = 40
 # Reciprocal rank fusion (Cormack et al. 2009), BM25 first, the form of the archive's
 # (quipu.history.search). Chosen on LoCoMo with bench/bench_locomo.py (1,982 questions, one store
 # per conversation, 24 cells: R@1, R@2, R@5, R@10 in five categories and overall). Alone, the
@@ -88,10 +106,31 @@ OPEN_FLOOR = 0.25
 # 0.1 is the smaller of the two. LoCoMo is unchanged (none of its questions asks about "the user").
 PERSONAL_GATHER = 200
 OWN_WORDS_BONUS = 0.1
+# A memory that holds every word of the query (every term the store has, that is) gains this much
+# fused score, more than any fused score (at most (1 + OPEN_MEANING_WEIGHT) / (K + 1)), so it ranks
+# above every memory that lacks one of the words, by words or by meaning: coordination first, the
+# fused order within. On every shape of bench/bench_shapes.py it is at or above plain FTS5 at
+# every depth, where the fused order alone was not on the real notes (any@1 0.852, R@10 0.943
+# against 0.887, 0.987: memories found by meaning crowded out the note holding the six words) nor
+# on one memory a session (any@1 0.645 against 0.651). Only for a query with a topic (``has_topic``):
+# applied to "where is the user based" too, notes holding "user" and "based" pushed the move to
+# Melbourne out of the top ten (bench/bench_paraphrase.py: 13 of 18 listed, against 14); not
+# applied to six generic words half remembered from a note, the note fell out of the top ten
+# behind what meaning found (R@10 0.975 against plain FTS5's 0.987). Three generic words held
+# together are the fewest that said what the note was about in both benches.
+WHOLE_QUERY = 1.0
+WHOLE_QUERY_GENERIC_TERMS = 3
+# A memory longer than this many words takes no part in meaning search: its one vector is the mean
+# of its words' (quipu.index.vectors), and over hundreds of words that mean says little of what it
+# holds. On LoCoMo kept as one memory a session (243 to 1,182 words; bench/bench_shapes.py, all ten
+# conversations) meaning moved sessions holding the answer out of the top five (any@5 0.8996
+# against plain FTS5's 0.9001, 0.9026 without it) for a gain at rank 1 only. The real notes run to
+# 169 words and conversation turns to 98: neither is touched.
+MEANING_MAX_WORDS = 200
 SUPERSEDED_PENALTY = recall.SUPERSEDED_PENALTY
 UNVERIFIED_PENALTY = recall.UNVERIFIED_PENALTY
 # Less than one rank step of the fused score near the top (1 / (K + 1) against 1 / (K + 2) is
-# 2.4%), so age orders hits the ranks (or the re-ranking) cannot tell apart and never overtakes
+# 2.4%), so age orders hits the ranks cannot tell apart and never overtakes
 # better evidence.
 AGE_TIEBREAK = 0.02
 _SECONDS_PER_DAY = 86400.0
@@ -110,7 +149,7 @@ class Hit:
     superseded_by: str | None
     labels: tuple[str, ...]
     snippet: str
-    score: float  # the re-ranking's evidence (else the fused score) x labels x age: the order of the list
+    score: float  # the fused score x labels x age: the order of the list
     fused: float
     lexical_rank: int | None
     meaning_rank: int | None
@@ -118,8 +157,6 @@ class Hit:
     cosine: float | None
     label_factor: float
     age_factor: float
-    evidence: float | None  # the re-ranking's evidence that the hit holds what was asked (specific queries)
-    thread_of: str | None = None  # the listed hit whose thread (its session's memory before or after) brought it
 
     def label_text(self) -> str:
         return recall.label_text(self.status, self.superseded_by, self.labels)
@@ -133,7 +170,6 @@ class Hit:
             "bm25": None if self.bm25 is None else round(self.bm25, 4),
             "cosine": None if self.cosine is None else round(self.cosine, 4),
             "label_factor": self.label_factor, "age_factor": round(self.age_factor, 4),
-            "evidence": None if self.evidence is None else round(self.evidence, 4), "thread_of": self.thread_of,
         }
 
 
@@ -156,7 +192,7 @@ def lexical(db: Any, terms: Sequence[str], depth: int = GATHER) -> list[tuple[in
     by rowid or shared ranks left one a hair below)."""
     if not terms:
         return []
-    weights = ", ".join(str(w) for w in scoring.BM25_WEIGHTS)
+    weights = ", ".join(str(w) for w in LEXICAL_FIELD_WEIGHTS)
     expr = " OR ".join(fts_quote(t) for t in terms)
     sql = (f"SELECT f.rowid, -bm25(memory_fts, {weights}) AS s FROM memory_fts AS f"
            " JOIN memories AS m ON m.rowid = f.rowid WHERE memory_fts MATCH ?"
@@ -184,7 +220,7 @@ def fuse(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None
          shares: Sequence[float] | None = None) -> list[tuple[str, float, int | None, int | None]]:
     """(id, fused score, lexical rank, meaning rank), best first; ranks are 1-based (tied scores
     share one when ``lexical_scores`` are given). ``shares``: each lexical hit's share of the
-    query (``rerank.shares``), its weight then ``lexical_weight * share ** SHARE_POWER``. Ties go to the
+    query (``shares``), its weight then ``lexical_weight * share ** SHARE_POWER``. Ties go to the
     better lexical rank, then the id."""
     if lexical_scores is None:
         lex = {i: r for r, i in enumerate(lexical_ids, 1)}
@@ -228,7 +264,8 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
     before the cut to ``limit``); ``excerpts``: only the first that many hits get an excerpt
     (default: every hit)."""
     result = Deep(query=query)
-    terms = [t.text for t in extract_terms(query)]
+    extracted = extract_terms(query)
+    terms = [t.text for t in extracted]
     result.terms = terms
     found = lexical(db, terms)
     ids_of = _ids(db, [r for r, _s in found])
@@ -240,22 +277,15 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         meaning = gather_meaning(db, query, nearest, specific)
         result.meaning = True
     cosine = dict(meaning or ())
-    query_shares = (rerank.shares(db, terms, [r for r, _s in found]) if meaning and not specific else None)
-    fused = rank(lexical_ids, meaning, specific, query_shares)
+    query_shares = shares(db, terms, [r for r, _s in found]) if lexical_ids else None
+    fused = rank(lexical_ids, meaning, specific, query_shares, topic=has_topic(extracted))
     if not fused:
         result.reason = "no memory shares a word with the query" + (" nor is near its meaning" if result.meaning else "")
         return result
-    listed: list[tuple[str, float, int | None, int | None, float | None, str | None]] = [
-        (*hit, None, None) for hit in fused]
-    if specific:
-        known = {mid: (score, lex, mean) for mid, score, lex, mean in fused}
-        meaning_rank = ranks(list(meaning or ()))
-        listed = [(s.id, *known.get(s.id, (0.0, None, meaning_rank.get(s.id))), s.evidence, s.thread_of)
-                  for s in rerank.by_evidence(db, terms, fused, bm25, meaning)]
-    rows = _rows(db, [i for i, *_r in listed])
+    rows = _rows(db, [i for i, *_r in fused])
     now = time.time() if now is None else now
     hits = []
-    for mid, score, lex_rank, mean_rank, likely, thread_of in listed:
+    for mid, score, lex_rank, mean_rank in fused:
         row = rows.get(mid)
         if row is None:
             continue
@@ -266,8 +296,7 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
         lf = label_factor(status, label_list)
         af = age_factor(created, half_life, now)
         hits.append(Hit(mid, title, desc, cls, status, sup_by, label_list, "",
-                        (score if likely is None else likely) * lf * af, score,
-                        lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af, likely, thread_of))
+                        score * lf * af, score, lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af))
     hits.sort(key=lambda h: (-h.score, h.lexical_rank or GATHER + 1, h.id))
     hits = [h for h in _successors_first(hits) if keep is None or keep(h)][:limit]
     stems = [s for s in (fts_term(t) for t in terms) if s]
@@ -277,23 +306,47 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
 
 
 def rank(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None, specific: bool,
-         query_shares: Sequence[float] | None) -> list[tuple[str, float, int | None, int | None]]:
+         query_shares: Sequence[float] | None, *, topic: bool) -> list[tuple[str, float, int | None, int | None]]:
     """The deep list's fusion (see the module contract): for a specific query meaning re-orders
     the words' hits; otherwise a memory meaning finds may enter (``OPEN_FLOOR``), at
-    ``OPEN_MEANING_WEIGHT``, and each lexical hit counts by its share of the query."""
+    ``OPEN_MEANING_WEIGHT``, and each lexical hit counts by its share of the query. Either way,
+    when the query has a ``topic`` (``has_topic``), a lexical hit holding every word
+    of it (a share of 1) gains ``WHOLE_QUERY``."""
     if specific or not meaning or query_shares is None:
-        return fuse(lexical_ids, meaning, meaning_only_floor=float("inf") if specific else MEANING_ONLY_FLOOR)
-    return fuse(lexical_ids, meaning, meaning_weight=OPEN_MEANING_WEIGHT, meaning_only_floor=OPEN_FLOOR,
-                shares=query_shares)
+        fused = fuse(lexical_ids, meaning, meaning_only_floor=float("inf") if specific else MEANING_ONLY_FLOOR)
+    else:
+        fused = fuse(lexical_ids, meaning, meaning_weight=OPEN_MEANING_WEIGHT, meaning_only_floor=OPEN_FLOOR,
+                     shares=query_shares)
+    whole = {i for i, s in zip(lexical_ids, query_shares or (), strict=False) if topic and s >= 1.0 - 1e-9}
+    if not whole:
+        return fused
+    raised = [(i, score + WHOLE_QUERY if i in whole else score, lex, mean) for i, score, lex, mean in fused]
+    raised.sort(key=lambda x: (-x[1], x[2] if x[2] is not None else len(lexical_ids) + 1, x[0]))
+    return raised
+
+
+def has_topic(terms: Sequence[Term]) -> bool:
+    """Whether holding every one of ``terms`` says what a memory is about: one of them is not a
+    generic word, or there are at least ``WHOLE_QUERY_GENERIC_TERMS`` of them."""
+    return any(not t.generic for t in terms) or len(terms) >= WHOLE_QUERY_GENERIC_TERMS
 
 
 def gather_meaning(db: Any, query: str, nearest: Nearest, specific: bool) -> list[tuple[str, float]]:
     """The meaning gather: the plain cosine for a specific query, else closeness about the
     store's mean, looked for deeper and with memories in their own words first when the query
-    asks about the person (see the module contract)."""
+    asks about the person (see the module contract); memories longer than ``MEANING_MAX_WORDS``
+    left out."""
     personal = not specific and person.asks_about_the_person(query)
-    meaning = list(nearest(query, PERSONAL_GATHER if personal else GATHER, not specific))
+    meaning = _short(db, list(nearest(query, PERSONAL_GATHER if personal else GATHER, not specific)))
     return _own_words_first(db, meaning)[:GATHER] if personal else meaning
+
+
+def _short(db: Any, meaning: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``meaning`` less the memories whose text runs past ``MEANING_MAX_WORDS`` words."""
+    rows = _rows(db, [i for i, _c in meaning])
+    long = {i for i, row in rows.items()
+            if len(f"{row[0]} {row[1]} {row[-1]}".split(maxsplit=MEANING_MAX_WORDS)) > MEANING_MAX_WORDS}
+    return [(i, c) for i, c in meaning if i not in long]
 
 
 def _own_words_first(db: Any, meaning: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -303,6 +356,33 @@ def _own_words_first(db: Any, meaning: Sequence[tuple[str, float]]) -> list[tupl
     own = {i for i, row in rows.items() if person.in_their_own_words(f"{row[0]}\n{row[1]}\n{row[-1]}")}
     raised = [(i, c + OWN_WORDS_BONUS if i in own else c) for i, c in meaning]
     return sorted(raised, key=lambda x: (-x[1], x[0]))
+
+
+def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
+    """Each of ``rowids``' share of the query: the IDF (``ln((N + 1) / (df + 0.5))``) of the
+    ``terms`` it matches over that of them all (a term no memory has counts in the whole)."""
+    if not rowids or not terms:
+        return [0.0] * len(rowids)
+    total = indexread.store_size_of(db)
+    df = indexread.document_frequencies(db, list(dict.fromkeys(terms)))
+    marks = ", ".join("?" * len(rowids))
+    held = [0.0] * len(rowids)
+    place = {r: n for n, r in enumerate(rowids)}
+    whole = 0.0
+    for term, n in df.items():
+        quoted = fts_quote(term)
+        idf = math.log((total + 1) / (n + 0.5))
+        whole += idf
+        if n <= WHOLE_LIST_PER_ROW * len(rowids):  # reading the term's whole list is cheaper than seeking each row
+            matched = db.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (quoted,))
+        else:
+            matched = db.execute(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})",
+                                 [quoted, *rowids])
+        for (rowid,) in matched:
+            at = place.get(int(rowid))
+            if at is not None:
+                held[at] += idf
+    return [h / whole if whole > 0 else 0.0 for h in held]
 
 
 def _names_something_specific(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:

@@ -38,7 +38,7 @@ CREATE TABLE memories(
 CREATE INDEX memories_class ON memories(class, status);
 -- Newest first, a page at a time (the viewer's memories list): read from the end, never sorted.
 CREATE INDEX memories_created ON memories(created_ts, id);
--- A memory's thread (quipu.index.thread): the memories of its session in the order they were written.
+-- The memories of a session in the order they were written.
 CREATE INDEX memories_thread ON memories(session, created_ts, id) WHERE session IS NOT NULL;
 -- External-content FTS5 over the text columns of `memories`; rowids are shared.
 -- porter: word-level matching with stemming, so "api" never matches "rapid" (no substrings)
