@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from urllib.parse import unquote
 
 from quipu.index import index
 from quipu.claude import memorymd
-from quipu.store import notes, secrets_scan
+from quipu.store import notes, scanned, secrets_scan
 from quipu.commands._common import add_json, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
@@ -238,7 +239,7 @@ def note_refusal(note: notes.Note) -> str | None:
         parse_memory(data, note.path)  # the same validation a hand edit gets
     except InvalidMemory as exc:
         return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: ")
-    if secrets_scan.find_secrets(data.decode("utf-8", "replace")):
+    if scanned.find_secrets(data):  # the exact bytes committed: the commit does not scan them again
         spans = secrets_scan.find_secrets(note.text)
         if not spans:  # only in what was made from it: the file name, as the title
             return "its file name looks like a secret; the note was not imported (rename the file)"
@@ -278,11 +279,27 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> Folde
     return FolderImport(list(fresh.values()), existing, skipped, commit)
 
 
+def _index_and_vectors(store: Store) -> None:
+    """The index brought up to the import's commit, and the meaning vectors built in the same
+    command (a batch at a time), so the first search after an import is no slower than any other."""
+    if not index.refresh_after_write(store):
+        return
+    from quipu.index import vectors
+
+    if sys.stderr.isatty():
+        sys.stderr.write("Building the meaning vectors...\r")
+    found = index.query(store, lambda db: vectors.ensure_vectors(index.index_file(store).parent, db))
+    if found is not None:
+        _ = found.matrix  # the flat file a search reads, written now rather than by the first search
+    if sys.stderr.isatty():
+        sys.stderr.write("\x1b[2K\r")
+
+
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     root = Path(args.file).expanduser().absolute()
     done = import_markdown(store, root, dry_run=args.dry_run)
     if done.commit:
-        index.refresh_after_write(store)
+        _index_and_vectors(store)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:
         print_json({
@@ -308,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
     outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project)
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
-        index.refresh_after_write(store)
+        _index_and_vectors(store)
     code = EXIT_SOME_SKIPPED if skipped else 0
     if args.json:
         print_json(

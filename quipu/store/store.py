@@ -212,7 +212,7 @@ class Store:
 
         Nothing that looks like a secret is committed, in any file or in the message: a secret in
         git history is there for good (``SecretRefused``, and nothing is written)."""
-        from quipu.store import gitstore, schema, secrets_scan
+        from quipu.store import gitstore, scanned, schema
 
         for rel in changes:
             problem = schema.place_problem(rel)
@@ -220,7 +220,7 @@ class Store:
                 raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
                                     "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
         message = format_message(summary, trailers)
-        secrets_scan.refuse_secrets(changes, message)
+        scanned.refuse_secrets(changes, message)  # files a bulk writer checked already are not scanned twice
         sha = gitstore.commit_files(
             self.root, changes, message, repo=self.repo, create_only=create_only, require=require
         )
