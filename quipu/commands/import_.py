@@ -271,28 +271,40 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False) -> Folde
                 fresh[item.memory.id] = item.memory
     commit = None
     if fresh and not dry_run:
+        _stage(f"Committing {len(fresh):,} notes...")
         changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
-        commit = store.commit(
-            changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
-            {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
-        )
+        try:
+            commit = store.commit(
+                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
+                {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+            )
+        finally:
+            _stage("")
     return FolderImport(list(fresh.values()), existing, skipped, commit)
 
 
 def _index_and_vectors(store: Store) -> None:
     """The index brought up to the import's commit, and the meaning vectors built in the same
     command (a batch at a time), so the first search after an import is no slower than any other."""
+    _stage("Updating the index...")
     if not index.refresh_after_write(store):
         return
     from quipu.index import vectors
 
-    if sys.stderr.isatty():
-        sys.stderr.write("Building the meaning vectors...\r")
-    found = index.query(store, lambda db: vectors.ensure_vectors(index.index_file(store).parent, db))
+    _stage("Building the meaning vectors...")
+    cache = index.index_file(store).parent
+    found = index.query(store, lambda db: vectors.ensure_vectors(cache, db))
     if found is not None:
         _ = found.matrix  # the flat file a search reads, written now rather than by the first search
+        vectors.encoder(cache)  # and the tokenizer's SQLite copy a query is split with
+    _stage("")
+
+
+def _stage(what: str) -> None:
+    """The step a long import is at, on one line of a terminal's stderr (nothing otherwise)."""
     if sys.stderr.isatty():
-        sys.stderr.write("\x1b[2K\r")
+        sys.stderr.write(f"\x1b[2K\r{what}")
+        sys.stderr.flush()
 
 
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
