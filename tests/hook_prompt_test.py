@@ -330,3 +330,18 @@ def test_a_transcript_line_nested_too_deep_is_skipped_and_the_hook_still_recalls
     out, err = hook(event("how do we deploy shop-api to production?", shop, transcript_path=str(transcript),
                           session_id="s-deep-transcript"), shop)
     assert "deploy-procedure" in out and err == b""
+
+
+def test_a_prompt_of_several_megabytes_is_recalled_on_by_its_head(shop: Store, tmp_path: Path) -> None:
+    """An event over a megabyte (a pasted log) still gets recall on the prompt's first part; one too
+    large to read at all is named in the hook log, never dropped in silence."""
+    filler = "lorem ipsum dolor sit amet " * 80_000  # about 2 MB
+    payload = event("how do we deploy shop-api to production? " + filler, shop, session_id="s-two-mb")
+    assert len(payload) > 2_000_000
+    out, err = hook(payload, shop)
+    assert "deploy-procedure" in json.loads(out)["hookSpecificOutput"]["additionalContext"] and err == b""
+    home = tmp_path / "home"
+    giant = event("how do we deploy shop-api to production? " + "x" * 33_000_000, shop, session_id="s-giant")
+    proc = run_prompt_hook(giant, env={"QUIPU_STORE": str(shop.root), "QUIPU_HOME": str(home)})
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert "no recall for this prompt" in (home / "logs" / "hook.log").read_text()

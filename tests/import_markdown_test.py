@@ -221,3 +221,72 @@ def test_a_folder_that_cannot_be_read_is_listed_and_the_rest_imported(tmp_path: 
     assert out.returncode == 4 and len(report["imported"]) == 1
     assert [s["path"] for s in report["skipped"]] == ["locked"]
     assert "cannot be read" in report["skipped"][0]["reason"]
+
+
+def test_an_import_builds_the_vectors_and_the_query_tokenizer_so_the_first_search_builds_nothing(tmp_path: Path) -> None:
+    """The first search after a large import used to embed every memory (seconds at 10,000 notes):
+    the import now leaves every vector, the flat file a search reads and the tokenizer's copy."""
+    import sqlite3
+
+    from quipu.index import embed
+
+    if embed.locate() is None:
+        pytest.skip("the static embedding (wordllama) is not installed: no vectors to build")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n, text in enumerate(["Deploys go through the CI pipeline.", "Local postgres listens on port 5433.",
+                              "Run the migrations before the api service starts."]):
+        (notes / f"note-{n}.md").write_text(f"# Note {n}\n\n{text}\n")
+    store = make_store(tmp_path / "store")
+    done = quipu("--store", str(store.root), "import", "markdown", str(notes), "--json")
+    assert done.returncode == 0, done.stderr
+    cache = store.root / ".cache"
+    built = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert {"vectors.sqlite", "vectors.matrix", "pieces.sqlite"} <= set(built)
+    with sqlite3.connect(cache / "vectors.sqlite") as db:
+        ids = {row[0] for row in db.execute("SELECT id FROM vectors")}
+    assert ids == set(json.loads(done.stdout)["imported"])
+
+    found = quipu("--store", str(store.root), "search", "which port does postgres use", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)[0]["title"] == "Note 1"
+    for name in ("vectors.sqlite", "vectors.matrix", "pieces.sqlite"):  # read by the search, not written again
+        assert (cache / name).stat().st_mtime_ns == built[name], name
+
+
+def test_pieces_read_from_sqlite_split_a_long_text_as_the_tokenizer_file_does(tmp_path: Path) -> None:
+    """A long text is split from the tables read whole (past BULK_AFTER look-ups), the same as
+    from the tokenizer file and as a short text's look-ups one by one."""
+    from quipu.index import embed
+
+    files = embed.locate()
+    if files is None:
+        pytest.skip("the static embedding (wordllama) is not installed")
+    rng = random.Random(7)
+    words = ["".join(rng.choice(string.ascii_letters + "äßé-_.") for _ in range(rng.randrange(1, 14)))
+             for _ in range(3000)]
+    text = " ".join(words)
+    from_file = embed.Pieces.from_file(files.tokenizer)
+    long_text = embed.Pieces.from_db(embed.pieces_db(tmp_path / "pieces.sqlite", files.tokenizer))
+    assert long_text.text(text) == from_file.text(text)
+    short = embed.Pieces.from_db(embed.pieces_db(tmp_path / "pieces.sqlite", files.tokenizer))
+    assert [short.word(w) for w in words[:20]] == [from_file.word(w) for w in words[:20]]
+
+
+def test_a_commit_trusts_only_the_exact_bytes_a_bulk_writer_checked(tmp_path: Path) -> None:
+    """The import scans each note once and the commit does not scan those bytes again; any other
+    bytes (the same file with a key added after its check) are scanned and refused."""
+    from quipu.errors import SecretRefused
+    from quipu.store import scanned
+    from quipu.store.memory import Memory, render_memory
+
+    store = make_store(tmp_path / "store")
+    memory = Memory.create({"id": "a1b2c3d4e5f60718", "title": "Deploys", "class": "rule", "origin": "import",
+                            "created": "2026-01-02"}, "Deploys go through the CI pipeline.\n")
+    clean = render_memory(memory)
+    assert scanned.find_secrets(clean) == []
+    key = "ghp_" + secrets.token_hex(18)
+    with pytest.raises(SecretRefused):
+        store.commit({memory.path: clean + f"token {key}\n".encode()}, "quipu: import 1 note", {"Quipu-Action": "import"})
+    assert store.commit({memory.path: clean}, "quipu: import 1 note", {"Quipu-Action": "import"})
+    with pytest.raises(SecretRefused):  # the message is always scanned
+        store.commit({memory.path: clean}, f"quipu: import {key}", {"Quipu-Action": "import"})

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import subprocess
 import sys
-import tempfile
 from typing import Any
 
 from quipu.index import index
@@ -62,6 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _from_editor() -> tuple[dict[str, Any], str]:
+    import shlex  # only for the editor: a plain `quipu add` does not pay for subprocess and tempfile
+    import subprocess
+    import tempfile
+
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         raise FatalError("no body given and no editor set\n- pass the text as an argument, pipe it on stdin, or set $EDITOR")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from urllib.parse import unquote
 
 from quipu.index import index
 from quipu.claude import memorymd
-from quipu.store import notes, secrets_scan
+from quipu.store import notes, scanned, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
@@ -242,8 +243,10 @@ def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
         parse_memory(data, note.path)  # the same validation a hand edit gets
     except InvalidMemory as exc:
         return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: ")
-    made = [data.decode("utf-8", "replace"), *memory_fields(note.memory).values()]
-    if any(secrets_scan.find_secrets(text, allow) for text in made):
+    # The exact bytes committed and each field a file is made from, checked once: the commit does not
+    # scan what was found clean here again (``quipu.store.scanned``).
+    made = [data, *(value.encode("utf-8") for value in memory_fields(note.memory).values())]
+    if any([scanned.find_secrets(blob, allow) for blob in made]):
         spans = secrets_scan.find_secrets(note.text, allow)
         if spans:
             return secret_reason(note.text, spans)
@@ -283,20 +286,49 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
                 fresh[item.memory.id] = item.memory
     commit = None
     if fresh and not dry_run:
+        _stage(f"Committing {len(fresh):,} notes...")
         changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
-        commit = store.commit(
-            changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
-            {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
-            allow_secret_like=allow_secret_like, fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
-        )
+        try:
+            commit = store.commit(
+                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
+                {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+                allow_secret_like=allow_secret_like,
+                fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
+            )
+        finally:
+            _stage("")
     return FolderImport(list(fresh.values()), existing, skipped, commit)
+
+
+def _index_and_vectors(store: Store) -> None:
+    """The index brought up to the import's commit, and the meaning vectors built in the same
+    command (a batch at a time), so the first search after an import is no slower than any other."""
+    _stage("Updating the index...")
+    if not index.refresh_after_write(store):
+        return
+    from quipu.index import vectors
+
+    _stage("Building the meaning vectors...")
+    cache = index.index_file(store).parent
+    found = index.query(store, lambda db: vectors.ensure_vectors(cache, db))
+    if found is not None:
+        _ = found.matrix  # the flat file a search reads, written now rather than by the first search
+        vectors.encoder(cache)  # and the tokenizer's SQLite copy a query is split with
+    _stage("")
+
+
+def _stage(what: str) -> None:
+    """The step a long import is at, on one line of a terminal's stderr (nothing otherwise)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\x1b[2K\r{what}")
+        sys.stderr.flush()
 
 
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     root = Path(args.file).expanduser().absolute()
     done = import_markdown(store, root, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like))
     if done.commit:
-        index.refresh_after_write(store)
+        _index_and_vectors(store)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:
         print_json({
@@ -323,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
     outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project,
                                                  allow_secret_like=tuple(args.allow_secret_like))
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
-        index.refresh_after_write(store)
+        _index_and_vectors(store)
     code = EXIT_SOME_SKIPPED if skipped else 0
     if args.json:
         print_json(

@@ -14,7 +14,7 @@ Contract:
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,18 +130,27 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
     with layout.lock():
         forgotten = archive.forgotten_keys(layout)
         fresh = not index.is_current(layout)
+
+        def archived() -> Iterator[Turn]:
+            for n, path in enumerate(files, 1):
+                yield from _archive_one(layout, path, summary, forgotten)
+                if progress:
+                    progress(n, len(files))
+
+        if fresh and not archive.session_files(layout):
+            # A first backfill: each transcript's turns are archived and indexed (words and
+            # vectors, in batches) in one pass, never read back from the archive.
+            index.rebuild(layout, archived())
+            return summary
         pending: list[Turn] = []
         writer = None if fresh else index.Writer(layout, bulk=True)
         try:
-            for n, path in enumerate(files, 1):
-                turns = _archive_one(layout, path, summary, forgotten)
+            for turn in archived():
                 if writer is not None:
-                    pending += turns
+                    pending.append(turn)
                     if len(pending) >= _FLUSH:
                         writer.upsert(pending)
                         pending = []
-                if progress:
-                    progress(n, len(files))
             if writer is not None:
                 writer.upsert(pending)
                 writer.optimize()

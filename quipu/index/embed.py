@@ -16,7 +16,9 @@ Contract:
 - ``Pieces`` is the BPE of the tokenizer file (merge ranks, byte fallback), run in Python word by
   word with a cache: the ``tokenizers`` package costs about 250 ms to load its file, more than a
   whole search. For one query, ``Pieces.from_db`` reads the merge ranks it needs from a small
-  SQLite copy of the file (``pieces_db``), so a search never parses the 1.8 MB file.
+  SQLite copy of the file (``pieces_db``), so a search never parses the 1.8 MB file; a long text
+  (a session's body of thousands of words) reads both tables whole into dicts after
+  ``BULK_AFTER`` look-ups, never one query per pair of symbols.
 - ``Pieces`` and ``Embedder`` may be kept and used from any thread (a long-lived server runs
   each call on a worker thread of its pool): ``pieces_db``'s connection is not tied to the
   thread that opened it and ``Pieces.from_db`` reads it under a lock of its own; an
@@ -51,6 +53,7 @@ _CHUNK_PIECES = 65_536  # rows gathered at once while embedding many texts (64 M
 ZIPF_C = 3000.0
 _NO_RANK = 1 << 62  # a pair with no merge
 MAX_WORDS = 2_000  # words of one text that count (a pasted log says nothing more after that)
+BULK_AFTER = 2_000  # look-ups of one Pieces.from_db after which its tables are read whole (about 40 ms)
 
 Vector = npt.NDArray[np.float32]
 
@@ -108,16 +111,36 @@ class Pieces:
     @classmethod
     def from_db(cls, db: sqlite3.Connection) -> Pieces:
         """Pieces read from ``pieces_db``'s connection, one query at a time whatever the thread
-        (the connection must allow other threads, as ``pieces_db``'s does)."""
+        (the connection must allow other threads, as ``pieces_db``'s does). A short query costs a
+        few look-ups; once a long text has needed ``BULK_AFTER`` of them, both tables are read
+        whole (one query each) into dicts and the rest is looked up in memory."""
         lock = threading.Lock()
+        asked = [0]
+        tables: list[tuple[dict[str, int], dict[str, int]]] = []
+
+        def loaded() -> tuple[dict[str, int], dict[str, int]] | None:
+            if tables:
+                return tables[0]
+            asked[0] += 1
+            if asked[0] < BULK_AFTER:
+                return None
+            tables.append((dict(db.execute("SELECT pair, rank FROM bpe_merge").fetchall()),
+                           dict(db.execute("SELECT piece, id FROM bpe_vocab").fetchall())))
+            return tables[0]
 
         def rank(pair: str) -> int | None:
             with lock:
+                whole = loaded()
+                if whole is not None:
+                    return whole[0].get(pair)
                 row = db.execute("SELECT rank FROM bpe_merge WHERE pair = ?", (pair,)).fetchone()
             return None if row is None else int(row[0])
 
         def piece_id(piece: str) -> int | None:
             with lock:
+                whole = loaded()
+                if whole is not None:
+                    return whole[1].get(piece)
                 row = db.execute("SELECT id FROM bpe_vocab WHERE piece = ?", (piece,)).fetchone()
             return None if row is None else int(row[0])
 

@@ -14,6 +14,8 @@ Contract:
 - When the index is behind HEAD, the hook answers from it anyway and starts a detached
   ``quipu index --refresh`` (outside the prompt path) so the next prompt sees the new commits;
   when a store has no index yet (a fresh clone), it stays silent and starts the same refresh.
+- An event of up to ``MAX_STDIN`` bytes (tens of megabytes) is read whole, and recall runs on the
+  prompt's head and tail (``PROMPT_WINDOW``); a larger one gets no recall and a line in the log.
 - A store whose ``.cache``, ``.cache/sessions`` or index is a symlink (or not a real folder or
   file) is refused: silent, one line in the log. No file is opened through a symlink.
 """
@@ -37,7 +39,10 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import IO
 
-MAX_STDIN = 1_000_000
+# An event is read whole up to this size (a pasted log of several megabytes is still a prompt: its
+# head and tail are recalled on, see PROMPT_WINDOW); a larger one gets no recall and a line in the
+# hook log saying so.
+MAX_STDIN = 32_000_000
 # Of a longer prompt only the first and last half of this many characters are read: its topic is
 # in its opening words or in what was pasted last (a trace), and the work stays that of a normal
 # prompt whatever the size.
@@ -289,7 +294,8 @@ def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> i
         # aside n bytes (a megabyte here) for an event of a few hundred.
         raw = stdin.read(MAX_STDIN + 1) if stdin is not None else _fs.read_upto(0, MAX_STDIN + 1)
         if len(raw) > MAX_STDIN:
-            log("event larger than 1 MB ignored")
+            log(f"event larger than {MAX_STDIN // 1_000_000} MB: no recall for this prompt "
+                "(only events up to that size are read)")
             return 0
         event = PromptEvent.create(raw)
         if event is None:

@@ -12,7 +12,7 @@ import pygit2
 
 from quipu.store import gitindex
 from quipu.store.journal import Journal
-from quipu.store.trees import blob_entry
+from quipu.store.trees import BlobEntries
 
 INDEX_WAIT_SECONDS = 2.0  # a person's `git commit -a` holds index.lock while their editor is open
 
@@ -167,8 +167,9 @@ class GitIndexLock:
         self.staged = None
         changes: dict[str, list[Any]] = {"set": [], "rm": []}
         start = staged.trailer.hex() if isinstance(staged, gitindex.IndexFile) else ""
+        entry_of = BlobEntries(tree)
         for rel in paths:
-            entry = blob_entry(tree, rel)
+            entry = entry_of(rel)
             if entry is None:
                 with contextlib.suppress(OSError, KeyError, ValueError, pygit2.GitError):
                     staged.remove(rel)

@@ -12,7 +12,7 @@ import pygit2
 
 from quipu.errors import InvalidMemory
 from quipu.store import safepath
-from quipu.store.trees import blob_entry, check_path
+from quipu.store.trees import BlobEntries, check_path
 
 JOURNAL_NAME = "quipu-pending.json"
 DEAD_LOCK_WINDOW = 10.0  # a dead writer creates its lock file within this long after its step began
@@ -168,9 +168,10 @@ def safe_worktree_path(workdir: str, rel: str) -> str:
 def write_worktree(repo: pygit2.Repository, paths: list[str], tree: pygit2.Tree) -> None:
     """Make the worktree files of ``paths`` match ``tree`` (atomic renames; absent means removed)."""
     workdir = repo.workdir
+    entry_of = BlobEntries(tree)
     for rel in paths:
         full = safe_worktree_path(workdir, rel)
-        entry = blob_entry(tree, rel)
+        entry = entry_of(rel)
         if entry is None:
             if os.path.isfile(full) or os.path.islink(full):
                 os.unlink(full)

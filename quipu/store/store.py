@@ -224,8 +224,9 @@ class Store:
         a file was rendered from) or in the message: a secret in git history is there for good
         (``SecretRefused``, and nothing is written). Rules a person vouches for
         (``allow_secret_like``) are skipped, and the ones used are named in a
-        ``Quipu-Allowed-Secret-Like`` trailer."""
-        from quipu.store import gitstore, schema, secrets_scan
+        ``Quipu-Allowed-Secret-Like`` trailer. Bytes a bulk writer already found clean are not
+        scanned twice (``quipu.store.scanned``)."""
+        from quipu.store import gitstore, scanned, schema, secrets_scan
 
         for rel in changes:
             problem = schema.place_problem(rel)
@@ -233,7 +234,7 @@ class Store:
                 raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
                                     "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
         raw = {name: text.encode("utf-8") for name, text in (fields or {}).items()}
-        used = secrets_scan.refuse_secrets({**raw, **changes}, "", allow_secret_like)
+        used = scanned.refuse_secrets({**raw, **changes}, "", allow_secret_like)
         secrets_scan.refuse_secrets({}, format_message(summary, trailers))
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})

@@ -136,3 +136,29 @@ def blob_entry(tree: pygit2.Tree, rel: str) -> pygit2.Object | None:
     except KeyError:
         return None
     return entry if entry.type_str == "blob" else None
+
+
+class BlobEntries:
+    """``blob_entry`` for many paths of one tree: each folder's tree is looked up once, so a
+    write of thousands of memories walks ``memories/<xx>`` once per shard, not once per file."""
+
+    def __init__(self, tree: pygit2.Tree) -> None:
+        self._tree = tree
+        self._folders: dict[str, pygit2.Tree | None] = {"": tree}
+
+    def __call__(self, rel: str) -> pygit2.Object | None:
+        folder, _, name = rel.rpartition("/")
+        if folder not in self._folders:
+            try:
+                found = self._tree[folder]
+            except KeyError:
+                found = None
+            self._folders[folder] = found if found is not None and found.type_str == "tree" else None  # type: ignore[assignment]
+        sub = self._folders[folder]
+        if sub is None:
+            return None
+        try:
+            entry = sub[name]
+        except KeyError:
+            return None
+        return entry if entry.type_str == "blob" else None

@@ -1,0 +1,37 @@
+"""The secret check of a bulk write, once per file: what a caller scanned is not scanned again.
+
+Contract:
+- ``find_secrets(data, allow)`` is ``secrets_scan.find_secrets`` on the bytes ``data`` (decoded as a
+  commit's files are); when it finds nothing with no rule vouched for, a digest of exactly those
+  bytes is remembered for the life of the process.
+- ``refuse_secrets(changes, message, allow)`` is ``secrets_scan.refuse_secrets`` over the files
+  whose exact bytes were not found clean here already, and always over the message; it returns the
+  vouched rules that were needed. A bulk writer (an import of thousands of notes) that checked each
+  note to list the ones it leaves out then pays for the scan once per note, not twice; a file whose
+  bytes changed after its check is scanned. Bytes are remembered as clean only when no rule was
+  vouched for, so a vouched rule a file needs is always found and named.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Mapping
+
+from quipu.store import secrets_scan
+
+_CLEAN: set[bytes] = set()
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=20).digest()
+
+
+def find_secrets(data: bytes, allow: Collection[str] = ()) -> list[secrets_scan.Secret]:
+    spans = secrets_scan.find_secrets(data.decode("utf-8", "replace"), allow)
+    if not spans and not allow:
+        _CLEAN.add(_digest(data))
+    return spans
+
+
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = ()) -> list[str]:
+    unseen = {rel: data for rel, data in changes.items() if data is not None and _digest(data) not in _CLEAN}
+    return secrets_scan.refuse_secrets(unseen, message, allow)
