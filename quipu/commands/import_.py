@@ -1,6 +1,8 @@
 """`quipu import memory-md FILE`: every entry of a Claude Code MEMORY.md becomes a store memory.
 `quipu import markdown DIR`: every markdown note under a folder becomes one, all in one commit
 (see ``quipu.store.notes`` for how a note is read); what is skipped is reported with the reason.
+`quipu import claude-mem DB` and `quipu import basic-memory DIR` (``quipu.commands.import_peers``)
+go through the same gates (``import_notes``) and the same report (``report_folder``).
 
 Contract:
 - Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
