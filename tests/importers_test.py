@@ -8,6 +8,8 @@ import hashlib
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -157,6 +159,10 @@ def test_an_export_is_read_within_bounds_and_never_by_its_member_names(tmp_path:
     broken = quipu("history", "import", "claude", str(not_json))
     assert broken.returncode == 1 and "is not JSON" in broken.stderr
     assert not _history().joinpath("sessions").exists()
+    with zipfile.ZipFile(export) as zf:  # the conversations.json of an export already unpacked
+        (tmp_path / "conversations.json").write_bytes(zf.read("data-2026-03-03/conversations.json"))
+    bare = quipu("history", "import", "claude", str(tmp_path / "conversations.json"), "--json")
+    assert bare.returncode == 4 and json.loads(bare.stdout)["turns_added"] == 3, bare.stderr
 
 
 CLAUDE_MEM_SCHEMA = """
@@ -280,3 +286,38 @@ def test_a_basic_memory_project_is_imported_with_tags_as_topics(tmp_path: Path) 
     assert set(memory["topics"]) == {"coffee", "brewing", "extraction", "temperature"}  # type: ignore[arg-type]
     assert memory["aliases"] == ["coffee/brewing-methods"]
     assert "[[Coffee Bean Origins]]" in str(memory["body"])
+
+
+def _stderr_on_a_terminal(*argv: str) -> str:
+    """The command's stderr when it is a terminal (the progress a person sees)."""
+    leader, follower = os.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "quipu", *argv], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=follower, timeout=120)
+        os.close(follower)
+        follower = -1
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal is closed once everything written was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert done.returncode in (0, 4), seen
+        return seen.decode("utf-8", "replace")
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+
+
+def test_progress_shows_on_a_terminal_and_nowhere_else(tmp_path: Path) -> None:
+    export = chatgpt_export(tmp_path / "chatgpt-export.zip")
+    assert "conversations [" in _stderr_on_a_terminal("history", "import", "chatgpt", str(export), "--dry-run")
+    assert quipu("history", "import", "chatgpt", str(export), "--dry-run").stderr == ""
+    store = make_store(tmp_path / "store")
+    db = claude_mem_db(tmp_path / "claude-mem.db")
+    seen = _stderr_on_a_terminal("--store", str(store.root), "import", "claude-mem", str(db))
+    assert "Reading notes [" in seen and "Committing 2 notes" in seen

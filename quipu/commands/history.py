@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "history", help="past conversations: search every archived turn of every session",
         description="Every human prompt and assistant reply of every Claude Code and Codex CLI session, "
-        "labelled with its agent, redacted, kept "
+        "and of each imported ChatGPT or Claude.ai data export, labelled with its agent, redacted, kept "
         "under $QUIPU_HOME/history (never in a memory store) and searchable by words and by meaning. The "
         "SessionEnd and PreCompact hooks append each session; `quipu history index` backfills the rest. "
         "The prompt hook never reads it.")

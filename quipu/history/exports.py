@@ -270,7 +270,7 @@ def import_export(kind: str, path: Path, *, layout: Layout | None = None, dry_ru
                 summary.redactions += result.redactions
                 summary.forgotten += result.forgotten
                 turns += [*result.updated, *result.added]
-            if progress:
+            if progress and ((n + 1) % 25 == 0 or n + 1 == len(conversations)):
                 progress(n + 1, len(conversations))
         if not dry_run and (turns or not index.is_current(layout)):
             writer = index.open_writer(layout, bulk=True)
