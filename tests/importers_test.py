@@ -104,7 +104,7 @@ def test_a_chatgpt_export_is_archived_labelled_redacted_and_searchable(tmp_path:
     assert dry.returncode == 4, dry.stderr
     planned = json.loads(dry.stdout)
     assert (planned["turns_added"], planned["redactions"], planned["malformed_skipped"]) == (3, 1, 3)
-    assert not _history().joinpath("sessions").exists()  # a dry run writes nothing
+    assert not _history().exists()  # a dry run writes nothing, not even the archive's lock file
 
     done = quipu("history", "import", "chatgpt", str(export), "--json")
     assert done.returncode == 4, done.stderr  # malformed entries were skipped: the rest is archived

@@ -25,6 +25,7 @@ Contract:
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -245,7 +246,7 @@ def import_export(kind: str, path: Path, *, layout: Layout | None = None, dry_ru
     read = chatgpt_session if kind == "chatgpt" else claude_session
     conversations = _conversations(read_export(path), path)
     summary = Summary(files=1)
-    with layout.lock():
+    with contextlib.nullcontext() if dry_run else layout.lock():  # a dry run creates not even the lock file
         forgotten = archive.forgotten_keys(layout)
         turns: list[Turn] = []
         for n, conv in enumerate(conversations):
