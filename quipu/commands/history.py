@@ -1,6 +1,7 @@
 """`quipu history`: past conversations, archived, searched, shown, forgotten and promoted.
 
-Sub-commands: ``index`` (backfill every transcript), ``search``, ``show``, ``forget``,
+Sub-commands: ``index`` (backfill every transcript), ``import`` (a ChatGPT or Claude.ai data
+export, ``quipu.history.exports``), ``search``, ``show``, ``forget``,
 ``promote`` and ``append`` (one session; what the SessionEnd and PreCompact hooks start,
 detached). The archive lives under ``$QUIPU_HOME/history``, never in a memory store.
 """
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "history", help="past conversations: search every archived turn of every session",
         description="Every human prompt and assistant reply of every Claude Code and Codex CLI session, "
-        "labelled with its agent, redacted, kept "
+        "and of each imported ChatGPT or Claude.ai data export, labelled with its agent, redacted, kept "
         "under $QUIPU_HOME/history (never in a memory store) and searchable by words and by meaning. The "
         "SessionEnd and PreCompact hooks append each session; `quipu history index` backfills the rest. "
         "The prompt hook never reads it.")
@@ -40,6 +41,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     ix.add_argument("--rebuild", action="store_true", help="rebuild the search index from the archive (no transcripts read)")
     add_json(ix)
     ix.set_defaults(func=run_index)
+
+    im = hsub.add_parser("import", help="archive the conversations of a ChatGPT or Claude.ai data export",
+                         description="Archive and index every conversation of a data export: KIND chatgpt for "
+                         "ChatGPT's (Settings > Data controls > Export), claude for Claude.ai's (Settings > Privacy > "
+                         "Export data). EXPORT is the .zip as downloaded (read in memory, never extracted) or the "
+                         "conversations.json inside it. Each turn is redacted like any other and labelled with its "
+                         "agent (chatgpt, claude.ai); a malformed conversation or message is skipped and counted. "
+                         "Importing the same export again adds only what is new.",
+                         epilog="Exit codes: 0 everything was read; 4 the rest was archived, but malformed entries "
+                         "were skipped (counted); 1 nothing was read (the message says why).")
+    im.add_argument("kind", choices=("chatgpt", "claude"), help="the service the export came from")
+    im.add_argument("export", metavar="EXPORT", help="the export's .zip (or its conversations.json)")
+    im.add_argument("--dry-run", action="store_true", help="count what would be archived; write nothing")
+    add_json(im)
+    im.set_defaults(func=run_import)
 
     s = hsub.add_parser("search", help="search past turns by words and by meaning",
                         description="Search archived turns: every content word of the query through the full-text "
@@ -147,6 +163,31 @@ def run_index(args: argparse.Namespace) -> int:
         for path, why in summary.skipped:
             print(f"  {path}: {why}")
     return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from quipu.errors import EXIT_SOME_SKIPPED
+    from quipu.history.exports import import_export
+
+    path = Path(args.export).expanduser().absolute()
+    summary = import_export(args.kind, path, dry_run=args.dry_run,
+                            progress=None if args.json else (lambda d, t: progress(d, t, "conversations")))
+    code = EXIT_SOME_SKIPPED if summary.bad_lines else 0
+    data = summary.to_json()
+    data.pop("files")
+    data["malformed_skipped"] = data.pop("bad_lines")
+    if args.json:
+        print_json({"export": str(path), "kind": args.kind, "dry_run": args.dry_run, **data})
+        return code
+    verb = "Would archive" if args.dry_run else "Archived"
+    print(f"{verb} {summary.added} turns from {summary.sessions} conversations in {path}"
+          + ("" if args.dry_run else f" ({summary.updated} updated)")
+          + f", {summary.redactions} secrets redacted"
+          + (f", {summary.bad_lines} malformed entries skipped" if summary.bad_lines else "")
+          + (f", {summary.forgotten} forgotten turns left out" if summary.forgotten else "") + ".")
+    for where, why in summary.skipped:
+        print(f"  skipped {where}: {why}")
+    return code
 
 
 def run_search(args: argparse.Namespace) -> int:

@@ -1,6 +1,8 @@
 """`quipu import memory-md FILE`: every entry of a Claude Code MEMORY.md becomes a store memory.
 `quipu import markdown DIR`: every markdown note under a folder becomes one, all in one commit
 (see ``quipu.store.notes`` for how a note is read); what is skipped is reported with the reason.
+`quipu import claude-mem DB` and `quipu import basic-memory DIR` (``quipu.commands.import_peers``)
+go through the same gates (``import_notes``) and the same report (``report_folder``).
 
 Contract:
 - Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
@@ -69,19 +71,22 @@ class Outcome:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "import",
-        help="import memories from another format (Claude Code's MEMORY.md, a folder of markdown notes)",
+        help="import memories from another format (Claude Code's MEMORY.md, markdown notes, claude-mem, basic-memory)",
         description="memory-md FILE: turn each entry of a Claude Code MEMORY.md (and the topic file it links) "
         "into a store memory, one commit each, so entries past Claude Code's 200-line / 25,000-byte load cut are "
         "recalled too. markdown DIR: turn every markdown note under DIR (with or without frontmatter) into a "
-        "memory, all in one commit. A note that may not enter the store (it looks like it holds a secret, is too "
+        "memory, all in one commit. claude-mem DB: each observation and session summary of claude-mem's SQLite "
+        "database (read only) becomes a memory, its concepts topics. basic-memory DIR: each note of a basic-memory "
+        "project becomes a memory, its tags and the #tags of its observations topics. A note that may not enter the store (it looks like it holds a secret, is too "
         "large, unreadable, not UTF-8, empty, a link) is skipped and listed by its path with the reason, in the "
         "normal output, --dry-run and --json alike, and the rest is imported. Importing the same input again adds "
         "nothing.",
         epilog="Exit codes: 0 everything was imported (or already in the store); 4 the rest was imported, but "
         "some notes were skipped (each is listed); 1 nothing was imported (the message says why).",
     )
-    p.add_argument("kind", choices=("memory-md", "markdown"), help="the format to import")
-    p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), or the folder of notes")
+    p.add_argument("kind", choices=("memory-md", "markdown", "claude-mem", "basic-memory"), help="the format to import")
+    p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), the folder of "
+                   "notes, claude-mem's database (~/.claude-mem/claude-mem.db) or a basic-memory project folder")
     p.add_argument("--project", metavar="DIR", help="record this project root on every imported memory")
     p.add_argument("--dry-run", action="store_true", help="show what would be imported and commit nothing")
     add_allow_secret(p)
@@ -267,7 +272,14 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
     the store is skipped with its reason and never stops the rest."""
     if not root.is_dir():
         raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
-    found = list(notes.scan_folder(root))
+    return import_notes(store, list(notes.scan_folder(root)), root.name, dry_run=dry_run,
+                        allow_secret_like=allow_secret_like)
+
+
+def import_notes(store: Store, found: list[notes.Note | notes.Skipped], source: str, *, dry_run: bool = False,
+                 allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+    """Every note of ``found`` not yet in the store, through the same gates as a hand-written one,
+    committed at once (the message names ``source``); what may not enter is skipped with its reason."""
     fresh: dict[str, Memory] = {}
     existing: list[Memory] = []
     skipped: list[notes.Skipped] = []
@@ -290,7 +302,7 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
         changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
         try:
             commit = store.commit(
-                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(root.name)}",
+                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(source)}",
                 {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
                 allow_secret_like=allow_secret_like,
                 fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
@@ -327,6 +339,12 @@ def _stage(what: str) -> None:
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     root = Path(args.file).expanduser().absolute()
     done = import_markdown(store, root, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like))
+    return report_folder(store, done, root, args)
+
+
+def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.Namespace,
+                  what: str = "note(s)") -> int:
+    """Index what was committed and print the import's summary (or its JSON); the exit code."""
     if done.commit:
         _index_and_vectors(store)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
@@ -339,7 +357,7 @@ def _run_markdown(store: Store, args: argparse.Namespace) -> int:
         return code
     verb = "Would import" if args.dry_run else "Imported"
     where = f" in commit {done.commit[:12]}" if done.commit else ""
-    print(f"{verb} {len(done.imported)} note(s) from {root}{where}; {len(done.existing)} already in the store, "
+    print(f"{verb} {len(done.imported)} {what} from {root}{where}; {len(done.existing)} already in the store, "
           f"{len(done.skipped)} skipped.")
     for item in done.skipped:
         print(f"  skipped {item.path}: {item.reason}")
@@ -350,6 +368,10 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     if args.kind == "markdown":
         return _run_markdown(store, args)
+    if args.kind in ("claude-mem", "basic-memory"):
+        from quipu.commands.import_peers import run_peer
+
+        return run_peer(store, args)
     path = Path(args.file).expanduser().absolute()
     project = str(Path(args.project).expanduser().absolute()) if args.project else None
     outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project,

@@ -3,7 +3,8 @@
 Modules, each with one job: ``reader`` (a transcript as turns), ``archive`` (the JSONL truth
 under ``$QUIPU_HOME/history``), ``index`` (FTS5 and vectors, a cache of the archive), ``embed``
 (the static embedding), ``search`` (lexical and meaning lists fused by rank), ``feed`` (hooks and
-backfill), ``forget`` and ``promote``. The prompt hook imports none of them.
+backfill), ``exports`` (ChatGPT and Claude.ai data exports), ``forget`` and ``promote``. The
+prompt hook imports none of them.
 
 ``search_history(query, project=, since=, limit=)`` and ``show_history(session, turn, context=)``
 are the entry points for other front ends (the MCP server): they return plain JSON-ready

@@ -3,7 +3,8 @@
 Layout, under ``$QUIPU_HOME/history/`` (never inside a memory store: it is private and large):
 - ``sessions/<2 chars>/<session>.jsonl``: one JSON line per archived turn, ``{key, session, turn,
   role, text, ts, project, branch, agent}`` (``agent``: ``claude`` or ``codex``, the client the
-  session ran in; a line without it is Claude Code's). Lines are only appended, except by ``forget``; a later line
+  session ran in, or ``chatgpt`` / ``claude.ai`` for an imported export; a line without it is
+  Claude Code's). Lines are only appended, except by ``forget``; a later line
   with the same key replaces an earlier one (an assistant turn that grew after a PreCompact).
 - ``forgotten``: the keys (``<session>/<uuid>``) and whole sessions (``<session>/*``) removed by
   ``forget``; they are never archived again, even if the transcript is read again.

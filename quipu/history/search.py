@@ -14,7 +14,7 @@ Contract:
   MEANING_WEIGHT / (K + meaning rank); ties go to the better lexical rank. Filters (project,
   since, role) apply to both lists before they are cut, so a filter never empties a list that
   has matches.
-- Hits carry the session, turn number, role, the agent it came from (``claude`` or ``codex``),
+- Hits carry the session, turn number, role, the agent it came from (``claude``, ``codex``, ``chatgpt``, ``claude.ai``),
   project, branch and time, and both ranks.
 """
 from __future__ import annotations
