@@ -59,18 +59,19 @@ def _quipu(env: dict[str, str], store: Path, *args: str) -> tuple[float, subproc
 
 
 def _import_round(scratch: Path, folder: Path, env: dict[str, str], n: int) -> tuple[float, float, float, int]:
-    """(import seconds, first search, later search, memories listed) for one fresh store."""
+    """(import seconds, first search, later search, memories listed) for one fresh store; a note the secret
+    scanner refuses is listed as skipped, as a person would see it (at most 1 in 100 here)."""
     store_root = scratch / f"store-{n}"
     Store.init(store_root)
     quipu_s, done = _quipu(env, store_root, "import", "markdown", str(folder), "--json")
-    if done.returncode != 0:
+    if done.returncode not in (0, 4):  # 4: done, with some notes listed as skipped (a secret-like note)
         raise SystemExit(f"bench: the import failed: {done.stderr}")
     report = json.loads(done.stdout)
     first_s, _ = _quipu(env, store_root, "search", QUERY, "--json")
     later_s, _ = _quipu(env, store_root, "search", QUERY, "--json")
     _, listed = _quipu(env, store_root, "list", "--limit", "0", "--json")
     count = len(json.loads(listed.stdout))
-    if count != len(report["imported"]) or report["skipped"]:
+    if count != len(report["imported"]) or len(report["skipped"]) > len(report["imported"]) // 100:
         raise SystemExit(f"bench: {count} memories listed, {len(report['imported'])} imported, "
                          f"{len(report['skipped'])} skipped")
     C.cleanup(store_root, None)
