@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="search memories",
         description="Search memories by words (stemmed, whole words) and by meaning (a static embedding, "
         "when installed), fused by rank, then labels and age. Unlike the prompt hook, search has no score floor and shows "
-        "superseded memories too (below their successors).",
+        "superseded memories too (below their successors). Inside a project with its own store, the per-user "
+        "store is searched too and each hit names its store.",
     )
     p.add_argument("query", help="words to search for")
     p.add_argument("--limit", type=count(), default=10, help="at most this many results (default 10)")
