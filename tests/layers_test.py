@@ -74,6 +74,10 @@ def test_the_hook_recalls_a_user_memory_inside_a_project_and_names_each_store(la
     assert "id orbital-ledger" in text and "store: project" in text and "store: user" not in text
     # each store keeps its own session: the same prompt in the same session says nothing more
     assert injected(USER_PROMPT, layers.project / "src", "s-user") == ""
+    # a store with no index yet says nothing (a refresh starts); the other still answers, labelled
+    (layers.user.root / ".cache" / "index.sqlite").unlink()
+    text = injected(PROJECT_PROMPT, layers.project, "s-no-index")
+    assert "id orbital-ledger" in text and "store: project" in text
 
 
 def test_at_most_two_memories_are_injected_from_both_stores(layers: Layers) -> None:
@@ -111,6 +115,10 @@ def test_recall_and_search_read_both_stores_and_name_each_hit_s_store(layers: La
     assert {(h["id"], h["store"]) for h in json.loads(out.stdout)} == {("kestrel-keys", "user"),
                                                                       ("orbital-ledger", "project")}
     assert "store: user" in quipu("search", "kestrel", "--words-only", cwd=layers.project).stdout
+    shown = quipu("show", "kestrel-keys", "--json", cwd=layers.project)  # the id a hit named opens
+    assert shown.returncode == 0 and "quarter" in json.loads(shown.stdout)["body"]
+    missing = quipu("show", "no-such-memory", cwd=layers.project)
+    assert missing.returncode != 0 and "no-such-memory" in missing.stderr
 
 
 def test_writes_go_to_the_project_store(layers: Layers) -> None:
@@ -172,3 +180,5 @@ def test_the_conversational_sets_inject_nothing_with_two_stores(tmp_path: Path) 
     # the same stores do answer a prompt with a topic; a memory both stores hold is shown once
     text = hook.run(hook.PromptEvent("s-t", "", str(project), "how do we deploy shop-api to production?"), env)
     assert text.count("id deploy-procedure") == 1
+    again = hook.run(hook.PromptEvent("s-t", "", str(project), "how do we deploy shop-api to production?"), env)
+    assert "id deploy-procedure" not in again  # nor its copy from the other store, in the same session

@@ -1,8 +1,8 @@
 """One deep list from the stores searched together (a project's store and the per-user store).
 
 Contract: ``merge([(label, deep)])`` labels each hit with its store (``Hit.store``), orders
-all by score, the first store (the project's) winning ties, keeps a memory both hold once, and cuts at ``limit``; one list
-alone is returned as it is (unlabelled).
+all by score, the first store (the project's) winning ties, keeps a memory both hold once, and
+cuts at ``limit``; the list of a store read alone (label '') is returned as it is.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from quipu.index.deep import Deep, Hit
 
 
 def merge(results: Sequence[tuple[str, Deep]], limit: int) -> Deep:
-    if len(results) == 1:
+    if len(results) == 1 and not results[0][0]:  # one store read alone: its list as it is
         return results[0][1]
     first = results[0][1]
     merged = Deep(first.query, terms=first.terms, meaning=any(d.meaning for _l, d in results))

@@ -244,9 +244,9 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
         options = answers[0][2]  # the first store's settings bound the answer
         result = recall.merge([(label, r) for label, r, _o, _s in answers], options.limit)
         text = inject.format_context(result.hits, options.max_chars)
-        if text:
-            for label, _r, _o, session in answers:
-                session.remember([h.id for h in result.hits if h.store == label])
+        if text:  # every store's session: a copy in the other store is not shown again either
+            for _label, _r, _o, session in answers:
+                session.remember([h.id for h in result.hits])
         return text
     finally:
         for answer in answers:

@@ -204,7 +204,7 @@ def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int 
     first): each hit is labelled with its store, the best scores win, the first store on ties,
     a memory both hold is shown once, at most ``limit`` hits and ``fact_slots`` fact notes. Each store's own rules (the floor, the
     evidence, the session) have already decided its hits."""
-    if len(results) == 1:
+    if len(results) == 1 and not results[0][0]:  # one store read alone: its answer as it is
         return results[0][1]
     merged = Recall()
     pool: list[Hit] = []
