@@ -91,8 +91,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--store",
         metavar="PATH",
-        help="the store to use (default: $QUIPU_STORE, the nearest .quipu folder upwards, "
-        "then the per-user store); also accepted after the command",
+        help="the one store to use (default: $QUIPU_STORE, the nearest .quipu folder upwards, "
+        "then the per-user store; inside a project, reads search the per-user store too); "
+        "also accepted after the command",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in (only,) if only else COMMANDS:

@@ -13,6 +13,10 @@ Contract:
   so they stay searchable; profile lines over the card's caps are not, until
   ``quipu profile fit`` moves them to the store). The text itself ends with a count of what
   was left out, and ``quipu doctor`` lists it.
+- ``build(store, user=...)``, in a project whose store was found by walking up while the
+  per-user store exists (``quipu.store.layers.user_store``): the profile is the user store's
+  (a profile is about the person, in every project) and the rules are the union, the project's
+  first.
 - It reads memories from the index (``index.rows``) and the card from git; it never writes.
 """
 from __future__ import annotations
@@ -85,13 +89,13 @@ def always_on_rows(store: Store) -> list[Any]:
     )
 
 
-def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS) -> Layer:
+def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | None = None) -> Layer:
     layer = Layer(budget_tokens=budget_tokens)
     budget = budget_tokens * CHARS_PER_TOKEN - len(_OPEN) - len(_CLOSE) - 2 - _RESERVE
     parts: list[str] = []
     used = 0
 
-    card = profile.read_card(store)
+    card = profile.read_card(user or store)
     # Exactly the lines `quipu profile fit` would keep: the entry cap, then the weakest out first.
     out = profile.leaving(card)
     fitted = [ln for ln in card.lines if not any(ln is gone for gone in out)]
@@ -114,7 +118,7 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS) -> Layer:
             used += len(block) + 2
             layer.profile_lines = [ln.entry for ln in profile.Card(tuple(fitted), card.limits).ordered()]
 
-    rows = always_on_rows(store)
+    rows = always_on_rows(store) + (always_on_rows(user) if user else [])
     lines: list[str] = []
     for row in rows:
         text = rule_line(row)

@@ -16,6 +16,14 @@ def open_store(args: argparse.Namespace) -> Store:
     return Store.find(getattr(args, "store", None))
 
 
+def open_stores(args: argparse.Namespace) -> list[Store]:
+    """The stores a read searches together, project first (``quipu.store.layers``); writes use
+    ``open_store``."""
+    from quipu.store import layers
+
+    return layers.find(getattr(args, "store", None))
+
+
 def add_allow_secret(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-secret-like", action="append", default=[], metavar="RULE",

@@ -11,7 +11,7 @@ from quipu.prompt import recall
 from quipu.prompt import inject
 from quipu.prompt import indexread
 from quipu.prompt import transcript
-from quipu.commands._common import add_json, count, open_store
+from quipu.commands._common import add_json, count, open_stores
 from quipu.output import print_json
 
 
@@ -44,7 +44,7 @@ def _left_out_lines(left_out: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    stores = open_stores(args)
     context = ""
     if args.transcript:
         previous, assistant = transcript.read_tail(args.transcript, args.prompt)
@@ -56,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
             return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
         return options, recall.recall(db, args.prompt, context, options)
 
-    options, result = index.query(store, run_recall)
+    answers = [(store.layer, *index.query(store, run_recall)) for store in stores]
+    options = answers[0][1]  # the first store's settings bound the answer, as in the hook
+    result = recall.merge([(label, r) for label, _o, r in answers], options.limit)
     text = inject.format_context(result.hits, options.max_chars)
     if args.json:
         print_json({**result.to_json(), "context": text})
@@ -69,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         if result.context_terms:
             print(f"Context terms (may sharpen, never lead): {', '.join(result.context_terms)}")
         for hit in result.hits:
-            print(f"Hit {hit.id}: bm25 {hit.bm25:.2f} -> score {hit.score:.2f}; matched {', '.join(hit.matched)}")
+            where = f" ({hit.store} store)" if hit.store else ""
+            print(f"Hit {hit.id}{where}: bm25 {hit.bm25:.2f} -> score {hit.score:.2f}; matched {', '.join(hit.matched)}")
         for line in _left_out_lines(result.left_out):
             print(line)
         if result.reason:

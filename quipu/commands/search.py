@@ -8,7 +8,8 @@ import sqlite3
 
 from quipu.index import deep
 from quipu.index import index
-from quipu.commands._common import add_json, count, open_store
+from quipu.index import layered
+from quipu.commands._common import add_json, count, open_stores
 from quipu.output import print_json
 from quipu.store.store import Store
 
@@ -19,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="search memories",
         description="Search memories by words (stemmed, whole words) and by meaning (a static embedding, "
         "when installed), fused by rank, then labels and age. Unlike the prompt hook, search has no score floor and shows "
-        "superseded memories too (below their successors).",
+        "superseded memories too (below their successors). Inside a project with its own store, the per-user "
+        "store is searched too and each hit names its store.",
     )
     p.add_argument("query", help="words to search for")
     p.add_argument("--limit", type=count(), default=10, help="at most this many results (default 10)")
@@ -63,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     # One query vector against the store's: waking OpenBLAS's threads (at numpy's import and at
     # the product) costs more than they save; read when numpy loads (bench/bench_deep.py).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    store = open_store(args)
-    result = search(store, args.query, limit=args.limit, words_only=args.words_only)
+    result = layered.merge([(store.layer, search(store, args.query, limit=args.limit, words_only=args.words_only))
+                            for store in open_stores(args)], args.limit)
     if args.json:
         print_json(result.to_json() if args.explain else [h.to_json() for h in result.hits])
         return 0
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
               f"{'on' if result.meaning else 'off'}")
     for hit in result.hits:
         labels = hit.label_text()
-        print(f"{hit.id}  {hit.title}" + (f"  [{labels}]" if labels else "") + f"  score {hit.score:.4f}")
+        print(f"{hit.id}  {hit.title}" + (f"  [{labels}]" if labels else "") + f"  score {hit.score:.4f}"
+              + (f"  store: {hit.store}" if hit.store else ""))
         if args.explain:
             print("    " + _explain(hit))
         if hit.snippet:

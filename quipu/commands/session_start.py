@@ -20,6 +20,7 @@ from quipu.prompt import locate
 from quipu.commands._common import add_json, open_store
 from quipu.model import CHILD_ENV
 from quipu.output import print_json
+from quipu.store import layers
 from quipu.store.store import Store
 
 SOURCES = ("startup", "resume", "clear", "compact", "fork")
@@ -42,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     if args.hook:
         return _hook(args)
-    layer = always_on.build(open_store(args))
+    store = open_store(args)
+    layer = always_on.build(store, user=layers.user_store(store))
     if args.json:
         print_json(layer.to_json())
         return 0
@@ -74,7 +76,7 @@ def _answer(args: argparse.Namespace) -> str:
         return ""
     cwd = event.get("cwd") if isinstance(event.get("cwd"), str) and os.path.isdir(event["cwd"]) else None
     store = Store.find(getattr(args, "store", None), cwd=cwd)
-    layer = always_on.build(store)
+    layer = always_on.build(store, user=layers.user_store(store))
     if not layer.text:
         return ""
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": layer.text}},

@@ -157,6 +157,7 @@ class Hit:
     cosine: float | None
     label_factor: float
     age_factor: float
+    store: str = ""  # "project" or "user" when two stores are searched together (``merge``)
 
     def label_text(self) -> str:
         return recall.label_text(self.status, self.superseded_by, self.labels)
@@ -170,6 +171,7 @@ class Hit:
             "bm25": None if self.bm25 is None else round(self.bm25, 4),
             "cosine": None if self.cosine is None else round(self.cosine, 4),
             "label_factor": self.label_factor, "age_factor": round(self.age_factor, 4),
+            **({"store": self.store} if self.store else {}),
         }
 
 

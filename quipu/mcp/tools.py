@@ -31,6 +31,8 @@ Contract:
 - Every string argument must be Unicode text: one holding a lone surrogate (which JSON can
   escape but UTF-8 cannot carry) is refused with an error naming the argument. An invalid
   argument's error names what is wrong without repeating the argument's value.
+- ``search_memory`` and ``get_memory`` read a project's store and then the per-user store
+  (``Service.layers``, each hit naming its store); writes go to the project's store.
 - ``search_memory`` reads the deep list (``quipu.index.deep``: every content word by BM25 and
   meaning, fused by rank), not the prompt hook's precision layer; the class and superseded
   filters apply to the whole fused list before the cut. Meaning search loads at the first search
@@ -49,7 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from quipu.errors import FatalError
+from quipu.errors import FatalError, NotFound
 from quipu.mcp.answers import (
     DEFAULT_LIMIT,
     ID_SCHEMA,
@@ -90,6 +92,7 @@ class Service:
     conversation: str | None = None  # the Claude Code session that started the server, if known
     history: bool = False  # the past-conversation tools are offered (see has_history)
     _store: Any = None
+    _user: Any = None  # the per-user store's own Service when read with a project's; False: none
     _db: sqlite3.Connection | None = None
     _db_key: tuple[str | None, int] = (None, 0)
     meaning: Meaning = field(default_factory=Meaning)  # the encoder and vectors, kept between searches
@@ -102,6 +105,14 @@ class Service:
 
             self._store = Store.find(self.explicit_store, self.cwd)
         return self._store
+
+    def layers(self) -> list[tuple[str, Service]]:
+        """The stores reads search, project first: [(label, service)] (``quipu.store.layers``)."""
+        from quipu.store import layers
+        if self._user is None:
+            user = layers.user_store(self.store)
+            self._user = user and Service(explicit_store=str(user.root), session=self.session)
+        return [("project", self), ("user", self._user)] if self._user else [("", self)]
 
     def index(self) -> sqlite3.Connection:
         """The open index, brought up to HEAD first when HEAD moved (or the file was replaced)."""
@@ -148,6 +159,8 @@ class Service:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            if self._user:
+                self._user.close()
 
     def tools(self) -> list[Tool]:
         found = list(MEMORY_TOOLS)
@@ -244,14 +257,16 @@ def _without_long_values(error: Any) -> str:
 def _hit_line(n: int, hit: Any, created: str) -> str:
     labels = hit.label_text()
     line = f"[{n}] {hit.title}" + (f" — {hit.description}" if hit.description else "")
-    line += f" (id {hit.id}, {hit.cls}, {created}" + (f"; {labels}" if labels else "") + ")"
+    line += f" (id {hit.id}, {hit.cls}, {created}" + (f"; {labels}" if labels else "") + (
+        f"; store: {hit.store}" if hit.store else "") + ")"
     if hit.snippet:
         line += f"\n    {hit.snippet}"
     return cut_text(line, MAX_HIT_CHARS)
 
 
 def search_memory(service: Service, args: dict[str, Any]) -> Answer:
-    from quipu.index import deep
+    from functools import partial
+    from quipu.index import deep, layered
 
     query, limit = args["query"], args.get("limit", DEFAULT_LIMIT)
     cls, superseded = args.get("class"), args.get("include_superseded", False)
@@ -260,18 +275,20 @@ def search_memory(service: Service, args: dict[str, Any]) -> Answer:
     def keep(hit: deep.Hit) -> bool:
         return (cls is None or hit.cls == cls) and (superseded or hit.status != "superseded")
 
-    def read(db: sqlite3.Connection) -> tuple[list[Any], str, dict[str, float]]:
+    def read(layer: Service, db: sqlite3.Connection) -> deep.Deep:
         # Filters apply to the whole fused list (each gather brings at most GATHER), then the cut;
         # only the hits shown get an excerpt.
         result = deep.search(db, query, limit=2 * deep.GATHER if filtered else limit,
-                             nearest=service.nearest(db), keep=keep, excerpts=limit)
-        hits = result.hits
-        ids = [h.id for h in hits[:limit]]
+                             nearest=layer.nearest(db), keep=keep, excerpts=limit)
+        ids = [h.id for h in result.hits[:limit]]
         marks = ", ".join("?" * len(ids))
-        created = dict(db.execute(f"SELECT id, created_ts FROM memories WHERE id IN ({marks})", ids)) if ids else {}
-        return hits, result.reason, created
+        created.update(db.execute(f"SELECT id, created_ts FROM memories WHERE id IN ({marks})", ids) if ids else ())
+        return result
 
-    hits, reason, created = service.read(read)
+    created: dict[str, float] = {}
+    found = layered.merge([(label, layer.read(partial(read, layer))) for label, layer in service.layers()],
+                          2 * deep.GATHER)
+    hits, reason = found.hits, found.reason
     if not hits:
         what = f" of class {cls}" if cls else ""
         return Answer(f"No memory{what} matches {query!r} ({reason or 'nothing left after the filters'}).")
@@ -296,7 +313,14 @@ def search_memory(service: Service, args: dict[str, Any]) -> Answer:
 def get_memory(service: Service, args: dict[str, Any]) -> Answer:
     from quipu.verify.report import details, text_lines
 
-    d = details(service.store, args["id"])
+    stores = [layer.store for _label, layer in service.layers()]
+    for store in stores:  # the project's store first, then the user's
+        try:
+            d = details(store, args["id"])
+            break
+        except NotFound:
+            if store is stores[-1]:
+                raise
     if len(d["body"]) > MAX_BODY_CHARS:
         d["body"] = d["body"][:MAX_BODY_CHARS].rstrip() + f"\n[... {len(d['body']) - MAX_BODY_CHARS:,} characters cut ...]"
     return Answer(fenced("\n".join(text_lines(d))))

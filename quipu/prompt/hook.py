@@ -7,6 +7,10 @@ Contract:
 - Never fires for machine turns (see ``quipu.prompt.transcript``), inside quipu's own model children
   (``QUIPU_CHILD``), or when the prompt has no topic.
 - A memory injected earlier in the same session is not injected again.
+- In a project whose store was found by walking up (``locate.find_stores``) while the per-user
+  store exists too, both are read: each with its own floor, evidence rule and session, then
+  ``recall.merge`` keeps the best (the project's on ties), each hit labelled ``store: project``
+  or ``store: user``, at most the project's limit. A second index is opened only then.
 - Any failure (bad JSON, missing store or index, locked or corrupt index, unreadable transcript)
   exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``. An index SQLite cannot
   read (damaged, or a hot journal a killed writer left beside it, which a read-only connection
@@ -58,13 +62,14 @@ PRUNE_EVERY_SECONDS = 86400.0
 class PromptEvent:
     """The fields of a UserPromptSubmit event the hook uses, type-checked."""
 
-    __slots__ = ("session_id", "transcript_path", "cwd", "prompt")
+    __slots__ = ("session_id", "transcript_path", "cwd", "prompt", "context")
 
     def __init__(self, session_id: str, transcript_path: str, cwd: str, prompt: str) -> None:
         self.session_id = session_id
         self.transcript_path = transcript_path
         self.cwd = cwd
         self.prompt = prompt
+        self.context: str | None = None  # the transcript's tail, read once for every store
 
     @classmethod
     def create(cls, raw: bytes) -> "PromptEvent | None":
@@ -227,63 +232,84 @@ def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     terms = query.extract_terms(event.prompt)
     if not evidence.names_a_subject(event.prompt, terms):
         return ""  # no topic of its own: never open the index
-    root, _how = locate.find_store_root(None, event.cwd or None, env)
+    stores = locate.find_stores(None, event.cwd or None, env)
+    answers: list[tuple[str, recall.Recall, recall.Options, _Session]] = []
+    try:
+        for root, label in stores:
+            found = _recall_store(root, event, terms)
+            if found is not None:
+                answers.append((label, *found))
+        if not answers:
+            return ""
+        options = answers[0][2]  # the first store's settings bound the answer
+        result = recall.merge([(label, r) for label, r, _o, _s in answers], options.limit)
+        text = inject.format_context(result.hits, options.max_chars)
+        if text:  # every store's session: a copy in the other store is not shown again either
+            for _label, _r, _o, session in answers:
+                session.remember([h.id for h in result.hits])
+        return text
+    finally:
+        for answer in answers:
+            answer[3].close()
+
+
+def _recall_store(
+    root: str, event: PromptEvent, terms: "list[query.Term]"
+) -> "tuple[recall.Recall, recall.Options, _Session] | None":
+    """One store's recall (its own floor, evidence and session), or None when it stays silent."""
     unsafe = _unsafe_cache(root)
     if unsafe:  # a store may not point quipu's own files anywhere else
         log(f"refusing {unsafe}: it is a symlink or not a real folder/file; recall is off until it is "
             "removed (`quipu doctor` says how)")
-        return ""
+        return None
     index = locate.index_path(root)
-    if not _fs.isfile(index) and _is_store(root):
+    if not _fs.isfile(index) and locate.is_store(root):
         _spawn_refresh(root)  # a store freshly cloned from a remote has no index yet
-        return ""
+        return None
     try:
         return _recall(root, index, event, terms)
     except indexread.sqlite_module().DatabaseError as exc:
         # A damaged index, or one a killed writer left a hot journal beside (a read-only
         # connection cannot roll it back): as if there were none. The refresh heals it.
-        if not _is_store(root):
+        if not locate.is_store(root):
             raise
         log(f"index unreadable ({type(exc).__name__}: {exc}); an index refresh was started")
         _spawn_refresh(root)
-        return ""
+        return None
 
 
-def _is_store(root: str) -> bool:
-    return bool(locate.git_dir(root)) and _fs.isfile(_fs.join(root, "quipu.toml"))
-
-
-def _recall(root: str, index: str, event: PromptEvent, terms: "list[query.Term]") -> str:
+def _recall(
+    root: str, index: str, event: PromptEvent, terms: "list[query.Term]"
+) -> "tuple[recall.Recall, recall.Options, _Session]":
     db = indexread.open_index(index)
     session = _Session(root, event.session_id)
     try:
-        try:
-            # One read transaction for every query: one shared lock and one hot-journal check
-            # instead of one per statement, and all answers from the same state of the index.
-            db.execute("BEGIN")
-            meta = indexread.index_meta(db)
-            gitdir = locate.git_dir(root)
-            head = locate.read_head(gitdir) if gitdir else None
-            if head and meta.get("head") != head:
-                _spawn_refresh(root)
-            config = indexread.index_config(db, meta)
-            context = ""
+        # One read transaction for every query: one shared lock and one hot-journal check
+        # instead of one per statement, and all answers from the same state of the index.
+        db.execute("BEGIN")
+        meta = indexread.index_meta(db)
+        gitdir = locate.git_dir(root)
+        head = locate.read_head(gitdir) if gitdir else None
+        if head and meta.get("head") != head:
+            _spawn_refresh(root)
+        config = indexread.index_config(db, meta)
+        if event.context is None:
+            event.context = ""
             if event.transcript_path:
                 previous, assistant = transcript.read_tail(event.transcript_path, event.prompt)
-                context = f"{previous}\n{assistant}"
-            count = str(meta.get("count") or "")
-            options = recall.Options.from_config(
-                config, exclude=session.seen, store_size=int(count) if count.isdigit() else None
-            )
-            result = recall.recall(db, event.prompt, context, options, terms)
-        finally:
-            db.close()
-        text = inject.format_context(result.hits, options.max_chars)
-        if text:
-            session.remember([h.id for h in result.hits])
-        return text
-    finally:
+                event.context = f"{previous}\n{assistant}"
+        context = event.context
+        count = str(meta.get("count") or "")
+        options = recall.Options.from_config(
+            config, exclude=session.seen, store_size=int(count) if count.isdigit() else None
+        )
+        result = recall.recall(db, event.prompt, context, options, terms)
+    except BaseException:
         session.close()
+        raise
+    finally:
+        db.close()
+    return result, options, session
 
 
 def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> int:

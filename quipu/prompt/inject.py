@@ -74,7 +74,8 @@ def format_context(hits: "Sequence[Hit]", max_chars: int = DEFAULT_MAX_CHARS) ->
         first = f"[{n}] {hit.title}"
         if hit.description:
             first += f" — {hit.description}"
-        meta = f"(id {hit.id}, {hit.cls}" + (f"; {labels}" if labels else "") + ")"
+        meta = f"(id {hit.id}, {hit.cls}" + (f"; {labels}" if labels else "") + (
+            f"; store: {hit.store}" if hit.store else "") + ")"
         block = f"{first} {meta}"
         if hit.snippet:
             block += f"\n    {hit.snippet}"

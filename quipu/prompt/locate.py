@@ -5,6 +5,10 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
   nearest ``.quipu`` folder upwards from the working directory, then the per-user default
   ``$QUIPU_HOME/store`` (``QUIPU_HOME`` defaults to ``$XDG_DATA_HOME/quipu`` or
   ``~/.local/share/quipu``). It returns a path whether or not a store exists there.
+- ``find_stores`` returns the stores read together: the chosen one alone, except when it was
+  found by walking up (a project's ``.quipu``) and the per-user store exists too; then
+  ``[(project, "project"), (user, "user")]``, project first. ``--store`` and ``QUIPU_STORE``
+  pin one store.
 - ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory.
 - ``read_head`` returns the commit id HEAD points at by reading ``HEAD``, the loose ref file and
   ``packed-refs`` directly (no git, no subprocess), or None when it cannot tell.
@@ -45,12 +49,36 @@ def find_store_root(
     while True:
         candidate = _fs.join(here, STORE_DIR_NAME)
         if _fs.isdir(candidate):
-            return candidate, f"nearest {STORE_DIR_NAME} folder"
+            return candidate, WALKED
         parent = _fs.dirname(here)
         if parent == here:
             break
         here = parent
     return default_store(env), "per-user default"
+
+
+WALKED = f"nearest {STORE_DIR_NAME} folder"
+PROJECT = "project"
+USER = "user"
+
+
+def find_stores(
+    explicit: str | None = None, cwd: str | None = None, env: "Mapping[str, str] | None" = None
+) -> "list[tuple[str, str]]":
+    """The stores to read, first wins ties: [(root, label)], label '' for a store read alone."""
+    env = _fs.environ() if env is None else env
+    root, how = find_store_root(explicit, cwd, env)
+    if how != WALKED:
+        return [(root, "")]
+    user = default_store(env)
+    if user == root or not is_store(user):
+        return [(root, "")]
+    return [(root, PROJECT), (user, USER)]
+
+
+def is_store(root: str) -> bool:
+    """A git repository with a ``quipu.toml``: what ``quipu init`` makes."""
+    return bool(git_dir(root)) and _fs.isfile(_fs.join(root, "quipu.toml"))
 
 
 def git_dir(root: str) -> str | None:

@@ -99,12 +99,13 @@ class Hit:
     """One recalled memory with its score and why it matched."""
 
     __slots__ = ("id", "title", "description", "cls", "status", "superseded_by", "labels", "snippet",
-                 "bm25", "score", "matched", "context_matched", "rowid")
+                 "bm25", "score", "matched", "context_matched", "rowid", "store")
 
     def __init__(self, id: str, title: str, description: str, cls: str, status: str, superseded_by: str | None,
                  labels: tuple[str, ...], snippet: str, bm25: float, score: float, matched: tuple[str, ...],
                  context_matched: tuple[str, ...], rowid: int = 0) -> None:
         self.rowid = rowid
+        self.store = ""  # "project" or "user" when two stores are read together (``merge``)
         self.id = id
         self.title = title
         self.description = description
@@ -126,6 +127,7 @@ class Hit:
 
     def to_json(self) -> "dict[str, Any]":
         return {
+            **({"store": self.store} if self.store else {}),
             "id": self.id,
             "title": self.title,
             "description": self.description,
@@ -195,6 +197,44 @@ class Options:
         options.limit = min(options.limit, HARD_LIMIT)
         options.max_chars = min(options.max_chars, HARD_MAX_CHARS)
         return options
+
+
+def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int | None" = FACT_SLOTS) -> "Recall":
+    """One answer from the recalls of several stores (``[(label, result)]``, the first store
+    first): each hit is labelled with its store, the best scores win, the first store on ties,
+    a memory both hold is shown once, at most ``limit`` hits and ``fact_slots`` fact notes. Each store's own rules (the floor, the
+    evidence, the session) have already decided its hits."""
+    if len(results) == 1 and not results[0][0]:  # one store read alone: its answer as it is
+        return results[0][1]
+    merged = Recall()
+    pool: list[Hit] = []
+    for label, result in results:
+        for hit in result.hits:
+            hit.store = label
+        pool += result.hits
+        merged.terms = merged.terms or result.terms
+        merged.generic = merged.generic or result.generic
+        merged.context_terms = merged.context_terms or result.context_terms
+        merged.left_out += [f"{line} ({label} store)" for line in result.left_out]
+        merged.candidates += result.candidates
+    pool.sort(key=lambda h: -h.score)  # stable: the first store keeps ties
+    facts = 0
+    taken: set[str] = set()
+    for hit in pool:
+        if hit.id in taken:  # one memory in both stores (a copy): shown once, the better-ranked
+            continue
+        taken.add(hit.id)
+        if hit.cls == "fact" and fact_slots is not None and facts >= fact_slots and limit > fact_slots:
+            merged.left_out.append(f"{hit.id}: fact notes may take only {fact_slots} slot(s) ({hit.store} store)")
+            continue
+        if len(merged.hits) >= limit:
+            merged.left_out.append(f"{hit.id}: past the limit of {limit} ({hit.store} store)")
+            continue
+        facts += hit.cls == "fact"
+        merged.hits.append(hit)
+    if not merged.hits:
+        merged.reason = "; ".join(f"{label} store: {r.reason}" for label, r in results if r.reason)
+    return merged
 
 
 def _stems_and_frequencies(db: "Connection", words: "Sequence[str]", total: int,

@@ -63,6 +63,7 @@ class Store:
     def __init__(self, root: Path, how: str = "--store") -> None:
         self.root = Path(root)
         self.how = how
+        self.layer = ""  # "project" or "user" when read together with the other (``layers``)
         self._repos = threading.local()  # each thread's own repository: libgit2's are not shared
         self._cache: Path | None = None
 
