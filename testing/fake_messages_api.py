@@ -232,31 +232,52 @@ def _stream(message: dict[str, Any]) -> Iterator[bytes]:
     yield _sse("message_stop", {"type": "message_stop"})
 
 
+class RecordingHandler(BaseHTTPRequestHandler):
+    """What both loopback fakes (this one and ``fake_responses_api``) do with any request: read and
+    record it (``_read``, given by each), answer JSON, and refuse a tunnel through the proxy variables."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass
+
+    def _parts(self) -> tuple[str, str, dict[str, str], Any]:
+        """The request's method, path, headers (lower-cased names) and JSON body (None if it has none)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if raw and self.headers.get("Content-Encoding", "").lower() == "zstd":
+            raw = b""  # compressed bodies are not decoded; the tests turn compression off
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        return self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+
+    def _read(self) -> Any:
+        raise NotImplementedError
+
+    def _json(self, status: int, data: Any) -> None:
+        payload = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_CONNECT(self) -> None:  # noqa: N802 - a tunnel through the proxy variables: refused
+        self._read()
+        self.send_response(403)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self.close_connection = True
+
+
 def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass
-
+    class Handler(RecordingHandler):
         def _read(self) -> Recorded:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = None
-            request = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            request = Recorded(*self._parts())
             api.record(request)
             return request
-
-        def _json(self, status: int, data: Any) -> None:
-            payload = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
 
         def do_GET(self) -> None:  # noqa: N802 - the base class's naming
             self._read()
@@ -267,13 +288,6 @@ def _handler_for(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
-
-        def do_CONNECT(self) -> None:  # noqa: N802 - a tunnel through the proxy variables: refused
-            self._read()
-            self.send_response(403)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            self.close_connection = True
 
         def do_POST(self) -> None:  # noqa: N802
             request = self._read()

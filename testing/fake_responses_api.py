@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from testing.fake_messages_api import NotLoopback
+from testing.fake_messages_api import NotLoopback, RecordingHandler
 
 
 @dataclass(frozen=True)
@@ -183,43 +183,15 @@ def _stream(api: FakeResponsesAPI, request: Recorded, items: list[dict[str, Any]
 
 
 def _handler_for(api: FakeResponsesAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass
-
+    class Handler(RecordingHandler):
         def _read(self) -> Recorded:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            if raw and self.headers.get("Content-Encoding", "").lower() == "zstd":
-                raw = b""  # compressed bodies are not decoded; the tests turn compression off
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = None
-            request = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            request = Recorded(*self._parts())
             api.record(request)
             return request
-
-        def _json(self, status: int, data: Any) -> None:
-            payload = json.dumps(data).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
 
         def do_GET(self) -> None:  # noqa: N802 - the base class's naming
             self._read()
             self._json(200, {"data": [], "models": []} if self.path.split("?")[0].endswith("/models") else {})
-
-        def do_CONNECT(self) -> None:  # noqa: N802 - a tunnel through the proxy variables: refused
-            self._read()
-            self.send_response(403)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            self.close_connection = True
 
         def do_POST(self) -> None:  # noqa: N802
             request = self._read()
