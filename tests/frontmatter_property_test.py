@@ -166,4 +166,5 @@ def test_a_field_read_without_json_reads_as_json_would(value: str) -> None:
     except (ValueError, RecursionError):
         expected = None
     got = _fast_fields(f"title: {value}")
-    assert (None if got is None else got["title"]) == expected
+    # Compared as JSON text: NaN, which JSON reads from "NaN", is unequal to itself as a float.
+    assert json.dumps(None if got is None else got["title"], sort_keys=True) == json.dumps(expected, sort_keys=True)
