@@ -315,3 +315,21 @@ def test_benign_look_alikes_are_committed_by_add(tmp_path: Path) -> None:
         if gates.gate_secret(c) is not None:
             refused.append(case.text)
     assert len(refused) <= 0.03 * len(BENIGN), refused
+
+
+def test_the_inline_marker_vouches_only_for_what_a_person_commits_themselves(tmp_path: Path) -> None:
+    """Someone else's text (a transcript, a model's words, an MCP caller) may carry the marker too:
+    capture's gate and the archive's redaction never honour it; `quipu add` does."""
+    import random
+    import string
+
+    rng = random.Random(5)
+    token = "ghp_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    line = f"the deploy token is {token}  # {secrets_scan.ALLOW_MARKER}"
+    assert secrets_scan.find_secrets(line) and token not in secrets_scan.redact(line)
+    assert secrets_scan.find_secrets(line, marker=True) == []
+    store = make_store(tmp_path / "store")
+    done = quipu("--store", str(store.root), "add", line, "--title", "Deploy token")
+    assert done.returncode == 0, done.stderr
+    assert "Quipu-Allowed-Secret-Like: quipu:allow-secret" in subprocess.run(
+        ["git", "-C", str(store.root), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout

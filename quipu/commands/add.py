@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
                              f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
                              f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
-    sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like)
+    sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
     index.refresh_after_write(store)
     if args.json:
         print_json({"id": memory.id, "commit": sha, "path": memory.path})

@@ -161,16 +161,16 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
 def _entry_refusal(memory: Memory, entry: memorymd.Entry, index_text: str, topic: str | None,
                    allow: tuple[str, ...] = ()) -> str | None:
     """Why an entry's memory may not enter the store: a secret, located in the file it came from."""
-    if not secrets_scan.find_secrets(render_memory(memory).decode("utf-8", "replace"), allow):
+    if not secrets_scan.find_secrets(render_memory(memory).decode("utf-8", "replace"), allow, marker=True):
         return None
     if topic is not None:
         text = Path(topic).read_bytes().decode("utf-8", "replace")
-        spans = secrets_scan.find_secrets(text, allow)
+        spans = secrets_scan.find_secrets(text, allow, marker=True)
     else:
         text = index_text
         lines = text.splitlines(keepends=True)
         first, last = sum(map(len, lines[:entry.line - 1])), sum(map(len, lines[:entry.end_line]))
-        spans = [s for s in secrets_scan.find_secrets(text, allow) if s.start < last and s.end > first]
+        spans = [s for s in secrets_scan.find_secrets(text, allow, marker=True) if s.start < last and s.end > first]
     if not spans:
         return "what it would become looks like it holds a secret; the entry was not imported"
     return secret_reason(text, spans).replace("the note was not", "the entry was not")
@@ -207,7 +207,7 @@ def import_memory_md(
         elif dry_run:
             outcomes.append(Outcome(entry.line, memory, "new", past, topic))
         else:
-            sha = store.add(memory, action="import", allow_secret_like=allow_secret_like)
+            sha = store.add(memory, action="import", allow_secret_like=allow_secret_like, marker=True)
             outcomes.append(Outcome(entry.line, memory, "imported", past, topic, sha))
         seen.add(memory.id)
     return outcomes, others, skipped
@@ -251,12 +251,12 @@ def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
     # The exact bytes committed and each field a file is made from, checked once: the commit does not
     # scan what was found clean here again (``quipu.store.scanned``).
     made = [data, *(value.encode("utf-8") for value in memory_fields(note.memory).values())]
-    if any([scanned.find_secrets(blob, allow) for blob in made]):
-        spans = secrets_scan.find_secrets(note.text, allow)
+    if any([scanned.find_secrets(blob, allow, marker=True) for blob in made]):
+        spans = secrets_scan.find_secrets(note.text, allow, marker=True)
         if spans:
             return secret_reason(note.text, spans)
         for name, value in memory_fields(note.memory).items():  # a field read out of the note's frontmatter
-            found = secrets_scan.find_secrets(value, allow)
+            found = secrets_scan.find_secrets(value, allow, marker=True)
             if found:
                 field = name.rsplit(" (", 1)[-1].rstrip(")")
                 if field == "title" and value not in note.text:  # made from the file name
@@ -304,7 +304,7 @@ def import_notes(store: Store, found: list[notes.Note | notes.Skipped], source: 
             commit = store.commit(
                 changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(source)}",
                 {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
-                allow_secret_like=allow_secret_like,
+                allow_secret_like=allow_secret_like, marker=True,
                 fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
             )
         finally:

@@ -53,7 +53,10 @@ def _branch_ref(gitdir: Path) -> str | None:
         head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
     except OSError:
         return None
-    return head[5:].strip() if head.startswith("ref: ") else None
+    ref = head[5:].strip() if head.startswith("ref: ") else ""
+    # HEAD is a file of the repository: a name that leaves refs/ (``refs/heads/../../x``) names no branch,
+    # so no lock is looked for, and nothing moved aside, outside the git folder.
+    return ref if ref.startswith("refs/") and ".." not in ref.split("/") else None
 
 
 def _ref_problem(root: Path, gitdir: Path) -> str | None:

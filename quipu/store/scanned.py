@@ -25,13 +25,15 @@ def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=20).digest()
 
 
-def find_secrets(data: bytes, allow: Collection[str] = ()) -> list[secrets_scan.Secret]:
-    spans = secrets_scan.find_secrets(data.decode("utf-8", "replace"), allow)
-    if not spans and not allow:
+def find_secrets(data: bytes, allow: Collection[str] = (), *, marker: bool = False) -> list[secrets_scan.Secret]:
+    text = data.decode("utf-8", "replace")
+    spans = secrets_scan.find_secrets(text, allow, marker=marker)
+    if not spans and not allow and not (marker and secrets_scan.ALLOW_MARKER in text):
         _CLEAN.add(_digest(data))
     return spans
 
 
-def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = ()) -> list[str]:
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = (), *,
+                   marker: bool = False) -> list[str]:
     unseen = {rel: data for rel, data in changes.items() if data is not None and _digest(data) not in _CLEAN}
-    return secrets_scan.refuse_secrets(unseen, message, allow)
+    return secrets_scan.refuse_secrets(unseen, message, allow, marker=marker)

@@ -98,7 +98,7 @@ def _allowed_lines(text: str) -> list[tuple[int, int]]:
 _REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
 
 
-def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = True) -> list[Secret]:
+def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False) -> list[Secret]:
     if "[REDACTED:" in text:  # what redact wrote is no secret, and its rule name no password word
         text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
@@ -161,8 +161,11 @@ def describe(text: str, span: Secret) -> str:
     return f"{span.kind} at {where}: {mask(text[span.start:span.end])}"
 
 
-def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = ()) -> list[str]:
-    """Raise ``SecretRefused`` when a file of a commit, or its message, holds a secret.
+def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = (), *,
+                   marker: bool = False) -> list[str]:
+    """Raise ``SecretRefused`` when a file of a commit, or its message, holds a secret. ``marker``:
+    a line carrying the inline marker is vouched for (only text a person wrote and is committing
+    themselves: someone else's text, a transcript or a model's words, may carry the marker too).
 
     Returns the rules in ``allow`` that did suppress a finding (for the commit's trailer)."""
     used: set[str] = set()
@@ -170,9 +173,9 @@ def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Col
         if data is None:
             continue
         text = data.decode("utf-8", "replace")
-        spans = find_secrets(text, allow)
-        if (allow or ALLOW_MARKER in text) and not spans:
-            everything = find_secrets(text, marker=False)
+        spans = find_secrets(text, allow, marker=marker)
+        if (allow or (marker and ALLOW_MARKER in text)) and not spans:
+            everything = find_secrets(text)
             used |= {s.kind for s in everything} & set(allow)
             used |= {ALLOW_MARKER} if {s.kind for s in everything} - set(allow) else set()
         if spans:

@@ -217,6 +217,7 @@ class Store:
         require: Collection[str] = (),
         allow_secret_like: Collection[str] = (),
         fields: Mapping[str, str] | None = None,
+        marker: bool = False,
     ) -> str:
         """One commit; ``create_only``/``require`` paths are checked under the writer lock. Every path
         is one of the store's schema (``InvalidMemory`` otherwise, and nothing is written).
@@ -225,7 +226,8 @@ class Store:
         a file was rendered from) or in the message: a secret in git history is there for good
         (``SecretRefused``, and nothing is written). Rules a person vouches for
         (``allow_secret_like``) are skipped, and the ones used are named in a
-        ``Quipu-Allowed-Secret-Like`` trailer. Bytes a bulk writer already found clean are not
+        ``Quipu-Allowed-Secret-Like`` trailer; ``marker``: the inline allow marker is honoured (only
+        for what a person commits themselves: ``quipu add`` and ``quipu import``). Bytes a bulk writer already found clean are not
         scanned twice (``quipu.store.scanned``)."""
         from quipu.store import gitstore, scanned, schema, secrets_scan
 
@@ -235,8 +237,8 @@ class Store:
                 raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
                                     "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
         raw = {name: text.encode("utf-8") for name, text in (fields or {}).items()}
-        used = scanned.refuse_secrets({**raw, **changes}, "", allow_secret_like)
-        secrets_scan.refuse_secrets({}, format_message(summary, trailers))
+        used = scanned.refuse_secrets({**raw, **changes}, "", allow_secret_like, marker=marker)
+        secrets_scan.refuse_secrets({}, format_message(summary, trailers), allow_secret_like)
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
         sha = gitstore.commit_files(
@@ -255,6 +257,7 @@ class Store:
         sweep: str | None = None,
         overwrite: bool = False,
         allow_secret_like: Collection[str] = (),
+        marker: bool = False,
     ) -> str:
         """Commit a new memory (or, with ``overwrite``, a new version of one)."""
         if not overwrite and self.exists(memory.id):
@@ -284,6 +287,7 @@ class Store:
             require=[memory_path(old) for old in memory.supersedes],
             allow_secret_like=allow_secret_like,
             fields=memory_fields(memory),
+            marker=marker,
         )
 
     def add_event(
