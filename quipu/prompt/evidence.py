@@ -127,12 +127,10 @@ def phrase_hits(db: "Connection", prompt: str, df: "dict[str, int]") -> "dict[in
     exprs = ["{aliases} : (" + " OR ".join(_near(pairs, PHRASE_GAP)) + ")"]
     if triples:
         exprs.append("{title} : (" + " OR ".join(_near(triples, 2 * PHRASE_GAP)) + ")")
-    # rowids only, unranked: FTS5 then stops at PHRASE_ROWS instead of scoring every match, and a
-    # column of its external-content table would cost a read of the row for each match.
-    found: list[int] = []
-    for expr in exprs:
-        sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {PHRASE_ROWS}"
-        found.extend(r for (r,) in db.execute(sql, (expr,)) if r not in found)
+    # rowids only, unranked, in one query: FTS5 then stops at the limit instead of scoring every
+    # match, and a column of its external-content table would cost a read of the row for each match.
+    sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {PHRASE_ROWS * len(exprs)}"
+    found = list(dict.fromkeys(r for (r,) in db.execute(sql, (" OR ".join(exprs),))))
     if not found:
         return {}
     marks = ", ".join("?" * len(found))

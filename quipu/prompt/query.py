@@ -380,11 +380,7 @@ def is_generic(word: str) -> bool:
 def phrase_words(text: str) -> "list[str]":
     """The words of ``text`` in order, lower-cased, split the way the index splits them (every
     word, stop words included: a phrase is matched word for word)."""
-    out: list[str] = []
-    for chunk in text.split():
-        for token in chunk.replace(".", " ").replace("-", " ").replace("_", " ").replace("/", " ").split():
-            out.extend(_words(token))
-    return out
+    return [w for chunk in text.split() for w in _words(chunk)]
 
 
 def is_stopword(word: str) -> bool:

@@ -213,22 +213,17 @@ class Store:
         summary: str,
         trailers: Mapping[str, str | None],
         *,
-        create_only: Collection[str] = (),
-        require: Collection[str] = (),
-        allow_secret_like: Collection[str] = (),
-        fields: Mapping[str, str] | None = None,
-        marker: bool = False,
+        create_only: Collection[str] = (), require: Collection[str] = (),
+        allow_secret_like: Collection[str] = (), fields: Mapping[str, str] | None = None, marker: bool = False,
     ) -> str:
         """One commit; ``create_only``/``require`` paths are checked under the writer lock. Every path
         is one of the store's schema (``InvalidMemory`` otherwise, and nothing is written).
 
-        Nothing that looks like a secret is committed, in any file, in ``fields`` (the raw strings
-        a file was rendered from) or in the message: a secret in git history is there for good
-        (``SecretRefused``, and nothing is written). Rules a person vouches for
-        (``allow_secret_like``) are skipped, and the ones used are named in a
-        ``Quipu-Allowed-Secret-Like`` trailer; ``marker``: the inline allow marker is honoured (only
-        for what a person commits themselves: ``quipu add`` and ``quipu import``). Bytes a bulk writer already found clean are not
-        scanned twice (``quipu.store.scanned``)."""
+        No secret is committed, in any file, in ``fields`` (the raw strings a file was rendered from)
+        or in the message (``SecretRefused``, nothing written). Rules a person vouches for
+        (``allow_secret_like``; with ``marker``, the inline marker, for what a person commits
+        themselves) are skipped and named in a ``Quipu-Allowed-Secret-Like`` trailer; bytes a bulk
+        writer found clean are not scanned twice (``quipu.store.scanned``)."""
         from quipu.store import gitstore, scanned, schema, secrets_scan
 
         for rel in changes:
