@@ -3,7 +3,8 @@
 Each size comes in three shapes: plain text whose topic is at its end (a pasted trace), the same
 text with every letter written as a ``\\u00XX`` JSON escape, and text with no topic of its own
 (random words). The hook runs exactly as Claude Code starts it (``<real python> -I -S
-hooks/prompt_submit.py``, the event on stdin) against a store of 1,000 memories, beside
+hooks/prompt_submit.py``, the event on stdin) against a store of 1,000 memories of real text (bench/realtext.py: real notes and LoCoMo turns,
+read at run time), beside
 ``<real python> -I -S -c pass``; every round runs every command once, in an order rotated each
 round, so all share the machine's noise. Outputs are checked: a prompt with a topic must inject
 the target memory.
@@ -24,6 +25,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -31,6 +33,9 @@ import _common as C  # noqa: E402
 
 from quipu.index import index  # noqa: E402
 from quipu.store.store import Store  # noqa: E402
+from testing import realistic as R  # noqa: E402
+
+import realtext  # noqa: E402
 
 HOOK = C.REPO / "hooks" / "prompt_submit.py"
 SIZES = {"1 KB": 1_000, "100 KB": 100_000, "1 MB": 990_000}  # the hook ignores events over 1,000,000 bytes
@@ -96,6 +101,33 @@ def events(root: Path, question: str, rng: random.Random) -> dict[tuple[str, str
     return out
 
 
+def _cases(scratch: Path, root: Path, env: dict[str, str], memories: list[Any]) -> tuple[Any, dict[tuple[str, str], str]]:
+    """The first memory from the middle of the store that a question made of its title's words
+    recalls through the hook in every shape and size and under both agents (real titles hold
+    everyday words, so not every one is a topic), with the event files of that question; every
+    output is checked once here, before anything is timed."""
+    out_file = str(scratch / "out.json")
+    for memory in memories[500:560]:
+        words = [w for w in (w.strip(".,:;()'\"").lower() for w in memory.title.split()) if w.isalpha() and len(w) > 3]
+        if len(words) < 3:
+            continue
+        question = f"what did we decide about {' '.join(words[:4])}?"
+        cases = {**events(root, question, random.Random(3)), **agent_events(scratch, root, question)}
+        files = {}
+        for key, text in cases.items():
+            path = scratch / f"event-{key[0].replace(' ', '-')}-{key[1].replace(' ', '')}.json"
+            path.write_text(text)
+            files[key] = str(path)
+        for key, path in files.items():
+            _wall, _rss, code = C.spawn_timed([C.REAL_PYTHON, "-I", "-S", str(HOOK)], stdin=path, stdout=out_file, env=env)
+            text = Path(out_file).read_text()
+            if code != 0 or (key[0] != "no topic" and memory.id not in text) or (key[0] == "no topic" and text):
+                break
+        else:
+            return memory, files
+    raise SystemExit("bench: no memory of the store is recalled in every shape by a question made of its title")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=15, help="timed rounds (default 15)")
@@ -107,27 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     scratch = C.scratch_dir(args.keep, "hook-input")
     env = C.isolate(scratch)
     try:
-        corpus = C.Corpus(seed=11)
-        memories = corpus.memories(1000)
-        target = memories[500]
+        memories = realtext.memories(R.data_dir(), 1000, 11)
         root = scratch / "store"
         C.bulk_store(root, memories, checkout=False)
         index.ensure_fresh(Store(root))
         env = {**env, "QUIPU_STORE": str(root)}
-        words = target.title.lower().split()
-        question = f"what did we decide about {words[0]} {words[1]} {words[2]}?"
-        cases = {**events(root, question, random.Random(3)), **agent_events(scratch, root, question)}
-        files = {}
-        for key, text in cases.items():
-            path = scratch / f"event-{key[0].replace(' ', '-')}-{key[1].replace(' ', '')}.json"
-            path.write_text(text)
-            files[key] = str(path)
-        out_file = str(scratch / "out.json")
-        for key, path in files.items():  # every output checked once before timing
-            _wall, _rss, code = C.spawn_timed([C.REAL_PYTHON, "-I", "-S", str(HOOK)], stdin=path, stdout=out_file, env=env)
-            text = Path(out_file).read_text()
-            if code != 0 or (key[0] != "no topic" and target.id not in text):  # both agents' answers too
-                raise SystemExit(f"bench: the hook did not inject {target.id} for {key} (exit {code}): {text[:200]!r}")
+        _target, files = _cases(scratch, root, env, memories)
         commands = {key: [C.REAL_PYTHON, "-I", "-S", str(HOOK)] for key in files}
         baseline = ("python -I -S -c pass", "")
         times: dict[tuple[str, str], list[float]] = {key: [] for key in [*files, baseline]}

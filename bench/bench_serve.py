@@ -1,7 +1,9 @@
 """The viewer at a large store: `quipu serve`'s memories page and a search from it, against the same
 search as a warm library call in the same run.
 
-A store of ``--size`` synthetic memories (bench/_common.py's Corpus) in one commit, indexed (and its
+A store of ``--size`` memories of real text (bench/realtext.py: each joins two texts of
+../shared/data, real notes and LoCoMo turns, read at run time) in one commit, queried with
+prompts-dev's real topical prompts, indexed (and its
 vectors built, when the embedding is installed) before anything is timed. Then `quipu serve --port 0`
 runs as a process, and over plain HTTP (the run's key as a cookie):
 - first page: the very first GET of ``/memories`` (the server opens the index), then its p50 warm;
@@ -18,6 +20,7 @@ import argparse
 import os
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,7 +30,10 @@ import _common as C  # noqa: E402
 
 from quipu.commands.search import search  # noqa: E402
 from quipu.index import deep, index, vectors  # noqa: E402
+from testing import realistic as R  # noqa: E402
 from testing.serve import serving  # noqa: E402
+
+import realtext  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,16 +59,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace, scratch: Path) -> str:
-    corpus = C.Corpus(seed=21)
-    store, _n = C.bulk_store(scratch / "store", corpus.memories(args.size), checkout=False, message="bench: serve")
+    data = R.data_dir()
+    store, _n = C.bulk_store(scratch / "store", realtext.memories(data, args.size, 21), checkout=False,
+                             message="bench: serve")
     start = time.perf_counter()
     index.ensure_fresh(store)
     db = index.connect(index.index_file(store))
     meaning = vectors.ensure_vectors(index.index_file(store).parent, db) is not None
     db.close()
     prepared = time.perf_counter() - start
-    words = corpus.words[200:2000:37]
-    queries = [f"how does {words[i]} relate to {words[i + 1]} and the {words[i + 2]}" for i in range(0, len(words) - 3, 3)]
+    queries = [p.text for p in R.real_prompts(data, "topical")[:60] if len(p.text) < 300]
     search(store, "warm up")  # the library call warm: the encoder and the vectors read once
 
     page_t, search_t, library_t = [], [], []
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace, scratch: Path) -> str:
             status, page = served.get("/memories")
             page_t.append(time.perf_counter() - start)
             start = time.perf_counter()
-            status, shown = served.get("/memories?q=" + q.replace(" ", "+"))
+            status, shown = served.get("/memories?q=" + urllib.parse.quote_plus(q))
             search_t.append(time.perf_counter() - start)
             assert status == 200, shown[-500:]
             start = time.perf_counter()
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace, scratch: Path) -> str:
          "met" if sr <= 2 * lib else "NOT met (goal 2x)"],
         ["the same search as a warm library call, p50", f"{lib * 1000:.1f} ms", "1.00x", ""],
     ]
-    return (f"{args.size:,} synthetic memories in one commit (index{' and vectors' if meaning else ''} built first, "
+    return (f"{args.size:,} memories of real text in one commit (index{' and vectors' if meaning else ''} built first, "
             f"{prepared:.1f} s; meaning search {'on' if meaning else 'off: the embedding is not installed'}); "
             f"p50 of {args.runs} each, interleaved, over HTTP to `quipu serve` on 127.0.0.1.\n\n"
             + C.table(["what", "time", "ratio to the library call", "goal (<= 2x)"], rows))
