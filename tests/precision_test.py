@@ -123,7 +123,7 @@ def test_most_paired_relevant_notes_are_found_in_the_top_two(tmp_path: Path) -> 
     store = R.realistic_store(tmp_path / "store", R.real_notes(DATA), authors, paired)
     found = sum(1 for i, n in enumerate(notes)
                 if f"paired-{i:02d}" in hits(store, by_sha[n["prompt_sha1"]].text, by_sha[n["prompt_sha1"]].previous))
-    assert found >= 0.85 * len(notes)
+    assert found >= 0.95 * len(notes)
 
 
 def test_topical_prompts_from_other_projects_mostly_stay_silent(tmp_path: Path) -> None:
@@ -226,3 +226,41 @@ def test_the_real_hook_recalls_a_memory_by_an_alias_of_everyday_words(real_store
         assert b"deploy-procedure" in _hook(real_store, prompt, f"alias-{n}", tmp_path), prompt
     for n, prompt in enumerate(("ok ship it to production", "sounds good, ship it")):
         assert _hook(real_store, prompt, f"alias-quiet-{n}", tmp_path) == b"", prompt
+
+
+
+_PACKAGES = ("alembic-1.13.1 anyio-4.4.0 celery-5.4.0 fastapi-0.111.0 httpx-0.27.0 mypy-1.10.0 pydantic-2.7.1 "
+             "redis-5.0.4 ruff-0.4.8 sqlalchemy-2.0.30 structlog-24.2.0 typer-0.12.3 uvicorn-0.30.1 orjson-3.10.3 "
+             "psycopg-3.1.19 boto3-1.34.120 botocore-1.34.120 grpcio-1.64.0 protobuf-5.27.0 numpy-1.26.4").split()
+_LOG = "\n".join(
+    ["#1 [internal] load build definition from Dockerfile", "#1 transferring dockerfile: 1.21kB done",
+     "#5 [builder 3/7] COPY requirements.lock /app/", "#6 [builder 4/7] RUN pip install -r requirements.lock"]
+    + [f"#6 {4.1 + n:.1f} Downloading {p.rsplit('-', 1)[0]}-{p.rsplit('-', 1)[1]}-py3-none-any.whl" for n, p in enumerate(_PACKAGES)]
+    + [f"#6 95.2 Successfully installed {' '.join(_PACKAGES)}", "#7 exporting layers 12.4s done",
+       "#7 writing image sha256:9f2c1e07b44d1a6e0d3f5c8b2a7e6d4c1b0a9f8e7d6c5b4a39281706f5e4d3c2 done"]
+)
+PASTE_NOTES = [
+    Memory.create({"id": "paste-cache-mount", "title": "BuildKit cache mount for pip wheels in CI", "class": "rule",
+                   "created": R.CREATED},
+                  "The Dockerfile's install step keeps RUN --mount=type=cache,target=/root/.cache/pip, so image "
+                  "builds on CI reuse the wheels they downloaded; without BuildKit every push reinstalls all of "
+                  "requirements.lock and the build takes nine minutes.\n"),
+    Memory.create({"id": "paste-concise", "title": "Keep commit messages concise", "class": "preference",
+                   "created": R.CREATED}, "Commit messages: one concise line, then the why. Propose, do not impose.\n"),
+]
+
+
+def test_a_prompt_that_is_mostly_a_pasted_log_is_read_by_the_persons_own_words(tmp_path: Path) -> None:
+    """A log's many rare tokens would pick the candidates and outweigh the person's sentence; read
+    by the person's words, the log corroborating, the note they need is found. A stock request
+    around a paste ("we get this error, how can I resolve this? make it concise") names nothing,
+    and the note that shares its words stays out."""
+    assert DATA is not None
+    store = R.realistic_store(tmp_path / "store", R.real_notes(DATA), extra=PASTE_NOTES)
+    own = "the image build on CI takes nine minutes again, it reinstalls everything on every push"
+    asked = f"{own}:\n\n{_LOG}\n\ndidn't we have a cache mount trick for the wheels?"
+    assert hits(store, asked)[:1] == ["paste-cache-mount"]
+    assert hits(store, f"{own}\n```\n{_LOG}\n```\nwasn't there a cache mount for this?")[:1] == ["paste-cache-mount"]
+    stock = (f"For the code present, we get this error:\n```\n{_LOG}\n```\nHow can I resolve this? "
+             "If you propose a fix, please make it concise.")
+    assert "paste-concise" not in hits(store, stock)

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 # - A short question in everyday words only ("which package manager do we use?") has no topic
 #   term, yet a memory may have been written for exactly that question: it speaks when its title
 #   or aliases have TITLE_WORDS of the question's words, and no other memory does.
+# - A prompt that is mostly pasted output is read by the person's own words
+#   (``quipu.prompt.query.split_pasted``); each of the paste's rarest topic words the memory
+#   holds adds PASTE_VALUE, for at most PASTE_WORDS of them.
 # - A term written with accents counts only where the memory has it with the same accents:
 #   the index folds them, so "marché" would otherwise be "March".
 SPECIFIC_VALUE = 2.0
@@ -61,6 +64,8 @@ PHRASE_PROMPT_WORDS = 30      # phrases are looked for in prompts of at most thi
 PHRASE_PAIRS = 4              # neighbouring content words of the prompt that find phrase candidates (rarest)
 PHRASE_GAP = 3                # stop words between them in a title or alias ("ship to production")
 PHRASE_ROWS = 200             # phrase candidates read
+PASTE_VALUE = 0.5             # a prompt read by the person's words: each word the memory shares with the paste
+PASTE_WORDS = 2               # ... for at most this many of them
 
 
 def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
@@ -213,8 +218,9 @@ class Evidence:
     def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
                  df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
                  question: bool, by_title: bool = False,
-                 phrased: "dict[int, str] | None" = None) -> None:
+                 phrased: "dict[int, str] | None" = None, from_paste: bool = False) -> None:
         self.db = db
+        self.from_paste = from_paste
         self.phrased = phrased or {}
         self.by_title = by_title
         self.terms = {t.text: t for t in prompt_terms}
@@ -302,6 +308,8 @@ class Evidence:
             text = self._text(hit.rowid)
             specific = stem not in self.ordinary and any(word_starts(text, _root(f), 1) for f in forms_of(word))
             value += SPECIFIC_VALUE if specific else TOPIC_VALUE
+        if self.from_paste:  # what the person pasted corroborates what they wrote
+            value += PASTE_VALUE * min(len(hit.context_matched), PASTE_WORDS)
         share = covered / self.total_weight if self.total_weight else 0.0
         return value, topic, share, sorted(words)
 

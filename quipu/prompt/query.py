@@ -403,3 +403,44 @@ def fts_any(term: str) -> str:
     if len(forms) == 1:
         return fts_quote(term)
     return "(" + " OR ".join(fts_quote(f) for f in forms) + ")"
+
+
+_TREE = frozenset("├└│┌┐┘┬┴┼─╰╭")
+_PASTE_CHARS = 200  # less pasted text than this is read as part of the person's words
+_PASTE_LINES = 3
+
+
+def _pasted_line(line: str) -> bool:
+    """A line that reads as output, a log, a listing or code rather than a person's sentence:
+    indented, drawn as a tree, led by a path, or mostly tokens that are not plain words."""
+    if line[:2].isspace() or not _TREE.isdisjoint(line):
+        return True
+    chunks = line.split()
+    if chunks[0].startswith(("/", "~/", "./", "../", "\\", "$", ">>>")) or chunks[0][1:3] == ":\\":
+        return True
+    plain = sum(1 for c in chunks if c.strip(_EDGE + ".").replace("'", "").replace("-", "").isalpha())
+    return plain < 0.6 * len(chunks)
+
+
+def split_pasted(text: str) -> "tuple[str, str]":
+    """``(own, pasted)``: the person's words and what they pasted (fenced blocks, and the span
+    of lines from the first to the last line that reads as output; a short line amid output is
+    output too, as a log's own sentences are). ``("", "")`` when little was pasted or nothing
+    is left of the person's words."""
+    pasted: list[str] = []
+    rest = _cut_blocks(text, "```", "```", pasted)
+    lines = rest.splitlines()
+    marks = [_pasted_line(line) if line.strip() else None for line in lines]
+    found = [i for i, m in enumerate(marks) if m]
+    own = lines
+    if found:
+        first, last = found[0], found[-1]
+        kept = [i for i in range(first, last + 1)
+                if marks[i] is False and (len(lines[i].split()) >= 12 or lines[i].rstrip().endswith("?"))]
+        own = lines[:first] + [lines[i] for i in kept] + lines[last + 1:]
+        pasted += [lines[i] for i in range(first, last + 1) if i not in kept]
+    size = sum(len(p) for p in pasted)
+    if size < _PASTE_CHARS or sum(p.count("\n") + 1 for p in pasted) < _PASTE_LINES:
+        return "", ""
+    own_text = "\n".join(own).strip()
+    return (own_text, "\n".join(pasted)) if own_text else ("", "")

@@ -43,7 +43,7 @@ from quipu.prompt.evidence import (
 )
 from quipu.prompt.indexread import frequencies_of, stems_of, store_size_of
 from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, excerpts_of
-from quipu.prompt.query import extract_terms, forms_of, fts_any, long_form
+from quipu.prompt.query import extract_terms, forms_of, fts_any, long_form, split_pasted
 from quipu.prompt.scoring import (
     carried_scores,
     decay,
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 RAREST_TERMS = 4
 GATHER_TERMS = 12              # the rarest topic terms that find candidates
 CONTEXT_TERMS = 2
+PASTE_TERMS = 8               # a pasted log's words that may sharpen the person's own
 CONTEXT_BOOST = 0.25          # context can lift a score by at most a quarter
 # The prompt's other terms (generic words, names, the topic terms past the rarest three) can at
 # most double a score the rarest terms earned, never create one. Measured on LoCoMo (bench/):
@@ -267,8 +268,26 @@ def recall(
     prompt_terms: "list[Term] | None" = None,
 ) -> "Recall":
     """Rank memories for ``prompt`` (optionally sharpened by ``context``); ``prompt_terms`` may
-    pass ``extract_terms(prompt)`` when the caller already has it."""
+    pass ``extract_terms(prompt)`` when the caller already has it.
+
+    A prompt that is mostly pasted output (a log, a listing, code) is first read by the person's
+    own words, the paste only sharpening like the transcript does: a log's many rare tokens would
+    otherwise pick the candidates and outweigh what the person asks. When the person's words
+    alone find nothing to say, the whole prompt is read as before."""
     options = options or Options()
+    own, pasted = split_pasted(prompt) if options.require_topic else ("", "")
+    if own:
+        first = _recall(db, own, pasted, options, None, from_paste=True)
+        if first.hits:
+            return first
+    return _recall(db, prompt, context, options, prompt_terms)
+
+
+def _recall(db: "Connection", prompt: str, context: str, options: "Options",
+            prompt_terms: "list[Term] | None", from_paste: bool = False) -> "Recall":
+    """One reading of ``prompt``; ``from_paste``: ``context`` is what the person pasted, and a
+    memory sharing none of its words is not shown (the person's words alone are often the
+    everyday words of a request: "we get this error, how can I resolve this?")."""
     result = Recall()
     if prompt_terms is None:
         prompt_terms = extract_terms(prompt)
@@ -320,7 +339,9 @@ def recall(
     )
     rest_terms = [t.text for t in rest[:REST_TERMS]]
     ctx_present = sorted((t for t in context_terms if df.get(t.text, 0) > 0), key=lambda t: df[t.text])
-    ctx_chosen = [t.text for t in ctx_present[:CONTEXT_TERMS]]
+    if from_paste:  # a paste's numbers and short tokens are noise: its rarest topic words, more of them
+        ctx_present = [t for t in ctx_present if not t.generic]
+    ctx_chosen = [t.text for t in ctx_present[:PASTE_TERMS if from_paste else CONTEXT_TERMS]]
     result.context_terms = ctx_chosen
 
     # Candidates: the memories with the best sum of the chosen terms' BM25 summands, each summand
@@ -378,7 +399,8 @@ def recall(
         )
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
-    evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased)
+    evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased,
+                         from_paste)
                 if options.require_topic else None)
     eligible = [h for h in scored if h.score >= options.min_score or h.rowid in phrased][:EVIDENCE_CHECKS]
     checked = {h.rowid for h in eligible} | set(phrased)
@@ -389,6 +411,9 @@ def recall(
             continue
         if hit.id in options.exclude:
             result.left_out.append(f"{hit.id}: already injected in this session")
+            continue
+        if from_paste and not hit.context_matched:
+            result.left_out.append(f"{hit.id}: shares no word with what was pasted")
             continue
         if evidence is not None and len(result.hits) < options.limit:
             why = evidence.lacking(hit, eligible) if hit.rowid in checked else (
