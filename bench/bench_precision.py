@@ -37,11 +37,13 @@ Systems, in the same run on the same stores:
   need (abbreviations, questions inside longer prompts, not the note's title words), written
   before the rules were tuned and never used to tune them, on the ``full`` store. Less
   optimistic than ``paired``: the note was written by its project, not for the prompt.
+  ``--pairs FILE`` reads another set in the same format instead (bench/data/heldout_pairs_2.json:
+  60 more notes, drawn at random, prompts written without the hook's rules or results).
 
 Goals: conversational injections 0 (floor 2%); topical prompts with nothing relevant inject at
 most 5%; the paired note in the top two for at least 95%.
 
-Usage: python bench/bench_precision.py [--data DIR] [--keep DIR] [--write-results] [--show N]
+Usage: python bench/bench_precision.py [--data DIR] [--pairs FILE] [--keep DIR] [--write-results] [--show N]
 """
 from __future__ import annotations
 
@@ -115,11 +117,18 @@ def team_memories() -> list[Memory]:
                            "created": R.CREATED}, n["body"].strip() + "\n") for n in notes]
 
 
-def heldout_cases(data: Path) -> list[Case]:
-    """The held-out pairs whose note is in the data (see the module's notes)."""
-    pairs = json.loads((C.REPO / "bench" / "data" / "heldout_pairs.json").read_text(encoding="utf-8"))["pairs"]
+HELDOUT_PAIRS = C.REPO / "bench" / "data" / "heldout_pairs.json"
+
+
+def heldout_cases(data: Path, path: Path = HELDOUT_PAIRS) -> list[Case]:
+    """The held-out pairs of ``path`` whose note is in the data (see the module's notes)."""
+    pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
     known = {R.note_id(n) for n in R.real_notes(data)}
-    return [Case(p["prompt"], "", "held-out", "held-out", "en", p["note"]) for p in pairs if p["note"] in known]
+    cases = [Case(p["prompt"], "", "held-out", "held-out", "en", p["note"]) for p in pairs if p["note"] in known]
+    if len(cases) < len(pairs):
+        print(f"bench_precision: {len(pairs) - len(cases)} of {len(pairs)} pairs of {path.name} name a note "
+              "the data does not hold; left out", file=sys.stderr)
+    return cases
 
 
 def paired_notes(data: Path) -> tuple[list[Case], list[Memory]]:
@@ -231,6 +240,8 @@ def pct(n: int, d: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, help="the shared data folder (default ../shared/data beside the repository)")
+    p.add_argument("--pairs", type=Path, default=HELDOUT_PAIRS, metavar="FILE",
+                   help="the held-out pairs to measure (default bench/data/heldout_pairs.json)")
     p.add_argument("--keep", metavar="DIR", help="build the stores in DIR and keep them (reused when present)")
     p.add_argument("--show", type=int, default=8, help="injections on foreign topical prompts to list")
     p.add_argument("--write-results", action="store_true", help="update the bench_precision section of bench/RESULTS.md")
@@ -264,7 +275,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     notes = R.real_notes(data)
     conversational, borderline, topical = conversational_cases(data), borderline_cases(data), topical_cases(data)
     paired, paired_memories = paired_notes(data)
-    heldout = heldout_cases(data)
+    heldout = heldout_cases(data, args.pairs)
     authors = sorted({p.owner for p in R.real_prompts(data, "topical")})
     full = _store(scratch, "full", notes, (), ())
     foreign = _store(scratch, "foreign", notes, authors, ())
@@ -310,7 +321,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
                      pct(border, len(borderline))))
     lines.append(C.table(("system", "conversational that inject (goal 0, floor 2%)",
                           "topical, nothing relevant, that inject (goal <= 5%)", "memories injected there",
-                          "paired note in the top two (goal >= 95%)", "held-out real note in the top two (no goal)",
+                          "paired note in the top two (goal >= 95%)", f"held-out real note in the top two ({args.pairs.name}, no goal)",
                           "borderline that inject (no goal)"), rows))
     rows = []
     for system in systems:
@@ -352,7 +363,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     lines.append(f"\nPaired notes quipu left out of the top two: {', '.join(missed) or 'none'}.")
     held_missed = [case.target for case, ids in zip(heldout, runs[QUIPU]["held-out"], strict=True)
                    if case.target not in ids[:LIMIT]]
-    lines.append(f"\nHeld-out notes quipu left out of the top two: {', '.join(held_missed) or 'none'}.")
+    lines.append(f"\nHeld-out notes ({args.pairs.name}) quipu left out of the top two: {', '.join(held_missed) or 'none'}.")
     body = "\n".join(lines)
     print(body)
     if args.write_results:
