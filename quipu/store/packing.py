@@ -25,8 +25,6 @@ import shutil
 import subprocess
 import time
 
-import pygit2
-
 LOOSE_LIMIT = 6700  # git's gc.auto default
 PACK_LIMIT = 50  # git's gc.autoPackLimit default
 START_EVERY_SECONDS = 60.0
@@ -66,10 +64,9 @@ def needs_packing(gitdir: str) -> bool:
     return loose_estimate(gitdir) > 256 * -(-LOOSE_LIMIT // 256) or pack_count(gitdir) > PACK_LIMIT
 
 
-def maybe_pack(repo: pygit2.Repository, writer_lock: str) -> bool:
+def maybe_pack(gitdir: str, writer_lock: str) -> bool:
     """Start a detached ``git gc --auto`` holding ``writer_lock`` (the store's ``flock`` file) if
     the store needs it; True if started."""
-    gitdir = repo.path
     if not needs_packing(gitdir):
         return False
     mark = os.path.join(gitdir, MARK_NAME)

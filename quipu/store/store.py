@@ -51,6 +51,9 @@ from quipu.store.trailers import (
 if TYPE_CHECKING:
     import pygit2
 
+    from quipu.store import gitobj
+    from quipu.store.gitstore import Landed
+
 # pygit2 (about 40 ms to import), the git writer and the secret scanner load at their first use:
 # a search on a fresh index reads HEAD from git's files and never needs them.
 
@@ -121,6 +124,20 @@ class Store:
         return repo
 
     @property
+    def objects(self) -> gitobj.Objects:
+        """The store's git objects read and written without libgit2, one reader per thread."""
+        objects: gitobj.Objects | None = getattr(self._repos, "objects", None)
+        if objects is None:
+            from quipu.store import gitobj
+
+            objects = self._repos.objects = gitobj.Objects(os.path.normpath(self.gitdir))
+        return objects
+
+    def landed(self) -> Landed | None:
+        """The last write this thread made through ``commit`` (for the index to take as written)."""
+        return getattr(self._repos, "landed", None)
+
+    @property
     def gitdir(self) -> str:
         return locate.git_dir(str(self.root)) or str(self.root / ".git")
 
@@ -162,6 +179,17 @@ class Store:
             raise
 
     def read_bytes(self, rel: str) -> bytes | None:
+        head = self.head()
+        if head is not None and len(head) == 40:
+            from quipu.store import gitobj
+
+            cached = getattr(self._repos, "tree", None)
+            try:
+                if cached is None or cached[0] != head:
+                    cached = self._repos.tree = (head, gitobj.Tree(self.objects, self.objects.commit_tree(head)))
+                return cached[1].data(rel)
+            except (KeyError, gitobj.Unsupported):
+                pass  # libgit2 reads it, or says clearly why it cannot
         try:
             entry = self._head_tree()[rel]
         except KeyError:
@@ -236,12 +264,13 @@ class Store:
         secrets_scan.refuse_secrets({}, format_message(summary, trailers), allow_secret_like)
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
-        sha = gitstore.commit_files(
-            self.root, changes, message, repo=self.repo, create_only=create_only, require=require
+        landed = gitstore.write_files(
+            self.root, changes, message, objects=self.objects, create_only=create_only, require=require
         )
-        if sha is None:
+        if landed is None:
             raise ConflictError(f"nothing to commit for {summary!r}: the store already holds exactly this")
-        return sha
+        self._repos.landed = landed
+        return landed.commit
 
     def add(
         self,
