@@ -30,9 +30,9 @@ from quipu.store import secret_prose, secret_rules
 
 ALLOW_MARKER = "quipu:allow-secret"
 shannon_entropy = secret_rules.entropy
-_TOKEN_RE = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
+_TOKEN_RE = secret_rules.lazy(r"[A-Za-z0-9+/=_\-.~]{20,}")
 # Certificates and public keys: their base64 is random, and public.
-_PUBLIC_BLOCK = re.compile(r"-----BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
+_PUBLIC_BLOCK = secret_rules.lazy(r"-----BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
 
 
 class Secret(NamedTuple):
@@ -60,11 +60,14 @@ def _spans(text: str, low: str) -> list[Secret]:
     for rule in secret_rules.RULES:
         if rule.keywords and not any(k in low for k in rule.keywords) or not rule.keywords and not long_run:
             continue
-        for m in rule.pattern.finditer(text):
-            group = "value" if "value" in rule.pattern.groupindex and m.group("value") is not None else 0
+        pattern = rule.pattern.for_text(text)
+        if pattern is None:
+            continue
+        for m in pattern.finditer(text):
+            group = "value" if "value" in pattern.groupindex and m.group("value") is not None else 0
             if rule.skip_name is not None and rule.skip_name.search(m.group("name")):
                 continue
-            if "name" in rule.pattern.groupindex and m.group("name") and len(m.group(group)) >= 4 and (
+            if "name" in pattern.groupindex and m.group("name") and len(m.group(group)) >= 4 and (
                     m.group(group).strip("'\"").lower() in m.group("name").lower()):
                 continue  # POSTGRES_PASSWORD=postgres: the value is a word of the name
             if rule.check is None or rule.check(m.group(group)):
@@ -95,7 +98,7 @@ def _allowed_lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-_REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
+_REDACTED = secret_rules.lazy(r"\[REDACTED:[a-z\-]+\]")
 
 
 def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False) -> list[Secret]:
