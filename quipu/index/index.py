@@ -219,10 +219,13 @@ def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
                 if indexed == head:
                     db.close()
                     return RefreshResult("fresh", head, 0, 0, time.perf_counter() - start)
-                # Loaded only when the index must change (it reads git through pygit2).
-                from quipu.index.refresh import refresh_changed
+                from quipu.index import refresh  # loaded only when the index must change
 
-                changed = refresh_changed(store, db, indexed, head)
+                landed = store.landed()
+                if landed is not None and landed.commit == head and landed.parent == indexed and landed.changes:
+                    changed: int | None = refresh.apply_written(store, db, head, landed.changes)  # as written
+                else:
+                    changed = refresh.refresh_changed(store, db, indexed, head)  # read from git
                 problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
                 db.close()
                 _write_stamp(store)

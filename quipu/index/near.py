@@ -9,6 +9,11 @@ Contract:
   another tool, a negation: any other word) stay apart.
 - Only active memories count (a superseded one may be said again: that is a correction); it reads
   the index, refreshed first, and never writes.
+- The index gives the candidates: a near-identical text holds every word of ``title`` + ``body``
+  that is not a small word, so only the memories whose title or body holds all of them (the
+  longest ``QUERY_WORDS`` plain ASCII ones, through FTS5) are compared, plus any whose text has a
+  character the full-text tokenizer splits otherwise than case folding does (``_FOLDS_TO_ASCII``,
+  private-use characters). With no such word, every active memory is compared.
 """
 from __future__ import annotations
 
@@ -20,9 +25,19 @@ from quipu.index import index
 from quipu.store.store import Store
 
 MIN_RATIO = 0.9
+QUERY_WORDS = 12
 SMALL = frozenset("a an the is are was were be been of to in on at for and or so it its this that these those "
                   "we our us you your they their there here also just then".split())
 _WORD = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+# Characters whose case fold holds an ASCII letter or digit the tokenizer would not see as that
+# letter ("ﬁle" folds to "file"), and the private-use ranges the tokenizer keeps inside a word.
+_FOLDS_TO_ASCII = "ßİŉſǰẖẗẘẙẚẞKﬀﬁﬂﬃﬄﬅﬆ"
+_SPECIAL = f"*[{_FOLDS_TO_ASCII}\ue000-\uf8ff\U000f0000-\U0010ffff]*"
+_ACTIVE = "SELECT id, title, body FROM memories WHERE status = 'active'"
+_ORDER = " ORDER BY created_ts, id"
+_CANDIDATES = (_ACTIVE + " AND (rowid IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?)"
+               " OR title GLOB ? OR body GLOB ?)" + _ORDER)
 
 
 class Near(NamedTuple):
@@ -47,9 +62,18 @@ def same_claim(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
 
 
 def near_duplicate(store: Store, title: str, body: str) -> Near | None:
-    index.ensure_fresh(store)
-    rows = index.rows(store, "SELECT id, title, body FROM memories WHERE status = 'active' ORDER BY created_ts, id")
+    rows = index.rows(store, *candidates_query(title, body))
     for row in rows:
         if same_claim(title, body, row["title"], row["body"]):
             return Near(row["id"], row["title"])
     return None
+
+
+def candidates_query(title: str, body: str) -> tuple[str, tuple[str, ...]]:
+    """The SQL (and its parameters) of the active memories that may say the same as ``title`` + ``body``."""
+    words = sorted({w for w in _fold(f"{title} {body}").split() if w not in SMALL and _ASCII_WORD.fullmatch(w)},
+                   key=lambda w: (-len(w), w))[:QUERY_WORDS]
+    if not words:
+        return _ACTIVE + _ORDER, ()
+    match = "{title body} : " + " ".join(f'"{w}"' for w in words)
+    return _CANDIDATES, (match, _SPECIAL, _SPECIAL)

@@ -26,7 +26,7 @@ import os
 import subprocess
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from hashlib import sha1
 from typing import IO, Any
 
