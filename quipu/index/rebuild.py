@@ -12,7 +12,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
 from quipu.errors import FatalError
@@ -34,6 +33,8 @@ from quipu.store.store import Store
 
 def lexicon_words() -> list[str]:
     """The stems of ordinary English words shipped with quipu (see quipu/data/lexicon.txt)."""
+    from importlib import resources
+
     text = resources.files("quipu").joinpath("data", "lexicon.txt").read_text(encoding="utf-8")
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
