@@ -23,14 +23,16 @@ Contract:
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 import zlib
 from collections.abc import Mapping
 from hashlib import sha1
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from quipu.errors import ConflictError, InvalidMemory
+from quipu.errors import ConflictError, FatalError, InvalidMemory
+
+if TYPE_CHECKING:
+    import subprocess
 
 TREE_MODE = 0o40000
 BLOB_MODE = 0o100644
@@ -103,18 +105,45 @@ def git_env() -> dict[str, str]:
 
 def update_ref(gitdir: str, ref: str, new: str, old: str, message: str) -> str:
     """Move ``ref`` from ``old`` to ``new`` as git does (lock, check, reflog): "ok", "moved" or "locked"."""
-    done = subprocess.run(
-        ["git", "--git-dir", gitdir, "-c", "core.hooksPath=/dev/null", "update-ref", "-m", message, ref, new, old],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=git_env(), check=False,
-    )
-    if done.returncode == 0:
+    code, err = run_git(["--git-dir", gitdir, "-c", "core.hooksPath=/dev/null", "update-ref", "-m", message, ref, new, old])
+    if code == 0:
         return "ok"
     if read_ref(gitdir, ref) != old:
         return "moved"
-    if b".lock" in done.stderr or os.path.exists(os.path.join(common_dir(gitdir), ref + ".lock")):
+    if b".lock" in err or os.path.exists(os.path.join(common_dir(gitdir), ref + ".lock")):
         return "locked"  # (git speaks English here: LC_ALL=C)
-    raise ConflictError(f"git could not move {ref}: {done.stderr.decode('utf-8', 'replace').strip()}\n"
+    raise ConflictError(f"git could not move {ref}: {err.decode('utf-8', 'replace').strip()}\n"
                         "- run `quipu doctor` to check the store")
+
+
+def run_git(args: list[str]) -> tuple[int, bytes]:
+    """Run ``git ARGS`` (stdin and stdout empty); its exit code and what it wrote on stderr.
+    ``posix_spawn`` directly: a write does not load the subprocess module for one short child."""
+    read, write = os.pipe()
+    try:
+        pid = os.posix_spawnp("git", ["git", *args], git_env(), file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_DUP2, write, 2),
+        ])
+    except FileNotFoundError:
+        os.close(read)
+        raise FatalError("git is not installed (quipu moves a store's branch with `git update-ref`); "
+                         "nothing was written\n- install git, then try again") from None
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        err = fh.read()
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:  # pragma: no cover - retried by Python itself since 3.5
+            continue
+    return os.waitstatus_to_exitcode(status), err
 
 
 class Objects:
@@ -154,6 +183,8 @@ class Objects:
 
     def _read_batch(self, oid: str) -> tuple[str, bytes]:
         if self._batch is None:
+            import subprocess  # only for objects not in a loose file
+
             self._batch = subprocess.Popen(
                 ["git", "--git-dir", self.gitdir, "cat-file", "--batch"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_env(),
@@ -401,6 +432,8 @@ def _config_value(raw: str) -> str:
 
 
 def _identity_from_git(gitdir: str) -> tuple[str, str] | None:
+    import subprocess
+
     values = []
     for key in ("user.name", "user.email"):
         done = subprocess.run(["git", "--git-dir", gitdir, "config", "--get", key], stdin=subprocess.DEVNULL,

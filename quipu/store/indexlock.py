@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -297,6 +296,8 @@ def compact_index(gitdir: str, workdir: str) -> None:
     if header[:4] != b"DIRC" or int.from_bytes(header[4:8], "big") >= INDEX_VERSION or gitdir in _NOT_COMPACTED:
         return
     _NOT_COMPACTED.add(gitdir)  # one try per process and store; the next process tries again
+    import subprocess
+
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         subprocess.run(
             ["git", "-C", workdir, "update-index", "--index-version", str(INDEX_VERSION)],

@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from quipu.store import safepath
 from quipu.store.trees import check_path
 
 JOURNAL_NAME = "quipu-pending.json"
+CHILD_GRACE = 0.5  # seconds a git child of a dead writer gets to finish before its lock is taken for a leftover
 DEAD_LOCK_WINDOW = 10.0  # a dead writer creates its lock file within this long after its step began
 
 
@@ -135,6 +137,11 @@ def _remove_dead_writers_files(gitdir: str, workdir: str, pending: dict[str, Any
         candidates.append((os.path.join(gitdir, ref + ".lock"), pending.get("ref_lock_at")))
     for lock, since in candidates:
         if isinstance(since, (int, float)) and not isinstance(since, bool):
+            # The branch is moved by a `git update-ref` child, which may outlive its killed parent by
+            # a few milliseconds: give it the time to finish and drop its own lock.
+            deadline = time.monotonic() + CHILD_GRACE
+            while os.path.exists(lock) and time.monotonic() < deadline:
+                time.sleep(0.01)
             with contextlib.suppress(OSError):
                 # The ctime: a lock quipu took by linking .git/index keeps the index's old mtime.
                 if since - 0.01 <= os.stat(lock).st_ctime <= since + DEAD_LOCK_WINDOW:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
-import subprocess
 import time
 
 LOOSE_LIMIT = 6700  # git's gc.auto default
@@ -73,6 +71,9 @@ def maybe_pack(gitdir: str, writer_lock: str) -> bool:
     with contextlib.suppress(OSError):
         if time.time() - os.stat(mark).st_mtime < START_EVERY_SECONDS:
             return False
+    import shutil  # past git's limits only: a write that needs no packing does not load them
+    import subprocess
+
     git = shutil.which("git")
     if git is None:
         return False
