@@ -5,7 +5,9 @@ Contract:
   filters by as a plain column (class, status, labels, created, half-life...), so nothing parses
   YAML at query time, and an FTS5 table over title, aliases, tags, description and body.
 - ``meta.head`` records the commit the index was built from. ``ensure_fresh`` compares it with
-  HEAD (read from git's files) and re-indexes only the paths that differ between the two trees.
+  HEAD (read from git's files) and re-indexes only the paths that differ between the two trees;
+  when HEAD is the commit this thread's last write landed (``Store.landed``) on top of the
+  indexed one, it takes that write's files as written, with no git read (``refresh.apply_written``).
   A missing, corrupt, foreign or unreadable index, or one whose commit git no longer has, is
   rebuilt (into a new file that replaces the old one atomically); it never surfaces as an error.
 - A journal, write-ahead log or shared-memory file found beside the index under the index lock is
@@ -23,7 +25,7 @@ Contract:
   runs after its commit landed: if the index cannot be written it warns that the index will
   catch up on the next read, and the command still reports its commit.
 - The schema, table names and the ranking SQL live in ``quipu.prompt.recall``'s stdlib-only world:
-  this module imports pygit2 and may import yaml; the prompt path never imports it.
+  this module may load pygit2 (to diff trees, to rebuild) and yaml; the prompt path never imports it.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""git's automatic garbage collection for a store, which libgit2 (pygit2) never runs.
+"""git's automatic garbage collection for a store, which quipu's writes (loose objects, as
+libgit2's) never run.
 
 Contract:
 - ``maybe_pack(repo)`` runs after a quipu write has landed, never on the prompt path. It costs a

@@ -10,7 +10,10 @@ Contract:
   ``quipu:allow-secret`` (like ``gitleaks:allow``).
 - A cheap pre-filter runs first: a text with none of the rules' keywords and no run of 15+
   characters without a space (most prose) is answered without running any pattern
-  (``may_hold_secret`` is that test, and a necessary condition of a finding).
+  (``may_hold_secret`` is that test, and a necessary condition of a finding). Patterns compile at
+  their first use (importing the scanner compiles none): a text compiles and runs only the rules
+  whose keywords it holds, and of the provider-token rule only the prefixes it holds
+  (``secret_rules.Anchored``); what is found is exactly what the whole rule set finds.
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
