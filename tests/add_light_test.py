@@ -84,3 +84,24 @@ def test_the_near_duplicate_check_through_the_index_finds_what_comparing_everyth
         found = near.near_duplicate(store, title, body)
         assert (found.id if found else None) == expected, (title, body)
     assert near.near_duplicate(store, "Config file", "The file lives in /etc/app.conf").id == "cccc00000003"
+
+
+def test_a_packed_store_takes_an_add_and_commits_as_the_identity_git_config_gives(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("dddd00000001", "Ports", "The API listens on port 8080.")])
+    git(store.root, "gc", "--quiet")  # every object packed: the writer reads them through git cat-file
+    assert not [p for p in (store.root / ".git" / "objects").iterdir() if len(p.name) == 2]
+    (tmp_path / "extra.gitconfig").write_text("[user]\n\tname = \"Ada \\\"Included\\\" Lovelace\" ; a comment\n")
+    git(store.root, "config", "include.path", str(tmp_path / "extra.gitconfig"))  # asked of git config
+    added = quipu("--store", str(store.root), "add", "The worker listens on port 9090.", "--title", "Worker port",
+                  "--json")
+    assert added.returncode == 0, added.stderr
+    assert git(store.root, "log", "-1", "--format=%an <%ae>").strip() == 'Ada "Included" Lovelace <test@example.invalid>'
+    assert git(store.root, "status", "--porcelain") == ""
+    assert git(store.root, "fsck", "--strict", "--no-dangling", check=False) == ""
+    assert "Ports" in git(store.root, "show", "HEAD:" + "memories/dd/dddd00000001.md")
+    git(store.root, "config", "--unset", "include.path")
+    git(store.root, "config", "user.name", "Local Name")  # the repository's own config wins over the global one
+    again = quipu("--store", str(store.root), "add", "Cron runs at 02:00.", "--title", "Cron")
+    assert again.returncode == 0, again.stderr
+    assert git(store.root, "log", "-1", "--format=%an").strip() == "Local Name"

@@ -22,6 +22,7 @@ Contract:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import zlib
@@ -212,11 +213,16 @@ class Objects:
         if os.path.exists(path):
             return oid
         os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{oid[2:10]}")
-        with open(tmp, "wb") as fh:
-            fh.write(zlib.compress(raw))
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, path)
+        tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{os.urandom(6).hex()}")  # git's own prefix
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            with open(fd, "wb", closefd=True) as fh:
+                fh.write(zlib.compress(raw))
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         return oid
 
     def tree(self, oid: str) -> list[tuple[int, str, str]]:
