@@ -4,12 +4,13 @@ Contract:
 - ``commit_files`` writes one commit that sets (bytes) or removes (None) the given repository
   paths. It runs under an exclusive ``flock`` on ``<gitdir>/quipu.lock`` (so quipu writers queue
   instead of losing each other's work), builds the new tree without the shared git index, and
-  moves the branch with git's own compare-and-swap (``git update-ref NEW OLD``, with its reflog: a
-  person's ``git commit`` at the same moment makes the swap fail; the commit is rebuilt on the new
-  tip and retried). Trees, blobs and the commit are written as loose objects by
-  ``quipu.store.gitobj`` (the standard library; objects it cannot read from a loose file come from
-  one ``git cat-file --batch``), so a write never loads libgit2: only ``revert_commits`` (git's
-  revert) and a sync's merge use pygit2, to build their trees; they land the same way.
+  moves the branch with git's compare-and-swap (``quipu.store.gitrefs.update_ref``: the ref's
+  ``.lock``, the check, the reflog, as git does; a person's ``git commit`` at the same moment
+  makes the swap fail, and the commit is rebuilt on the new tip and retried). Trees, blobs and the
+  commit are written as loose objects by ``quipu.store.gitobj`` (the standard library; objects it
+  cannot read from a loose file come from one ``git cat-file --batch``), so a write never loads
+  libgit2: only ``revert_commits`` (git's revert) and a sync's merge use pygit2, to build their
+  trees; they land the same way.
 - Paths are repository-relative, '/'-separated, and may not leave the store (no absolute paths,
   no '.' or '..' parts, no NUL, nothing under ``.git``). ``create_only`` paths must not exist and
   ``require`` paths must exist in the parent commit; both are checked under the lock, against
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from quipu.errors import ConflictError, NoStore
 from quipu.prompt import locate
-from quipu.store import gitobj, packing
+from quipu.store import gitobj, gitrefs, packing
 from quipu.store.indexlock import GitIndexLock, compact_index
 from quipu.store.journal import Journal, recover, safe_worktree_path, write_worktree
 from quipu.store.locks import file_lock
@@ -99,7 +100,7 @@ FALLBACK_NAME, FALLBACK_EMAIL = "quipu", "quipu@localhost"
 
 def identity(gitdir: str) -> tuple[str, str]:
     """git's own identity (user.name, user.email), else ``quipu <quipu@localhost>``."""
-    found = gitobj.identity(gitdir)
+    found = gitrefs.identity(gitdir)
     if found is None or any(c in "".join(found) for c in "<>"):
         return FALLBACK_NAME, FALLBACK_EMAIL
     return found
@@ -158,10 +159,10 @@ class Writer:
 
     def tip(self) -> tuple[str, str]:
         """(the branch HEAD names, its commit); refuses a detached HEAD and an unborn branch."""
-        ref = gitobj.branch(self.gitdir)
+        ref = gitrefs.branch(self.gitdir)
         if ref is None:
             raise _detached(self.workdir, locate.read_head(self.gitdir) or "unreadable")
-        commit = gitobj.read_ref(self.gitdir, ref)
+        commit = gitrefs.read_ref(self.gitdir, ref)
         if commit is None:
             raise _unborn(self.workdir)
         return ref, commit
@@ -169,10 +170,13 @@ class Writer:
     def tree_of(self, commit: str) -> gitobj.Tree:
         return gitobj.Tree(self.objects, self.objects.commit_tree(commit))
 
-    def commit(self, tree: str, parents: list[str], message: str) -> str:
+    def who(self) -> tuple[str, str]:
         if self._who is None:
             self._who = identity(self.gitdir)
-        return self.objects.write("commit", gitobj.commit_bytes(tree, parents, self._who, message))
+        return self._who
+
+    def commit(self, tree: str, parents: list[str], message: str) -> str:
+        return self.objects.write("commit", gitobj.commit_bytes(tree, parents, self.who(), message))
 
 
 _HELD = threading.local()  # the writer locks this thread holds: {lock path: depth}
@@ -403,7 +407,7 @@ def _swap(w: Writer, ref: str, old: str, new: str, journal: Journal) -> bool:
         while True:
             # A ref lock that appears after this stamp is ours (for recovery); one already there is not.
             journal.write("swap", ref_lock_at=None if os.path.exists(lock) else time.time())
-            outcome = gitobj.update_ref(w.gitdir, ref, new, old, REFLOG_MESSAGE)
+            outcome = gitrefs.update_ref(w.gitdir, ref, new, old, REFLOG_MESSAGE, w.who())
             if outcome == "ok":
                 return True
             if outcome == "moved":
