@@ -84,9 +84,10 @@ def update_ref(gitdir: str, ref: str, new: str, old: str, message: str, who: tup
     """Move ``ref`` from ``old`` to ``new`` as git does: "ok", "moved" (it no longer holds ``old``)
     or "locked" (another program holds its lock).
 
-    In a repository of loose and packed refs (git's "files" backend), this is git's own protocol, done here as libgit2 does it: create ``<ref>.lock`` exclusively,
-    check the ref still holds ``old``, write ``new`` into the lock, append the reflog entries (the
-    branch's, and HEAD's when HEAD names the branch), rename the lock over the ref. Anything else
+    In a repository of loose and packed refs (git's "files" backend) this is git's own protocol,
+    done here as libgit2 does it: create ``<ref>.lock`` exclusively, check the ref still holds
+    ``old``, write ``new`` into the lock, append the reflog entries (the branch's, and HEAD's when
+    HEAD names the branch), rename the lock over the ref. Anything else
     (reftable, a bare repository, a config that includes other files) is left to ``git update-ref``.
     ``core.logAllRefUpdates=false`` appends only to reflogs that exist, as git does."""
     create_logs = _reflogs(gitdir)

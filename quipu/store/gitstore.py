@@ -401,7 +401,7 @@ def _swap(w: Writer, ref: str, old: str, new: str, journal: Journal) -> bool:
 
     False when the branch moved (the caller rebuilds on the new tip). A git lock on the ref is
     waited for; one held longer than the deadline is an error."""
-    lock = os.path.join(w.gitdir, ref + ".lock")
+    lock = os.path.join(gitrefs.common_dir(w.gitdir), ref + ".lock")
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     try:
         while True:

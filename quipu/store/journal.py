@@ -12,6 +12,7 @@ from typing import Any
 
 from quipu.errors import InvalidMemory
 from quipu.store import safepath
+from quipu.store.gitrefs import common_dir
 from quipu.store.trees import check_path
 
 JOURNAL_NAME = "quipu-pending.json"
@@ -134,7 +135,7 @@ def _remove_dead_writers_files(gitdir: str, workdir: str, pending: dict[str, Any
     candidates = [(os.path.join(gitdir, "index.lock"), pending.get("index_lock_at"))]
     ref = pending.get("ref")
     if isinstance(ref, str) and ref.startswith("refs/") and ".." not in ref.split("/"):
-        candidates.append((os.path.join(gitdir, ref + ".lock"), pending.get("ref_lock_at")))
+        candidates.append((os.path.join(common_dir(gitdir), ref + ".lock"), pending.get("ref_lock_at")))
     for lock, since in candidates:
         if isinstance(since, (int, float)) and not isinstance(since, bool):
             # The branch is moved by a `git update-ref` child, which may outlive its killed parent by
