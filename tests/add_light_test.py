@@ -105,3 +105,21 @@ def test_a_packed_store_takes_an_add_and_commits_as_the_identity_git_config_give
     again = quipu("--store", str(store.root), "add", "Cron runs at 02:00.", "--title", "Cron")
     assert again.returncode == 0, again.stderr
     assert git(store.root, "log", "-1", "--format=%an").strip() == "Local Name"
+
+
+def test_the_branch_moves_as_git_moves_it_with_its_reflog(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    before = git(store.root, "rev-parse", "HEAD").strip()
+    store.add(memory("eeee00000001", "Ports", "The API listens on port 8080."))
+    after = git(store.root, "rev-parse", "HEAD").strip()
+    assert git(store.root, "rev-parse", "HEAD~1").strip() == before
+    for log in ("refs/heads/main", "HEAD"):
+        last = (store.root / ".git" / "logs" / log).read_text().splitlines()[-1]
+        assert last.startswith(f"{before} {after} Quipu Test <test@example.invalid> ") and last.endswith("\tquipu: commit")
+    assert not (store.root / ".git" / "refs" / "heads" / "main.lock").exists()
+    git(store.root, "config", "core.logAllRefUpdates", "false")  # git then appends only to reflogs that exist
+    (store.root / ".git" / "logs" / "refs" / "heads" / "main").unlink()
+    store.add(memory("eeee00000002", "Cron", "Cron runs at 02:00."))
+    assert not (store.root / ".git" / "logs" / "refs" / "heads" / "main").exists()
+    assert (store.root / ".git" / "logs" / "HEAD").read_text().splitlines()[-1].endswith("\tquipu: commit")
+    assert git(store.root, "status", "--porcelain") == ""
