@@ -4,6 +4,7 @@ the index exactly what comparing every memory finds."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,21 @@ def test_the_branch_moves_as_git_moves_it_with_its_reflog(tmp_path: Path) -> Non
     assert not (store.root / ".git" / "logs" / "refs" / "heads" / "main").exists()
     assert (store.root / ".git" / "logs" / "HEAD").read_text().splitlines()[-1].endswith("\tquipu: commit")
     assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_an_edited_settings_file_reaches_the_index_with_the_next_write(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("ffff00000001", "Ports", "The API listens on port 8080.")])
+
+    def recorded() -> dict[str, object]:
+        return json.loads(index.rows(store, "SELECT value FROM meta WHERE key = 'config'")[0]["value"])
+
+    assert recorded()["limit"] == 2  # the template's
+    user = Path(os.environ["QUIPU_HOME"]) / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("[recall]\nlimit = 4\n")
+    add_all(store, [memory("ffff00000002", "Cron", "Cron runs at 02:00.")])
+    assert recorded()["limit"] == 4
+    user.write_text("[recall]\nlimit = 3\n")  # same size: the mtime tells
+    add_all(store, [memory("ffff00000003", "Queue", "The queue drains every minute.")])
+    assert recorded()["limit"] == 3
