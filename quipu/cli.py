@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from quipu import __version__
 from quipu.errors import FatalError
@@ -76,10 +78,37 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` gives it, without importing shutil
+    (and the compression modules it loads) into every command."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that sub-command's module is imported (a hook entry point
     such as ``session-end`` must not pay for importing every command)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="quipu",
         description="A git-native memory for Claude Code: memories are markdown files in git, "
         "every change is a commit, recall runs on every prompt without a model.",
@@ -95,7 +124,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "then the per-user store; inside a project, reads search the per-user store too); "
         "also accepted after the command",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in (only,) if only else COMMANDS:
         importlib.import_module(f"quipu.commands.{_module_name(name)}").register(sub)
     _global_flags_after_command(sub)

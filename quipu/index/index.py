@@ -5,7 +5,9 @@ Contract:
   filters by as a plain column (class, status, labels, created, half-life...), so nothing parses
   YAML at query time, and an FTS5 table over title, aliases, tags, description and body.
 - ``meta.head`` records the commit the index was built from. ``ensure_fresh`` compares it with
-  HEAD (read from git's files) and re-indexes only the paths that differ between the two trees.
+  HEAD (read from git's files) and re-indexes only the paths that differ between the two trees;
+  when HEAD is the commit this thread's last write landed (``Store.landed``) on top of the
+  indexed one, it takes that write's files as written, with no git read (``refresh.apply_written``).
   A missing, corrupt, foreign or unreadable index, or one whose commit git no longer has, is
   rebuilt (into a new file that replaces the old one atomically); it never surfaces as an error.
 - A journal, write-ahead log or shared-memory file found beside the index under the index lock is
@@ -23,7 +25,7 @@ Contract:
   runs after its commit landed: if the index cannot be written it warns that the index will
   catch up on the next read, and the command still reports its commit.
 - The schema, table names and the ranking SQL live in ``quipu.prompt.recall``'s stdlib-only world:
-  this module imports pygit2 and may import yaml; the prompt path never imports it.
+  this module may load pygit2 (to diff trees, to rebuild) and yaml; the prompt path never imports it.
 """
 from __future__ import annotations
 
@@ -219,10 +221,13 @@ def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
                 if indexed == head:
                     db.close()
                     return RefreshResult("fresh", head, 0, 0, time.perf_counter() - start)
-                # Loaded only when the index must change (it reads git through pygit2).
-                from quipu.index.refresh import refresh_changed
+                from quipu.index import refresh  # loaded only when the index must change
 
-                changed = refresh_changed(store, db, indexed, head)
+                landed = store.landed()
+                if landed is not None and landed.commit == head and landed.parent == indexed and landed.changes:
+                    changed: int | None = refresh.apply_written(store, db, head, landed.changes)  # as written
+                else:
+                    changed = refresh.refresh_changed(store, db, indexed, head)  # read from git
                 problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
                 db.close()
                 _write_stamp(store)

@@ -12,7 +12,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
 from quipu.errors import FatalError
@@ -34,6 +33,8 @@ from quipu.store.store import Store
 
 def lexicon_words() -> list[str]:
     """The stems of ordinary English words shipped with quipu (see quipu/data/lexicon.txt)."""
+    from importlib import resources
+
     text = resources.files("quipu").joinpath("data", "lexicon.txt").read_text(encoding="utf-8")
     return [line for line in text.splitlines() if line and not line.startswith("#")]
 
@@ -121,15 +122,21 @@ def all_events(store: Store) -> Iterator[tuple[str, str, str]]:
 
 
 def write_meta(db: sqlite3.Connection, store: Store, head: str | None) -> None:
+    """The index's meta rows for ``head``. The recall settings are read again unless their files
+    are exactly as they were when the recorded values were read (``settings.files_stamp``)."""
     from quipu.store import settings
 
-    recall_cfg = settings.section(store, "recall")  # a store's own values only within bounds
+    stamp = settings.files_stamp(store.root)
+    kept = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('config', 'config_stamp')").fetchall())
     values = {
         "schema": SCHEMA_VERSION,
         "store": str(store.root.resolve()),
         "head": head or "",
         "built_at": str(time.time()),
-        "config": json.dumps(recall_cfg if isinstance(recall_cfg, dict) else {}),
         "count": str(db.execute("SELECT count(*) FROM memories").fetchone()[0]),
     }
+    if kept.get("config_stamp") != stamp or "config" not in kept:
+        recall_cfg = settings.section(store, "recall")  # a store's own values only within bounds
+        values["config"] = json.dumps(recall_cfg if isinstance(recall_cfg, dict) else {})
+        values["config_stamp"] = stamp
     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())

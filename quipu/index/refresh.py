@@ -1,10 +1,12 @@
-"""The incremental refresh: only the paths that differ between the indexed commit and HEAD."""
+"""The incremental refresh: only the paths that differ between the indexed commit and HEAD.
+
+``refresh_changed`` finds them by diffing the two trees (pygit2); ``apply_written`` takes them as
+a write of this process made them (``quipu.store.gitstore.Landed``), with no git read at all."""
 from __future__ import annotations
 
 import sqlite3
 import sys
-
-import pygit2
+from collections.abc import Mapping
 
 from quipu.errors import FatalError
 from quipu.index.derive import derive_state
@@ -32,6 +34,8 @@ def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, h
     """Apply the tree difference between ``indexed`` and ``head``; None means rebuild instead."""
     if not indexed or not head:
         return None
+    import pygit2
+
     repo = store.repo
     try:
         old_tree = repo[indexed].peel(pygit2.Tree)
@@ -39,6 +43,23 @@ def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, h
     except (KeyError, ValueError, pygit2.GitError):
         return None
     deltas = list(old_tree.diff_to_tree(new_tree).deltas)
+    changes: list[tuple[str | None, str | None, bytes]] = []
+    for delta in deltas:
+        removed = delta.status_char() == "D" or delta.new_file.mode == LINK_MODE  # a symlink is not read
+        gone = delta.old_file.path if removed or delta.status_char() == "R" else None
+        data = b"" if removed else repo[delta.new_file.id].data  # type: ignore[attr-defined]
+        changes.append((gone, None if removed else delta.new_file.path, data))
+    return _apply(store, db, head, changes)
+
+
+def apply_written(store: Store, db: sqlite3.Connection, head: str, written: Mapping[str, bytes | None]) -> int:
+    """Apply the files a write set (bytes) or removed (None) to an index at the write's parent."""
+    return _apply(store, db, head, [(rel, None, b"") if data is None else (None, rel, data)
+                                    for rel, data in written.items()])
+
+
+def _apply(store: Store, db: sqlite3.Connection, head: str, changes: list[tuple[str | None, str | None, bytes]]) -> int:
+    """Apply (path removed, path set, its bytes) changes and move the index to ``head``."""
     db.execute("BEGIN IMMEDIATE")
     try:
         if read_meta(db).get("head") == head:  # another process refreshed while we waited
@@ -46,15 +67,11 @@ def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, h
             return 0
         affected: set[str] = set()
         _start_changed_terms(db)
-        for delta in deltas:
-            removed = delta.status_char() == "D" or delta.new_file.mode == LINK_MODE  # a symlink is not read
-            rel = delta.old_file.path if removed else delta.new_file.path
-            if removed or delta.status_char() in ("R",):
-                forget_path(db, delta.old_file.path, affected)
-            if removed:
-                continue
-            data = repo[delta.new_file.id].data  # type: ignore[attr-defined]
-            apply_change(db, rel, data, affected)
+        for gone, rel, data in changes:
+            if gone is not None:
+                forget_path(db, gone, affected)
+            if rel is not None:
+                apply_change(db, rel, data, affected)
         if affected:
             derive_state(db, affected)
         note_fts_changes(db, _recount_changed_terms(db))
@@ -63,7 +80,7 @@ def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, h
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return len(deltas)
+    return len(changes)
 
 
 def forget_path(db: sqlite3.Connection, rel: str, affected: set[str]) -> None:

@@ -20,7 +20,7 @@ def init_store(cls: type[Store], path: Path) -> tuple[Store, bool]:
     """Create a store at ``path`` from the template; returns (store, created)."""
     import pygit2
 
-    from quipu.store import assets, gitstore, indexlock, trees
+    from quipu.store import assets, gitobj, gitstore, indexlock
     from quipu.store.store import CONFIG_NAME
 
     path = Path(path).expanduser().absolute()
@@ -45,7 +45,7 @@ def init_store(cls: type[Store], path: Path) -> tuple[Store, bool]:
     sig = gitstore.signature(repo)
     builder_changes = files
     if repo.head_is_unborn:
-        tree = trees.build_tree(repo, None, builder_changes)
+        tree = pygit2.Oid(hex=gitobj.build_tree(gitobj.Objects(repo.path), None, builder_changes))
         message = format_message("quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
         repo.create_commit("HEAD", sig, sig, message, tree, [])
         for rel, data in files.items():
@@ -58,7 +58,7 @@ def init_store(cls: type[Store], path: Path) -> tuple[Store, bool]:
             index.add(rel)
         index.write()
         repo.config["index.version"] = indexlock.INDEX_VERSION  # git's own new indexes, too
-        indexlock.compact_index(repo)
+        indexlock.compact_index(repo.path, repo.workdir)
     else:
         store.commit(files, "quipu: init store", {"Quipu-Action": "init", "Quipu-Memory": "store"})
     return store, True

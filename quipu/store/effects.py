@@ -15,16 +15,20 @@ Contract:
   is decided by this, never by trailers.
 - ``created_memories(effect)``: the memory ids whose files the commit added: undoing it would
   delete them, which no command does.
+- ``log(repo, ...)``: the branch's commits as audit-log entries, filtered by their trailers;
+  ``commit_adding(repo, path)``: the commit of HEAD's history that added a file.
 - Only reads objects; writes nothing.
 """
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Mapping
 
 import pygit2
 
+from quipu.errors import ConflictError
 from quipu.store.memory import ID_RE
-from quipu.store.trailers import parse_trailers
+from quipu.store.trailers import LogEntry, parse_trailers
 
 Entry = tuple[str, int]  # (blob id, mode)
 Effect = dict[str, "tuple[Entry | None, Entry | None]"]
@@ -120,3 +124,36 @@ def about(effect: Mapping[str, tuple[Entry | None, Entry | None]], memory_id: st
     mine = f"memories/{memory_id[:2]}/{memory_id}.md"
     events = f"events/{memory_id[:2]}/{memory_id}/"
     return any(p == mine or p.startswith(events) for p in effect)
+
+
+def commit_adding(repo: pygit2.Repository, path: str) -> str:
+    """The commit of HEAD's history that added ``path`` (its parents lack it), or ''."""
+    for commit in repo.walk(repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL):
+        if entry_at(commit.tree, path) and all(entry_at(p.tree, path) is None for p in commit.parents):
+            return str(commit.id)
+    return ""
+
+
+def log(repo: pygit2.Repository, *, memory: str | None, sweep: str | None, action: str | None,
+        limit: int | None) -> list[LogEntry]:
+    """The branch's commits, newest first, as audit-log entries, filtered by their trailers."""
+    from quipu.store import gitstore
+
+    out: list[LogEntry] = []
+    try:
+        tip = gitstore.branch_ref(repo).target
+    except ConflictError:
+        tip = repo.head.target
+    for commit in repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
+        trailers = parse_trailers(commit.message)
+        if memory and trailers.get("Quipu-Memory") != memory and trailers.get("Quipu-Superseded-By") != memory:
+            continue
+        if sweep and trailers.get("Quipu-Sweep") != sweep:
+            continue
+        if action and trailers.get("Quipu-Action") != action:
+            continue
+        when = _dt.datetime.fromtimestamp(commit.commit_time, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.append(LogEntry(str(commit.id), when, commit.message.split("\n", 1)[0], trailers))
+        if limit and len(out) >= limit:
+            break
+    return out

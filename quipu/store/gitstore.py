@@ -3,9 +3,14 @@
 Contract:
 - ``commit_files`` writes one commit that sets (bytes) or removes (None) the given repository
   paths. It runs under an exclusive ``flock`` on ``<gitdir>/quipu.lock`` (so quipu writers queue
-  instead of losing each other's work), builds the new tree with pygit2 without the shared git
-  index, and moves the branch with a compare-and-swap (a person's ``git commit`` at the same
-  moment makes the swap fail; the commit is rebuilt on the new tip and retried).
+  instead of losing each other's work), builds the new tree without the shared git index, and
+  moves the branch with git's compare-and-swap (``quipu.store.gitrefs.update_ref``: the ref's
+  ``.lock``, the check, the reflog, as git does; a person's ``git commit`` at the same moment
+  makes the swap fail, and the commit is rebuilt on the new tip and retried). Trees, blobs and the
+  commit are written as loose objects by ``quipu.store.gitobj`` (the standard library; objects it
+  cannot read from a loose file come from one ``git cat-file --batch``), so a write never loads
+  libgit2: only ``revert_commits`` (git's revert) and a sync's merge use pygit2, to build their
+  trees; they land the same way.
 - Paths are repository-relative, '/'-separated, and may not leave the store (no absolute paths,
   no '.' or '..' parts, no NUL, nothing under ``.git``). ``create_only`` paths must not exist and
   ``require`` paths must exist in the parent commit; both are checked under the lock, against
@@ -26,7 +31,9 @@ Contract:
 - ``revert_commits`` undoes commits the same way (a revert commit each), refusing cleanly when a
   revert would conflict; ``keep`` leaves given paths as the branch has them and adds given files
   (``quipu.store.undo`` keeps the memories a commit created, and retracts them).
-- libgit2 never collects garbage: after each write ``quipu.store.packing`` checks the loose
+- ``write_files`` is ``commit_files`` returning the ``Landed`` write (the commit, its parent and
+  the files written), so the index can take the new files as written instead of diffing trees.
+- Loose objects are never collected by quipu's writes: after each write ``quipu.store.packing`` checks the loose
   objects as git's auto-gc does and, past git's limits, packs them in a detached ``git gc --auto``
   that holds the writer lock while it runs.
 """
@@ -38,27 +45,45 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-
-import pygit2
+from typing import TYPE_CHECKING, NamedTuple
 
 from quipu.errors import ConflictError, NoStore
+from quipu.prompt import locate
+from quipu.store import gitobj, gitrefs, packing
 from quipu.store.indexlock import GitIndexLock, compact_index
 from quipu.store.journal import Journal, recover, safe_worktree_path, write_worktree
-from quipu.store import packing
 from quipu.store.locks import file_lock
-from quipu.store.trees import build_tree, check_path, check_preconditions
+from quipu.store.trees import check_path, check_preconditions
+
+if TYPE_CHECKING:
+    import pygit2
 
 LOCK_NAME = "quipu.lock"
 MAX_CAS_RETRIES = 50
 LOCK_WAIT_SECONDS = 5.0  # git holds a ref lock for milliseconds; longer means a stuck program
+REFLOG_MESSAGE = "quipu: commit"
 
-# (parent commit) -> (new tree id, repository paths the new tree changes)
-TreeBuilder = Callable[[pygit2.Commit], "tuple[pygit2.Oid, list[str]]"]
-# (parent commit, new tree id) -> the commit the branch moves to, or None for nothing to do
-CommitMaker = Callable[[pygit2.Commit, pygit2.Oid], "pygit2.Oid | None"]
+# (parent commit id, its tree) -> (new tree id, repository paths the new tree changes)
+Build = Callable[[str, gitobj.Tree], "tuple[str, list[str]]"]
+# (parent commit id, new tree id) -> the commit the branch moves to, or None for nothing to do
+MakeCommit = Callable[[str, str], "str | None"]
+# The same two for callers that work in pygit2 (a sync's merge).
+TreeBuilder = Callable[["pygit2.Commit"], "tuple[pygit2.Oid, list[str]]"]
+CommitMaker = Callable[["pygit2.Commit", "pygit2.Oid"], "pygit2.Oid | None"]
+
+
+class Landed(NamedTuple):
+    """A write that moved the branch: the new commit, the commit it was built on, and the files
+    it set (bytes) or removed (None), when the caller gave them."""
+
+    commit: str
+    parent: str
+    changes: Mapping[str, bytes | None]
 
 
 def open_repo(root: Path) -> pygit2.Repository:
+    import pygit2
+
     try:
         repo = pygit2.Repository(str(root))
     except (pygit2.GitError, KeyError):
@@ -73,49 +98,96 @@ def open_repo(root: Path) -> pygit2.Repository:
 FALLBACK_NAME, FALLBACK_EMAIL = "quipu", "quipu@localhost"
 
 
-def signature(repo: pygit2.Repository) -> pygit2.Signature:
+def identity(gitdir: str) -> tuple[str, str]:
     """git's own identity (user.name, user.email), else ``quipu <quipu@localhost>``."""
-    try:
-        return repo.default_signature
-    except (KeyError, pygit2.GitError):
-        return pygit2.Signature(FALLBACK_NAME, FALLBACK_EMAIL)
+    found = gitrefs.identity(gitdir)
+    if found is None or any(c in "".join(found) for c in "<>"):
+        return FALLBACK_NAME, FALLBACK_EMAIL
+    return found
+
+
+def signature(repo: pygit2.Repository) -> pygit2.Signature:
+    """``identity`` as a pygit2 signature, for the writes made with pygit2 (a merge, a clone)."""
+    import pygit2
+
+    return pygit2.Signature(*identity(repo.path))
 
 
 def identity_note(repo: pygit2.Repository) -> str | None:
     """What to tell the user when git has no identity for this repository, or None."""
-    try:
-        _ = repo.default_signature
+    if identity(repo.path) != (FALLBACK_NAME, FALLBACK_EMAIL):
         return None
-    except (KeyError, pygit2.GitError):
-        return (f"git has no user.name / user.email here, so quipu commits as {FALLBACK_NAME} <{FALLBACK_EMAIL}>\n"
-                '- to sign them as you: git config --global user.name "Your Name"; '
-                "git config --global user.email you@example.com")
+    return (f"git has no user.name / user.email here, so quipu commits as {FALLBACK_NAME} <{FALLBACK_EMAIL}>\n"
+            '- to sign them as you: git config --global user.name "Your Name"; '
+            "git config --global user.email you@example.com")
 
 
 def branch_ref(repo: pygit2.Repository) -> pygit2.Reference:
     """The branch HEAD points at; refuses a detached HEAD."""
+    import pygit2
+
     if repo.head_is_detached:
-        raise ConflictError(
-            f"the store's HEAD is detached ({str(repo.head.target)[:12]}), so quipu does not know "
-            f"which branch to write to\n"
-            f"- run `git -C {repo.workdir} switch main` (or your store's branch) and try again"
-        )
+        raise _detached(repo.workdir, str(repo.head.target))
     try:
         return repo.lookup_reference(repo.references["HEAD"].target)  # type: ignore[arg-type]
     except (KeyError, pygit2.GitError):
-        raise ConflictError(
-            f"the store at {repo.workdir} has no commits on its branch\n- run `quipu init {repo.workdir}`"
-        ) from None
+        raise _unborn(repo.workdir) from None
+
+
+def _detached(workdir: str, head: str) -> ConflictError:
+    return ConflictError(
+        f"the store's HEAD is detached ({head[:12]}), so quipu does not know which branch to write to\n"
+        f"- run `git -C {workdir} switch main` (or your store's branch) and try again"
+    )
+
+
+def _unborn(workdir: str) -> ConflictError:
+    return ConflictError(f"the store at {workdir} has no commits on its branch\n- run `quipu init {workdir}`")
+
+
+class Writer:
+    """One store's git dir, worktree and objects, for a write."""
+
+    def __init__(self, root: Path | str, objects: gitobj.Objects | None = None) -> None:
+        gitdir = locate.git_dir(str(root))
+        if gitdir is None or not os.path.isdir(gitdir):
+            raise NoStore(f"{root} is not a git repository\n- run `quipu init {root}` to create a store there")
+        self.gitdir = os.path.normpath(gitdir)
+        self.workdir = os.path.normpath(str(root))
+        self.objects = objects if objects is not None and objects.gitdir == self.gitdir else gitobj.Objects(self.gitdir)
+        self._who: tuple[str, str] | None = None
+
+    def tip(self) -> tuple[str, str]:
+        """(the branch HEAD names, its commit); refuses a detached HEAD and an unborn branch."""
+        ref = gitrefs.branch(self.gitdir)
+        if ref is None:
+            raise _detached(self.workdir, locate.read_head(self.gitdir) or "unreadable")
+        commit = gitrefs.read_ref(self.gitdir, ref)
+        if commit is None:
+            raise _unborn(self.workdir)
+        return ref, commit
+
+    def tree_of(self, commit: str) -> gitobj.Tree:
+        return gitobj.Tree(self.objects, self.objects.commit_tree(commit))
+
+    def who(self) -> tuple[str, str]:
+        if self._who is None:
+            self._who = identity(self.gitdir)
+        return self._who
+
+    def commit(self, tree: str, parents: list[str], message: str) -> str:
+        return self.objects.write("commit", gitobj.commit_bytes(tree, parents, self.who(), message))
 
 
 _HELD = threading.local()  # the writer locks this thread holds: {lock path: depth}
 
 
 @contextlib.contextmanager
-def writer_lock(repo: pygit2.Repository) -> Iterator[None]:
-    """The store's exclusive writer lock; re-entrant within one thread (``quipu sync`` holds it
-    across its fetch, merge, the commits of its decisions and its push)."""
-    path = os.path.join(repo.path, LOCK_NAME)
+def writer_lock(where: str | pygit2.Repository) -> Iterator[None]:
+    """The store's exclusive writer lock (``where``: its git dir, or its pygit2 repository);
+    re-entrant within one thread (``quipu sync`` holds it across its fetch, merge, the commits of
+    its decisions and its push)."""
+    path = os.path.join(os.path.normpath(where if isinstance(where, str) else where.path), LOCK_NAME)
     held: dict[str, int] = _HELD.__dict__.setdefault("paths", {})
     if held.get(path):
         held[path] += 1
@@ -140,7 +212,7 @@ def commit_files(
     changes: Mapping[str, bytes | None],
     message: str,
     *,
-    repo: pygit2.Repository | None = None,
+    objects: gitobj.Objects | None = None,
     create_only: Collection[str] = (),
     require: Collection[str] = (),
 ) -> str | None:
@@ -148,23 +220,38 @@ def commit_files(
 
     ``create_only``: paths that must not exist yet (ConflictError if they do); ``require``: paths
     that must exist (NotFound if they do not). Both are checked against the parent commit."""
+    landed = write_files(root, changes, message, objects=objects, create_only=create_only, require=require)
+    return landed.commit if landed is not None else None
+
+
+def write_files(
+    root: Path,
+    changes: Mapping[str, bytes | None],
+    message: str,
+    *,
+    objects: gitobj.Objects | None = None,
+    create_only: Collection[str] = (),
+    require: Collection[str] = (),
+) -> Landed | None:
+    """``commit_files``, returning the landed write (None when nothing changed)."""
     for rel in [*changes, *create_only, *require]:
         check_path(rel)
-    repo = repo or open_repo(root)
+    w = Writer(root, objects)
     for rel in changes:  # before anything is written: a committed symlinked folder is refused
-        safe_worktree_path(repo.workdir, rel)
+        safe_worktree_path(w.workdir, rel)
 
-    def build(parent: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
-        check_preconditions(parent.tree, create_only, require)
-        return build_tree(repo, parent.tree, changes), list(changes)
+    def build(parent: str, base: gitobj.Tree) -> tuple[str, list[str]]:
+        check_preconditions(base, create_only, require)
+        return gitobj.build_tree(w.objects, base.id, changes), list(changes)
 
-    with writer_lock(repo):
-        pending = recover(repo)
-        compact_index(repo)
-        oid = _land(repo, build, message, pending)
-    if oid is not None:
-        _maybe_gc(repo)
-    return oid
+    with writer_lock(w.gitdir):
+        pending = recover(w.gitdir, w.workdir)
+        compact_index(w.gitdir, w.workdir)
+        landed = _land(w, build, message, pending)
+    if landed is None:
+        return None
+    _maybe_gc(w.gitdir)
+    return landed._replace(changes=changes)
 
 
 def revert_commits(root: Path, commits: list[str], message_for: dict[str, str],
@@ -173,54 +260,25 @@ def revert_commits(root: Path, commits: list[str], message_for: dict[str, str],
 
     ``keep``: for a commit, paths the revert leaves as the branch has them, and files it adds
     (``quipu undo`` keeps the memories a commit created, and retracts them)."""
+    from quipu.store import revert
+
     repo = open_repo(root)
+    w = Writer(root)
     made: list[str] = []
 
-    def builder(sha: str) -> TreeBuilder:
+    def builder(sha: str) -> Build:
         kept, added = (keep or {}).get(sha, ((), {}))
+        return lambda parent, _base: revert.revert_tree(repo, sha, parent, kept, added)
 
-        def build(head: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
-            target = repo[sha]
-            if len(target.parents) != 1:  # type: ignore[attr-defined]
-                raise ConflictError(f"commit {sha[:12]} is a merge or root commit; quipu cannot undo it")
-            index = repo.revert_commit(target, head)  # type: ignore[arg-type]
-            for path in kept:
-                if index.conflicts is not None:
-                    with contextlib.suppress(KeyError):
-                        del index.conflicts[path]
-                try:
-                    item = head.tree[path]
-                    index.add(pygit2.IndexEntry(path, item.id, item.filemode))
-                except KeyError:
-                    with contextlib.suppress(OSError, KeyError):
-                        index.remove(path)
-            for path, data in added.items():
-                check_path(path)
-                index.add(pygit2.IndexEntry(path, repo.create_blob(data), pygit2.enums.FileMode.BLOB))
-            if index.conflicts is not None and list(index.conflicts):
-                paths = sorted({(c[1] or c[0] or c[2]).path for c in index.conflicts})
-                raise ConflictError(
-                    f"undoing {sha[:12]} conflicts with later changes to {', '.join(paths)}\n"
-                    "- undo the later commits first (see `quipu log`), or edit the memory by hand"
-                )
-            tree_id = index.write_tree(repo)
-            changed = [
-                d.delta.old_file.path if d.delta.status_char() == "D" else d.delta.new_file.path
-                for d in repo.diff(head.tree, repo[tree_id])  # type: ignore[call-overload]  # pygit2's stubs: Object, not Tree
-            ]
-            return tree_id, changed
-
-        return build
-
-    with writer_lock(repo):
-        pending = recover(repo)
+    with writer_lock(w.gitdir):
+        pending = recover(w.gitdir, w.workdir)
         for sha in commits:
-            oid = _land(repo, builder(sha), message_for[sha], pending)
+            landed = _land(w, builder(sha), message_for[sha], pending)
             pending = []
-            if oid is not None:
-                made.append(oid)
+            if landed is not None:
+                made.append(landed.commit)
     if made:
-        _maybe_gc(repo)
+        _maybe_gc(w.gitdir)
     return made
 
 
@@ -228,19 +286,29 @@ def land(repo: pygit2.Repository, build: TreeBuilder, make_commit: CommitMaker) 
     """Move the branch to the commit ``make_commit`` returns for the tree ``build`` made on the
     tip (a merge, or an existing commit to fast-forward to), with the worktree and git's index
     kept in step as for any write; rebuilt on the new tip if the branch moved meanwhile."""
-    with writer_lock(repo):
-        pending = recover(repo)
-        compact_index(repo)
-        oid = _land(repo, build, "", pending, make_commit=make_commit)
-    if oid is not None:
-        _maybe_gc(repo)
-    return oid
+    import pygit2
+
+    def light_build(parent: str, _base: gitobj.Tree) -> tuple[str, list[str]]:
+        tree, touched = build(repo[parent])  # type: ignore[arg-type]
+        return str(tree), touched
+
+    def light_make(parent: str, tree: str) -> str | None:
+        made = make_commit(repo[parent], pygit2.Oid(hex=tree))  # type: ignore[arg-type]
+        return None if made is None else str(made)
+
+    w = Writer(repo.workdir)
+    with writer_lock(w.gitdir):
+        pending = recover(w.gitdir, w.workdir)
+        compact_index(w.gitdir, w.workdir)
+        landed = _land(w, light_build, "", pending, make_commit=light_make)
+    if landed is None:
+        return None
+    _maybe_gc(w.gitdir)
+    return landed.commit
 
 
-def _land(
-    repo: pygit2.Repository, build: TreeBuilder, message: str, pending: list[str],
-    *, make_commit: CommitMaker | None = None,
-) -> str | None:
+def _land(w: Writer, build: Build, message: str, pending: list[str], *,
+          make_commit: MakeCommit | None = None) -> Landed | None:
     """Build a commit on the branch tip and move the branch to it; call with the writer lock held.
 
     Order: write the touched worktree files; take git's ``index.lock`` and prepare the new index
@@ -249,32 +317,30 @@ def _land(
     commit, and none can commit a tree without it on top of quipu's commit. A swap that fails
     because someone moved the branch starts over on the new tip. Returns None (and writes
     nothing) when the tree would not change."""
-    sig = signature(repo)
     paths = list(pending)
     try:
         for _attempt in range(MAX_CAS_RETRIES):
-            ref = branch_ref(repo)
-            parent: pygit2.Commit = repo[ref.target]  # type: ignore[assignment]
-            tree_id, touched = build(parent)
+            ref, parent = w.tip()
+            base = w.tree_of(parent)
+            tree_id, touched = build(parent, base)
             paths = list(dict.fromkeys([*pending, *touched]))
             made = (
                 make_commit(parent, tree_id) if make_commit is not None
-                else None if tree_id == parent.tree.id
-                else repo.create_commit(None, sig, sig, message, tree_id, [parent.id])
+                else None if tree_id == base.id
+                else w.commit(tree_id, [parent], message)
             )
             if made is None:
-                _settle(repo, ref.name, pending, parent.tree)
+                _settle(w, ref, pending, base)
                 return None
-            oid = made
-            journal = Journal(repo, str(oid), ref.name, paths)
+            journal = Journal(w.gitdir, made, ref, paths)
             journal.write("worktree")
-            tree: pygit2.Tree = repo[tree_id]  # type: ignore[assignment]
-            write_worktree(repo, paths, tree)
-            index_lock = GitIndexLock(repo, journal)
+            tree = gitobj.Tree(w.objects, tree_id)
+            write_worktree(w.workdir, paths, tree.data)
+            index_lock = GitIndexLock(w.gitdir, w.workdir, journal)
             try:
                 if index_lock.acquire():
-                    index_lock.prepare(paths, tree)
-                swapped = _swap(repo, ref, oid, journal)
+                    index_lock.prepare(paths, tree.blob)
+                swapped = _swap(w, ref, parent, made, journal)
             except BaseException:
                 index_lock.rollback()
                 raise
@@ -284,7 +350,7 @@ def _land(
                     journal.clear()
                 else:
                     journal.write("index-busy")  # the next write stages these paths
-                return str(oid)
+                return Landed(made, parent, {})
             index_lock.rollback()
         raise ConflictError(
             "the store's branch kept moving under quipu; nothing was written\n"
@@ -293,36 +359,36 @@ def _land(
     except BaseException:
         # Whatever stopped us, put the worktree and git's index back in line with the branch.
         with contextlib.suppress(Exception):
-            ref = branch_ref(repo)
-            _settle(repo, ref.name, paths, repo[ref.target].peel(pygit2.Tree))
+            ref, tip = w.tip()
+            _settle(w, ref, paths, w.tree_of(tip))
         raise
 
 
 def finish_unfinished_write(root: Path) -> list[str]:
     """Do what the next write would: clean up after a writer that did not finish and bring the
     worktree and git's index for its paths in line with the branch. Returns those paths."""
-    repo = open_repo(root)
-    with writer_lock(repo):
-        paths = recover(repo)
-        ref = branch_ref(repo)
-        _settle(repo, ref.name, paths, repo[ref.target].peel(pygit2.Tree))
+    w = Writer(root)
+    with writer_lock(w.gitdir):
+        paths = recover(w.gitdir, w.workdir)
+        ref, tip = w.tip()
+        _settle(w, ref, paths, w.tree_of(tip))
     return paths
 
 
-def _settle(repo: pygit2.Repository, ref: str, paths: list[str], tree: pygit2.Tree) -> None:
+def _settle(w: Writer, ref: str, paths: list[str], tree: gitobj.Tree) -> None:
     """Make the worktree and git's index match ``tree`` for ``paths`` (left over by an earlier writer)."""
-    journal = Journal(repo, "", ref, paths)
+    journal = Journal(w.gitdir, "", ref, paths)
     if not paths:
         journal.clear()
         return
     journal.write("worktree")
-    write_worktree(repo, paths, tree)
-    index_lock = GitIndexLock(repo, journal)
+    write_worktree(w.workdir, paths, tree.data)
+    index_lock = GitIndexLock(w.gitdir, w.workdir, journal)
     if not index_lock.acquire():
         journal.write("index-busy")
         return
     try:
-        index_lock.prepare(paths, tree)
+        index_lock.prepare(paths, tree.blob)
     except BaseException:
         index_lock.rollback()
         raise
@@ -330,28 +396,25 @@ def _settle(repo: pygit2.Repository, ref: str, paths: list[str], tree: pygit2.Tr
     journal.clear()
 
 
-def _swap(repo: pygit2.Repository, ref: pygit2.Reference, oid: pygit2.Oid, journal: Journal) -> bool:
-    """Compare-and-swap the branch from the tip ``ref`` was read at to ``oid``.
+def _swap(w: Writer, ref: str, old: str, new: str, journal: Journal) -> bool:
+    """Compare-and-swap the branch ``ref`` from ``old`` to ``new`` (``git update-ref``).
 
-    False when the branch moved (the caller rebuilds on the new tip). A git lock on the ref
-    (libgit2 raises OSError for it) is waited for; one held longer than the deadline is an error."""
-    lock = os.path.join(repo.path, ref.name + ".lock")
+    False when the branch moved (the caller rebuilds on the new tip). A git lock on the ref is
+    waited for; one held longer than the deadline is an error."""
+    lock = os.path.join(gitrefs.common_dir(w.gitdir), ref + ".lock")
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     try:
         while True:
             # A ref lock that appears after this stamp is ours (for recovery); one already there is not.
             journal.write("swap", ref_lock_at=None if os.path.exists(lock) else time.time())
-            try:
-                ref.set_target(oid, "quipu: commit")
+            outcome = gitrefs.update_ref(w.gitdir, ref, new, old, REFLOG_MESSAGE, w.who())
+            if outcome == "ok":
                 return True
-            except OSError:
-                pass  # GIT_ELOCKED: another program holds <ref>.lock
-            except pygit2.GitError as exc:
-                if "lock" not in str(exc).lower():
-                    return False  # the branch moved: rebuild on the new tip
+            if outcome == "moved":
+                return False  # rebuild on the new tip
             if time.monotonic() > deadline:
                 raise ConflictError(
-                    f"git's lock on {ref.name} is held by another program; nothing was written\n"
+                    f"git's lock on {ref} is held by another program; nothing was written\n"
                     f"- if no git command is running, remove {lock} and try again"
                 )
             time.sleep(0.01)
@@ -359,11 +422,8 @@ def _swap(repo: pygit2.Repository, ref: pygit2.Reference, oid: pygit2.Oid, journ
         journal.data["ref_lock_at"] = None
 
 
-# ---------------------------------------------------------------- worktree and git's index
-
-
-def _maybe_gc(repo: pygit2.Repository) -> None:
+def _maybe_gc(gitdir: str) -> None:
     """Pack the store's loose objects as git's auto-gc would, detached, when there are too many."""
     if getattr(_HELD, "paths", None):
         return  # this thread still holds the writer lock (a sync's commits): its last write checks
-    packing.maybe_pack(repo, os.path.join(repo.path, LOCK_NAME))
+    packing.maybe_pack(gitdir, os.path.join(gitdir, LOCK_NAME))

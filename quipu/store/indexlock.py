@@ -4,15 +4,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import time
-from typing import Any
-
-import pygit2
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from quipu.store import gitindex
 from quipu.store.journal import Journal
-from quipu.store.trees import BlobEntries
+
+if TYPE_CHECKING:
+    import pygit2
 
 INDEX_WAIT_SECONDS = 2.0  # a person's `git commit -a` holds index.lock while their editor is open
 
@@ -115,11 +115,12 @@ class GitIndexLock:
     paths and writes the new index over the lock; ``commit`` renames it over ``.git/index``,
     ``rollback`` throws it away. A person's ``git add`` is therefore never undone."""
 
-    def __init__(self, repo: pygit2.Repository, journal: Journal) -> None:
-        self.repo = repo
+    def __init__(self, gitdir: str, workdir: str, journal: Journal) -> None:
+        self.gitdir = gitdir
+        self.workdir = workdir
         self.journal = journal
-        self.lock = os.path.join(repo.path, "index.lock")
-        self.index = os.path.join(repo.path, "index")
+        self.lock = os.path.join(gitdir, "index.lock")
+        self.index = os.path.join(gitdir, "index")
         self.held = False
         self.staged: pygit2.Index | gitindex.IndexFile | None = None
         self.record: dict[str, Any] | None = None
@@ -162,29 +163,30 @@ class GitIndexLock:
             return
         os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
-    def prepare(self, paths: list[str], tree: pygit2.Tree) -> None:
+    def prepare(self, paths: list[str], entry_of: Callable[[str], tuple[int, str] | None]) -> None:
+        """Stage ``paths`` as the new tree has them (``entry_of``: a file's mode and blob id, or None)."""
         staged = self._current(_INDEX_CACHE.pop(self.index, None))
         self.staged = None
         changes: dict[str, list[Any]] = {"set": [], "rm": []}
         start = staged.trailer.hex() if isinstance(staged, gitindex.IndexFile) else ""
-        entry_of = BlobEntries(tree)
         for rel in paths:
             entry = entry_of(rel)
             if entry is None:
-                with contextlib.suppress(OSError, KeyError, ValueError, pygit2.GitError):
+                with contextlib.suppress(Exception):
                     staged.remove(rel)
                 changes["rm"].append(rel)
                 continue
-            st = os.lstat(os.path.join(self.repo.workdir, rel))
+            mode, oid = entry
+            st = os.lstat(os.path.join(self.workdir, rel))
             if isinstance(staged, gitindex.IndexFile):
-                changes["set"].append([rel, staged.set(rel, entry.id.raw, entry.filemode, st).hex()])
+                changes["set"].append([rel, staged.set(rel, bytes.fromhex(oid), mode, st).hex()])
             else:
-                staged.add(_StatEntry(rel, entry.id, entry.filemode, st))
+                staged.add(_stat_entry(rel, oid, mode, st))
         if isinstance(staged, gitindex.IndexFile):
             # Entries as new as the index being replaced may hide a same-tick edit (racy git).
             since = _mtime_seconds(self.index)
             if since is not None:
-                changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.repo.workdir))
+                changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.workdir))
             _write_over(self.lock, staged.serialize())
             self.record = {"from": start, "to": staged.trailer.hex(), **changes}
         else:
@@ -203,12 +205,14 @@ class GitIndexLock:
             if key == _file_key(self.index) and through == self.lock:
                 return kept
             with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, KeyError, TypeError):
-                if _catch_up(kept, self.lock, os.path.join(self.repo.path, INDEX_LOG_NAME), since):
+                if _catch_up(kept, self.lock, os.path.join(self.gitdir, INDEX_LOG_NAME), since):
                     return kept
         try:
             with open(self.lock, "rb") as fh:
                 return gitindex.IndexFile.parse(fh.read())
         except (gitindex.Unsupported, OSError, ValueError, IndexError):
+            import pygit2  # an index quipu.store.gitindex does not rewrite: libgit2's own reader
+
             return pygit2.Index(self.lock)
 
     def commit(self) -> None:
@@ -217,7 +221,7 @@ class GitIndexLock:
         self.journal.data["index_lock_at"] = None
         since = -1
         if self.record is not None:
-            since = _log_index_change(os.path.join(self.repo.path, INDEX_LOG_NAME), self.record)
+            since = _log_index_change(os.path.join(self.gitdir, INDEX_LOG_NAME), self.record)
         if self.staged is not None:
             _INDEX_CACHE[self.index] = (_file_key(self.index), self.staged, self.lock, since)
 
@@ -245,31 +249,30 @@ def _write_over(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-class _StatEntry(pygit2.IndexEntry):
+def _stat_entry(path: str, oid: str, mode: int, st: os.stat_result) -> pygit2.IndexEntry:
     """An index entry that carries the worktree file's stat data, as ``git add`` records it.
 
     Without it git would see the entry as possibly modified until something refreshes the index.
     pygit2 exposes no stat fields, so they are filled into its C struct; if that ever fails the
     entry is staged without them (still correct, only slower for git to check)."""
+    import pygit2
 
-    def __init__(self, path: str, oid: pygit2.Oid, mode: int, st: os.stat_result) -> None:
-        super().__init__(path, oid, mode)  # type: ignore[arg-type]
-        self.st = st
+    class StatEntry(pygit2.IndexEntry):
+        def _to_c(self) -> Any:
+            centry, keep = super()._to_c()
+            with contextlib.suppress(Exception):
+                for name, ns in (("ctime", st.st_ctime_ns), ("mtime", st.st_mtime_ns)):
+                    stamp = getattr(centry, name)
+                    stamp.seconds = min(ns // 1_000_000_000, 2**31 - 1)
+                    stamp.nanoseconds = ns % 1_000_000_000
+                centry.dev = st.st_dev & 0xFFFFFFFF
+                centry.ino = st.st_ino & 0xFFFFFFFF
+                centry.uid = st.st_uid & 0xFFFFFFFF
+                centry.gid = st.st_gid & 0xFFFFFFFF
+                centry.file_size = st.st_size & 0xFFFFFFFF
+            return centry, keep
 
-    def _to_c(self) -> Any:
-        centry, keep = super()._to_c()
-        with contextlib.suppress(Exception):
-            st = self.st
-            for name, ns in (("ctime", st.st_ctime_ns), ("mtime", st.st_mtime_ns)):
-                stamp = getattr(centry, name)
-                stamp.seconds = min(ns // 1_000_000_000, 2**31 - 1)
-                stamp.nanoseconds = ns % 1_000_000_000
-            centry.dev = st.st_dev & 0xFFFFFFFF
-            centry.ino = st.st_ino & 0xFFFFFFFF
-            centry.uid = st.st_uid & 0xFFFFFFFF
-            centry.gid = st.st_gid & 0xFFFFFFFF
-            centry.file_size = st.st_size & 0xFFFFFFFF
-        return centry, keep
+    return StatEntry(path, pygit2.Oid(hex=oid), mode)  # type: ignore[arg-type]
 
 
 INDEX_VERSION = 4
@@ -278,7 +281,7 @@ INDEX_VERSION = 4
 _NOT_COMPACTED: set[str] = set()
 
 
-def compact_index(repo: pygit2.Repository) -> None:
+def compact_index(gitdir: str, workdir: str) -> None:
     """Switch git's index to version 4 once, if it is older (``git update-index --index-version``).
 
     Version 4 stores each path as a change to the path before it: at 10,000 memories the file is a
@@ -286,15 +289,17 @@ def compact_index(repo: pygit2.Repository) -> None:
     quarter less. Git has read it since 1.8.0; ``feature.manyFiles`` turns it on for the same reason.
     Without a git program, or while another one holds the index, the store simply stays as it is."""
     try:
-        with open(os.path.join(repo.path, "index"), "rb") as fh:
+        with open(os.path.join(gitdir, "index"), "rb") as fh:
             header = fh.read(8)
     except OSError:
         return
-    if header[:4] != b"DIRC" or int.from_bytes(header[4:8], "big") >= INDEX_VERSION or repo.path in _NOT_COMPACTED:
+    if header[:4] != b"DIRC" or int.from_bytes(header[4:8], "big") >= INDEX_VERSION or gitdir in _NOT_COMPACTED:
         return
-    _NOT_COMPACTED.add(repo.path)  # one try per process and store; the next process tries again
+    _NOT_COMPACTED.add(gitdir)  # one try per process and store; the next process tries again
+    import subprocess
+
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         subprocess.run(
-            ["git", "-C", repo.workdir, "update-index", "--index-version", str(INDEX_VERSION)],
+            ["git", "-C", workdir, "update-index", "--index-version", str(INDEX_VERSION)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
         )

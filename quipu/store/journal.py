@@ -5,16 +5,18 @@ import contextlib
 import json
 import os
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from quipu.errors import InvalidMemory
 from quipu.store import safepath
-from quipu.store.trees import BlobEntries, check_path
+from quipu.store.gitrefs import common_dir
+from quipu.store.trees import check_path
 
 JOURNAL_NAME = "quipu-pending.json"
+CHILD_GRACE = 0.5  # seconds a git child of a dead writer gets to finish before its lock is taken for a leftover
 DEAD_LOCK_WINDOW = 10.0  # a dead writer creates its lock file within this long after its step began
 
 
@@ -29,8 +31,8 @@ class Journal:
     the previous line intact) and the last whole line is the state; no temporary file and rename
     per step. ``clear`` removes the file."""
 
-    def __init__(self, repo: pygit2.Repository, commit: str, ref: str, paths: list[str]) -> None:
-        self.path = os.path.join(repo.path, JOURNAL_NAME)
+    def __init__(self, gitdir: str, commit: str, ref: str, paths: list[str]) -> None:
+        self.path = os.path.join(gitdir, JOURNAL_NAME)
         self.data: dict[str, Any] = {
             "commit": commit, "ref": ref, "paths": paths, "pid": os.getpid(),
             "index_lock_at": None, "ref_lock_at": None,
@@ -50,16 +52,16 @@ class Journal:
             os.unlink(self.path)
 
 
-def recover(repo: pygit2.Repository) -> list[str]:
+def recover(gitdir: str, workdir: str) -> list[str]:
     """Clean up after a writer that died or could not finish; call with the writer lock held.
 
     Returns the journalled paths still to be synced to HEAD (the caller's write syncs them)."""
-    _remove_dead_writers_scratch(repo)
+    _remove_dead_writers_scratch(gitdir)
     # libgit2 writes a new index as index.lock.lock; only a quipu writer holding the flock (ours
     # now) ever makes that file, so one that exists is a dead writer's.
     with contextlib.suppress(OSError):
-        os.unlink(os.path.join(repo.path, "index.lock.lock"))
-    path = os.path.join(repo.path, JOURNAL_NAME)
+        os.unlink(os.path.join(gitdir, "index.lock.lock"))
+    path = os.path.join(gitdir, JOURNAL_NAME)
     try:
         pending = _last_journal_entry(path)
     except FileNotFoundError:
@@ -71,7 +73,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
     paths = [p for p in pending.get("paths", []) if isinstance(p, str) and _is_safe(p)]
     pid = pending.get("pid")
     if isinstance(pid, int) and pid != os.getpid() and not alive(pid):
-        _remove_dead_writers_files(repo, pending, pid, paths)
+        _remove_dead_writers_files(gitdir, workdir, pending, pid, paths)
     # Syncing a path to HEAD is right whether or not the dead writer's commit landed.
     return paths
 
@@ -124,38 +126,43 @@ def alive(pid: int) -> bool:
     return True
 
 
-def _remove_dead_writers_files(repo: pygit2.Repository, pending: dict[str, Any], pid: int, paths: list[str]) -> None:
+def _remove_dead_writers_files(gitdir: str, workdir: str, pending: dict[str, Any], pid: int, paths: list[str]) -> None:
     """Remove the git lock files a killed quipu writer held, and its temporary files.
 
     A lock counts as the dead writer's only when its journal says it was about to take that
     lock and the file is newer than that moment: a lock a person's git took before (an editor
     open in ``git commit``) is left alone."""
-    candidates = [(os.path.join(repo.path, "index.lock"), pending.get("index_lock_at"))]
+    candidates = [(os.path.join(gitdir, "index.lock"), pending.get("index_lock_at"))]
     ref = pending.get("ref")
     if isinstance(ref, str) and ref.startswith("refs/") and ".." not in ref.split("/"):
-        candidates.append((os.path.join(repo.path, ref + ".lock"), pending.get("ref_lock_at")))
+        candidates.append((os.path.join(common_dir(gitdir), ref + ".lock"), pending.get("ref_lock_at")))
     for lock, since in candidates:
         if isinstance(since, (int, float)) and not isinstance(since, bool):
+            # The branch is moved by a `git update-ref` child, which may outlive its killed parent by
+            # a few milliseconds: give it the time to finish and drop its own lock.
+            deadline = time.monotonic() + CHILD_GRACE
+            while os.path.exists(lock) and time.monotonic() < deadline:
+                time.sleep(0.01)
             with contextlib.suppress(OSError):
                 # The ctime: a lock quipu took by linking .git/index keeps the index's old mtime.
                 if since - 0.01 <= os.stat(lock).st_ctime <= since + DEAD_LOCK_WINDOW:
                     os.unlink(lock)
     for rel in paths:
         with contextlib.suppress(OSError):
-            os.unlink(os.path.join(repo.workdir, f"{rel}.{pid}.tmp"))
+            os.unlink(os.path.join(workdir, f"{rel}.{pid}.tmp"))
 
 
 _SCRATCH = re.compile(r"\A(?:quipu-pending\.json|quipu-index)\.(\d+)\.tmp(?:\.lock)?\Z")
 
 
-def _remove_dead_writers_scratch(repo: pygit2.Repository) -> None:
+def _remove_dead_writers_scratch(gitdir: str) -> None:
     """Scratch files in the git dir carry their writer's pid; remove those of dead writers."""
     with contextlib.suppress(OSError):
-        for name in os.listdir(repo.path):
+        for name in os.listdir(gitdir):
             match = _SCRATCH.match(name)
             if match and int(match.group(1)) != os.getpid() and not alive(int(match.group(1))):
                 with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(repo.path, name))
+                    os.unlink(os.path.join(gitdir, name))
 
 
 def safe_worktree_path(workdir: str, rel: str) -> str:
@@ -165,19 +172,17 @@ def safe_worktree_path(workdir: str, rel: str) -> str:
     return safepath.worktree_path(Path(os.path.normpath(workdir)), rel)  # no symlinked folder on the way
 
 
-def write_worktree(repo: pygit2.Repository, paths: list[str], tree: pygit2.Tree) -> None:
-    """Make the worktree files of ``paths`` match ``tree`` (atomic renames; absent means removed)."""
-    workdir = repo.workdir
-    entry_of = BlobEntries(tree)
+def write_worktree(workdir: str, paths: list[str], data_of: Callable[[str], bytes | None]) -> None:
+    """Make the worktree files of ``paths`` hold what ``data_of`` gives (the new tree's files: atomic
+    renames; None means removed)."""
     for rel in paths:
         full = safe_worktree_path(workdir, rel)
-        entry = entry_of(rel)
-        if entry is None:
+        data = data_of(rel)
+        if data is None:
             if os.path.isfile(full) or os.path.islink(full):
                 os.unlink(full)
             _prune_empty_dirs(workdir, os.path.dirname(full))
             continue
-        data = repo[entry.id].data  # type: ignore[attr-defined]
         try:
             with open(full, "rb") as fh:
                 if fh.read(len(data) + 1) == data:

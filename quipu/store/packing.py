@@ -1,4 +1,5 @@
-"""git's automatic garbage collection for a store, which libgit2 (pygit2) never runs.
+"""git's automatic garbage collection for a store, which quipu's writes (loose objects, as
+libgit2's) never run.
 
 Contract:
 - ``maybe_pack(repo)`` runs after a quipu write has landed, never on the prompt path. It costs a
@@ -21,11 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
-import subprocess
 import time
-
-import pygit2
 
 LOOSE_LIMIT = 6700  # git's gc.auto default
 PACK_LIMIT = 50  # git's gc.autoPackLimit default
@@ -66,16 +63,18 @@ def needs_packing(gitdir: str) -> bool:
     return loose_estimate(gitdir) > 256 * -(-LOOSE_LIMIT // 256) or pack_count(gitdir) > PACK_LIMIT
 
 
-def maybe_pack(repo: pygit2.Repository, writer_lock: str) -> bool:
+def maybe_pack(gitdir: str, writer_lock: str) -> bool:
     """Start a detached ``git gc --auto`` holding ``writer_lock`` (the store's ``flock`` file) if
     the store needs it; True if started."""
-    gitdir = repo.path
     if not needs_packing(gitdir):
         return False
     mark = os.path.join(gitdir, MARK_NAME)
     with contextlib.suppress(OSError):
         if time.time() - os.stat(mark).st_mtime < START_EVERY_SECONDS:
             return False
+    import shutil  # past git's limits only: a write that needs no packing does not load them
+    import subprocess
+
     git = shutil.which("git")
     if git is None:
         return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from quipu.store.secret_rules import secretish
+from quipu.store.secret_rules import lazy, secretish
 
 # A password in prose: the word for it in many languages, a few joining words, then the value.
 PASSWORD_WORDS = (
@@ -30,24 +30,26 @@ PASSWORD_WORDS = (
     "login", "credentials", "creds", "wifi key", "wlan key", "wpa key", "network key", "master password", "seed phrase", "recovery phrase", "mnemonic",
 )
 _WEAK = {"pass", "pw", "pwd", "clave", "sandi", "login", "credentials", "creds", "parole"}
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef\u0e00-\u0e7f]")
+_CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xAC00, 0xD7AF), (0xFF00, 0xFFEF), (0x0E00, 0x0E7F))
+_CJK_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _CJK_RANGES) + "]"
+_CJK = lazy(_CJK_CLASS)
 _ENGLISH = {"password", "passwords", "passwd", "passphrase", "pass phrase", "passcode", "login", "credentials", "creds",
             "master password", "seed phrase", "recovery phrase", "mnemonic", "wifi key", "wlan key", "wpa key", "network key"}
 
 
 def _word(w: str) -> str:
     """A password word; in other languages with its inflections ("hesla", "salasanan", "паролем")."""
-    plain = w in _ENGLISH or w in _WEAK or bool(_CJK.search(w))
+    plain = w in _ENGLISH or w in _WEAK or any(a <= ord(c) <= b for c in w for a, b in _CJK_RANGES)
     return re.escape(w) + ("" if plain else r"[^\W\d_]{0,4}")
 
 
-_PROSE_WORD = re.compile(
+_PROSE_WORD = lazy(
     r"(?i)(?<![A-Za-z0-9_$./:@])(?:" + "|".join(_word(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True))
     + r")(?![A-Za-z0-9_\-/@])")
-_VALUE = re.compile(r"[^\s\"'`«»“”„「」『』（）()\[\],;，。、：:]+")
-_PHRASE = re.compile(r"\A[a-z]{3,12}(?:([-_.])[a-z]{3,12})(?:\1[a-z]{3,12}){2,}\Z")
+_VALUE = lazy(r"[^\s\"'`«»“”„「」『』（）()\[\],;，。、：:]+")
+_PHRASE = lazy(r"\A[a-z]{3,12}(?:([-_.])[a-z]{3,12})(?:\1[a-z]{3,12}){2,}\Z")
 # Names of algorithms and formats that follow "passwords are hashed with ..." and look like passwords.
-_TECH_TERM = re.compile(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)|utf-?8"
+_TECH_TERM = lazy(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)|utf-?8"
                         r"|http/?[23]|oauth2?|ipv[46]|x509|ed25519|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[a-z]+\d{2,4})$")
 _STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with from as it this that not your our must should "
                        "have has can will need needs use uses used contain contains require requires into only never always "
@@ -77,7 +79,7 @@ def prose_spans(text: str) -> list[tuple[int, int]]:
             cut = _CJK.search(value)
             start = v.start()
             if cut:  # "Xです", "는X": the value is the run of other characters
-                pieces = [p for p in re.split(_CJK.pattern + "+", value) if p]
+                pieces = [p for p in re.split(_CJK_CLASS + "+", value) if p]
                 if not pieces:
                     continue
                 start += value.find(pieces[0])
@@ -96,7 +98,7 @@ def prose_spans(text: str) -> list[tuple[int, int]]:
 
 
 # An account and its password side by side: "admin / Gr4fana!2024", "root:Sup3rR00t!".
-_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w.@\-/])(?:admin|administrator|root|sa|postgres|ubuntu|pi|user|guest|sysadmin"
+_ACCOUNT_PAIR = lazy(r"(?i)(?<![\w.@\-/])(?:admin|administrator|root|sa|postgres|ubuntu|pi|user|guest|sysadmin"
                            r"|superuser|operator|deploy|service|svc|ci)(?:[ \t]?/[ \t]*|:)(?P<value>[^\s\"'`,;]{6,})")
 
 
@@ -105,8 +107,8 @@ def pair_spans(text: str) -> list[tuple[int, int]]:
 
 
 # Recovery and backup codes: the words, then code-shaped tokens in the lines that follow.
-_CODES_HEAD = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa|one[\s\-]time|emergency|scratch)\s+codes?\b")
-_CODE = re.compile(r"(?i)(?<![\w\-])(?:[a-z0-9]{4,6}(?:-[a-z0-9]{4,6}){1,3}|\d{4}\s\d{4}|\d{6,10}|[a-f0-9]{8,12})(?![\w\-])")
+_CODES_HEAD = lazy(r"(?i)\b(?:recovery|backup|2fa|mfa|one[\s\-]time|emergency|scratch)\s+codes?\b")
+_CODE = lazy(r"(?i)(?<![\w\-])(?:[a-z0-9]{4,6}(?:-[a-z0-9]{4,6}){1,3}|\d{4}\s\d{4}|\d{6,10}|[a-f0-9]{8,12})(?![\w\-])")
 
 
 def code_spans(text: str) -> list[tuple[int, int]]:

@@ -26,20 +26,98 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
+
+
+class Lazy:
+    """A regular expression compiled on its first use: importing the scanner compiles nothing, and
+    a text runs (and compiles) only the rules whose keywords it holds."""
+
+    __slots__ = ("source", "flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def for_text(self, text: str) -> re.Pattern[str] | None:
+        """The pattern to run on ``text``."""
+        return self.compiled
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.compiled, name)
+
+
+def lazy(source: str, flags: int = 0) -> re.Pattern[str]:
+    """A ``Lazy`` pattern, used wherever a compiled one is."""
+    return cast("re.Pattern[str]", Lazy(source, flags))
+
+
+class Anchored:
+    """``head (alt1|alt2|...) tail`` run on a text as the alternatives that can match in it: those
+    whose literal start (``_anchors``) the text holds, and those without one. An alternative left
+    out cannot match anywhere in the text, so every match is the one of the whole alternation."""
+
+    def __init__(self, head: str, alternatives: tuple[str, ...], tail: str) -> None:
+        self.head, self.alternatives, self.tail = head, alternatives, tail
+        self.anchors = tuple(_anchors(a) for a in alternatives)
+        self._compiled: dict[tuple[int, ...], re.Pattern[str]] = {}
+
+    def for_text(self, text: str) -> re.Pattern[str] | None:
+        chosen = tuple(i for i, anchors in enumerate(self.anchors) if not anchors or any(a in text for a in anchors))
+        if not chosen:
+            return None
+        if chosen not in self._compiled:
+            self._compiled[chosen] = re.compile(self.head + "|".join(self.alternatives[i] for i in chosen) + self.tail)
+        return self._compiled[chosen]
+
+
+def _anchors(pattern: str) -> tuple[str, ...]:
+    """Literal text every match of ``pattern`` starts with (any one of them), or () when unknown:
+    its leading plain characters, or a leading group of plain alternatives ``(?:AKIA|ASIA)``."""
+    if pattern.startswith("(?:"):
+        end = pattern.find(")")
+        alternatives = pattern[3:end].split("|")
+        quantified = pattern[end + 1:end + 2] in ("?", "*", "{")
+        ok = end > 0 and not quantified and all(a.isascii() and a.isalnum() for a in alternatives)
+        return tuple(alternatives) if ok else ()
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch, step = pattern[i], 1
+        if ch == "\\":
+            if pattern[i + 1:i + 2] not in (".", "-", "$", "/", "~"):
+                break
+            ch, step = pattern[i + 1], 2
+        elif ch in "[](){}?*+|.^$":
+            break
+        after = pattern[i + step:i + step + 1]
+        if after in ("?", "*", "{"):
+            break  # this character may be absent or repeated: the anchor ends before it
+        out.append(ch)
+        i += step
+        if after == "+":
+            break
+    return ("".join(out),) if out else ()
 
 
 class Rule(NamedTuple):
     name: str
     keywords: tuple[str, ...]
-    pattern: re.Pattern[str]
+    pattern: Lazy | Anchored
     check: Callable[[str], bool] | None = None
     skip_name: re.Pattern[str] | None = None  # the match's ``name`` group that makes it no secret
 
 
 MIN_RUN = 15  # the shortest provider token a prefix rule knows, and the entropy rule's shortest candidate
 
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = lazy(
     r"(?i)^(?:[<\[{(].*|\$.*|%\(.*|%[a-z_]+%|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
     r"|os\.(?:environ|getenv)|getenv\(|process\.env|environ\[|import\.meta\.env|\benv\.|\bENV\[|secrets\.|placeholder"
     r"|your[_\-]|redacted|^![a-z_]+$"
@@ -47,8 +125,8 @@ _PLACEHOLDER = re.compile(
     r"|^(?:password|passwd|secret|token|none|null|true|false|required|optional|string|str|hidden|empty|root|guest"
     r"|admin|test|user|pass|postgres|mysql|redis|await|new|undefined|nil|self|this|function|lambda|async|yield"
     r"|require|import|bearer|basic|\*+)$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:[.\-][A-Za-z_]+)*(?:\(.*\)?)?[:;,]?$")
-_CALL = re.compile(r"[A-Za-z_][\w.]*\([^()]*\)?[;,]?$")  # get_secret("x"), bcrypt.hash(p)
+_IDENTIFIER = lazy(r"^[A-Za-z_][A-Za-z_]*(?:[.\-][A-Za-z_]+)*(?:\(.*\)?)?[:;,]?$")
+_CALL = lazy(r"[A-Za-z_][\w.]*\([^()]*\)?[;,]?$")  # get_secret("x"), bcrypt.hash(p)
 
 
 def entropy(text: str) -> float:
@@ -107,7 +185,7 @@ def assigned(value: str) -> bool:
     return not re.fullmatch(r"[A-Z][A-Z0-9_]+|[a-z]+_[a-z_]+", v)  # another variable's name
 
 
-_HEXISH = re.compile(r"\A[0-9a-fA-F\-]+\Z")
+_HEXISH = lazy(r"\A[0-9a-fA-F\-]+\Z")
 
 
 def key_like(value: str) -> bool:
@@ -135,10 +213,10 @@ def prefixed(value: str) -> bool:
     return not_placeholder(v) and entropy(v) >= 2.5
 
 
-_DIGEST_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|h1|blake2b?)[-:~]")
-_CROCKFORD_ULID = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
-_BASE58_ADDRESS = re.compile(r"\A[13mn2LMD][1-9A-HJ-NP-Za-km-z]{25,34}\Z")  # coin addresses, testnet too
-_PUBLIC_BEFORE = re.compile(
+_DIGEST_PREFIX = lazy(r"(?i)(?:sha(?:1|224|256|384|512)|md5|h1|blake2b?)[-:~]")
+_CROCKFORD_ULID = lazy(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
+_BASE58_ADDRESS = lazy(r"\A[13mn2LMD][1-9A-HJ-NP-Za-km-z]{25,34}\Z")  # coin addresses, testnet too
+_PUBLIC_BEFORE = lazy(
     r"(?i)(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-\w+|sk-ssh-\S+|base64,|sha(?:1|256|384|512)[-:~]|h1:|SHA256:|"
     r"publickey\s*=\s*|public key[:\s]+|fingerprint\s*|0x|age1|bc1|tb1)\s*\Z")
 
@@ -221,10 +299,10 @@ def _at_least(pattern: str) -> str:
     return re.sub(r"\{(\d{2,3})\}", lambda m: "{20,}" if int(m.group(1)) >= 20 else m.group(0), pattern)
 
 
-_PROVIDER = re.compile(r"(?<![\w\-+/.])(?P<value>" + "|".join(map(_at_least, _PREFIXES)) + r")(?![\w\-+/])")
+_PROVIDER = Anchored(r"(?<![\w\-+/.])(?P<value>", tuple(map(_at_least, _PREFIXES)), r")(?![\w\-+/])")
 
-_PUTTY = re.compile(r"(?i)Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<value>(?:[A-Za-z0-9+/=]{16,}\r?\n?)+)")
-_PEM = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+_PUTTY = Lazy(r"(?i)Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<value>(?:[A-Za-z0-9+/=]{16,}\r?\n?)+)")
+_PEM = Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
                   r"|[\s\S]{0,4000}?(?=\n\s*\n|\Z))", re.DOTALL)
 
 # A name that says "credential" (in code, config, env files, headers), then ``=``, ``:`` or ``=>``.
@@ -232,23 +310,23 @@ _CRED_NAME = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-.]?key|apikey
               r"|client[_\-.]?secret|auth(?:[_\-.]?(?:key|token))?|credentials?|signing[_\-.]?key|encryption[_\-.]?key"
               r"|master[_\-.]?key|account[_\-.]?key|license[_\-.]?key|session[_\-.]?key|secret[_\-.]?key|sas|pat"
               r"|requirepass|masterauth|storepass|keypass)")
-_ASSIGN = re.compile(
+_ASSIGN = Lazy(
     rf"(?i)(?<![\w.])(?P<name>(?:[\w.\-$:]*?(?:[_\-.:$]|(?-i:(?<=[a-z])(?=[A-Z]))))?{_CRED_NAME}(?:(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z])))[\w.\-]*)?)[\"']?[ \t]*(?:=|:|=>|:=)(?!=)[ \t]*(?:b|r|f)?[\"'`]?"
     rf"(?P<value>[^\s\"'`;,<]+(?:[^\S\n][^\s\"'`;,<]+)*?)(?=[\"'`;,<]|\s*$|\s+#|\s+//|\s)", re.MULTILINE)
 # A credential name's own harmless endings: token_type, password_hash, SECRET_KEY_FILE, api_key_url.
-_NOT_A_CREDENTIAL = re.compile(
+_NOT_A_CREDENTIAL = lazy(
     r"(?i)[_\-.](?:type|url|uri|endpoint|name|length|len|size|id|file|path|count|expires?(?:_in|_at)?|ttl|header|field"
     r"|prefix|format|policy|hash|hashed|reset|min|max|limit|timeout|lifetime|algorithm|algo|env|var|label|hint|regex"
     r"|pattern|required|enabled|mode|version|scopes?|store|storage|manager|provider|method|strategy|rotation)$")
 # ``SOME_KEY=value``: a key by its name alone, when the value is key-shaped (not a cache or sort key).
-_KEY_ASSIGN = re.compile(
+_KEY_ASSIGN = Lazy(
     r"(?i)(?<![\w.])(?P<name>[\w.\-]*key[\w\-]*)[\"']?[ \t]*(?:=|:|=>)(?!=)[ \t]*[\"'`]?(?P<value>[A-Za-z0-9+/][\w+/=.:~\-]{15,})")
-_NOT_A_SECRET_KEY = re.compile(r"(?i)public|publishable|_id\b|id$|name|file|path|cache|sort|primary|foreign|partition|idempoten"
+_NOT_A_SECRET_KEY = lazy(r"(?i)public|publishable|_id\b|id$|name|file|path|cache|sort|primary|foreign|partition|idempoten"
                                r"|type|size|len|hash|digest|ref|map|field|column|index|prefix|pair|store|ring|board|word")
 
 
-_XML = re.compile(rf"(?i)<(?P<name>[\w\-]*{_CRED_NAME}[\w\-]*)>(?P<value>[^<\s]{{4,}})</")
-_SPACED = re.compile(r"(?i)(?<![\w.])(?:requirepass|masterauth)\s+[\"']?(?P<value>[^\s\"']{4,})")
+_XML = Lazy(rf"(?i)<(?P<name>[\w\-]*{_CRED_NAME}[\w\-]*)>(?P<value>[^<\s]{{4,}})</")
+_SPACED = Lazy(r"(?i)(?<![\w.])(?:requirepass|masterauth)\s+[\"']?(?P<value>[^\s\"']{4,})")
 
 
 # A credential word in prose or a header, then (within a few words) a key-shaped value.
@@ -256,7 +334,7 @@ _KEY_WORD = (r"(?:api[\s_\-]?(?:key|token|secret)|access[\s_\-]?(?:key|token)|au
              r"|app[\s_\-]?(?:key|secret)|admin[\s_\-]?key|secret(?:[\s_\-]?key)?|token|license[\s_\-]?key|client[\s_\-]?secret"
              r"|consumer[\s_\-]?secret|(?:service[\s_\-]?)?account[\s_\-]?key|signing[\s_\-]?secret|private[\s_\-]?key|encryption[\s_\-]?key|setup[\s_\-]?key"
              r"|seed|totp|2fa|mfa|otp|recovery[\s_\-]?key|master[\s_\-]?key|bearer|basic|x-api-key|private-token)")
-_NEAR_KEY = re.compile(rf"(?i)(?<![\w\-])(?<!public\s){_KEY_WORD}s?\b[^\n\w]{{0,3}}(?:[^\n]{{0,36}}?[\s:=\"'(`])?"
+_NEAR_KEY = Lazy(rf"(?i)(?<![\w\-])(?<!public\s){_KEY_WORD}s?\b[^\n\w]{{0,3}}(?:[^\n]{{0,36}}?[\s:=\"'(`])?"
                        r"(?P<value>[A-Za-z0-9+/][A-Za-z0-9+/=_.:~\-]{15,})")
 # A service's name, then within 40 characters a key-shaped value (trufflehog's prefix-and-keyword
 # detectors): "heroku: <uuid>", "GITHUB=<40 hex>", "kucoin secret 5f0c...". Not when an id word
@@ -272,17 +350,17 @@ PROVIDERS = (
     "sendbird", "sendgrid", "sendinblue", "sentry", "snyk", "sparkpost", "squarespace", "sumologic", "supabase",
     "telnyx", "railway", "resend", "netlify", "elevenlabs", "mistral", "deepgram", "travis", "trello", "twilio", "twitch", "twitter", "typeform", "vercel", "vonage", "yandex", "zendesk",
     "zoom")
-_PROVIDER_NEAR = re.compile(
+_PROVIDER_NEAR = Lazy(
     r"(?i)\b(?:" + "|".join(p.replace(" ", r"[\s_\-]?") for p in PROVIDERS) + r")(?P<name>[^\n]{0,40}?)"
     r"(?<![\w+/.~\-])(?P<value>[A-Za-z0-9+][A-Za-z0-9+/=_~\-]{15,})(?![\w+/=.~\-])")
-_ID_WORD = re.compile(r"(?i)\b(?:ids?|uuid|identifier|app|account|org|organi[sz]ation|project|team|user(?:name)?|request|trace"
+_ID_WORD = lazy(r"(?i)\b(?:ids?|uuid|identifier|app|account|org|organi[sz]ation|project|team|user(?:name)?|request|trace"
                       r"|commit|sha|hash|build|run|release|version|dyno|region|url|domain|host|channel|workspace|repo"
                       r"|issue|pr|ticket|job|pipeline|site|page|server|guild|webhook[s]? url|public)\b|https?:|/")
-_SPACED_SEED = re.compile(r"(?i)(?:seed|secret|setup key|totp|2fa|mfa)[^\n]{1,24}?(?P<value>(?:[a-z2-7]{4}\s){3,}[a-z2-7]{4})\b")
-_URL_PARAM = re.compile(r"(?i)[?&](?:secret|token|api_?key|access_token|password|passwd|sig|signature|client_secret)="
+_SPACED_SEED = Lazy(r"(?i)(?:seed|secret|setup key|totp|2fa|mfa)[^\n]{1,24}?(?P<value>(?:[a-z2-7]{4}\s){3,}[a-z2-7]{4})\b")
+_URL_PARAM = Lazy(r"(?i)[?&](?:secret|token|api_?key|access_token|password|passwd|sig|signature|client_secret)="
                         r"(?P<value>[^&\s\"'#]{8,})")
-_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://(?P<user>[^\s/:@'\"<>]*):(?P<value>[^\s/@'\"<>]+)@")
-_CONN_PASSWORD = re.compile(r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*(?P<value>[^;\s\"']{4,});")
+_URL_PASSWORD = Lazy(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://(?P<user>[^\s/:@'\"<>]*):(?P<value>[^\s/@'\"<>]+)@")
+_CONN_PASSWORD = Lazy(r"(?i)(?:^|[;\s\"'])(?:password|pwd)\s*=\s*(?P<value>[^;\s\"']{4,});")
 
 
 def _url_password(value: str) -> bool:
@@ -343,9 +421,9 @@ RULES: tuple[Rule, ...] = (
          not_placeholder),
     Rule("url-password", ("://",), _URL_PASSWORD, _url_password),
     Rule("connection-string", ("password", "pwd"), _CONN_PASSWORD, assigned),
-*(Rule("cli-password", keywords, re.compile(form + _CLI_VALUE), _cli_value) for keywords, form in _CLI_FORMS),
+*(Rule("cli-password", keywords, Lazy(form + _CLI_VALUE), _cli_value) for keywords, form in _CLI_FORMS),
 )
 # The CLI rule's ``echo`` form only holds when the echoed text is piped to a password prompt.
-_ECHO_PIPE = re.compile(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*[^\n]*(?:--password-stdin|--stdin|\bsudo\s+-\w*S|\bchpasswd|\blogin\b)")
+_ECHO_PIPE = lazy(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*[^\n]*(?:--password-stdin|--stdin|\bsudo\s+-\w*S|\bchpasswd|\blogin\b)")
 def echo_spans(text: str) -> list[tuple[int, int]]:
     return [(m.start("value"), m.end("value")) for m in _ECHO_PIPE.finditer(text) if _cli_value(m.group("value"))]

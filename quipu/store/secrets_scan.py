@@ -10,7 +10,10 @@ Contract:
   ``quipu:allow-secret`` (like ``gitleaks:allow``).
 - A cheap pre-filter runs first: a text with none of the rules' keywords and no run of 15+
   characters without a space (most prose) is answered without running any pattern
-  (``may_hold_secret`` is that test, and a necessary condition of a finding).
+  (``may_hold_secret`` is that test, and a necessary condition of a finding). Patterns compile at
+  their first use (importing the scanner compiles none): a text compiles and runs only the rules
+  whose keywords it holds, and of the provider-token rule only the prefixes it holds
+  (``secret_rules.Anchored``); what is found is exactly what the whole rule set finds.
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
@@ -30,9 +33,9 @@ from quipu.store import secret_prose, secret_rules
 
 ALLOW_MARKER = "quipu:allow-secret"
 shannon_entropy = secret_rules.entropy
-_TOKEN_RE = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
+_TOKEN_RE = secret_rules.lazy(r"[A-Za-z0-9+/=_\-.~]{20,}")
 # Certificates and public keys: their base64 is random, and public.
-_PUBLIC_BLOCK = re.compile(r"-----BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
+_PUBLIC_BLOCK = secret_rules.lazy(r"-----BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
 
 
 class Secret(NamedTuple):
@@ -60,11 +63,14 @@ def _spans(text: str, low: str) -> list[Secret]:
     for rule in secret_rules.RULES:
         if rule.keywords and not any(k in low for k in rule.keywords) or not rule.keywords and not long_run:
             continue
-        for m in rule.pattern.finditer(text):
-            group = "value" if "value" in rule.pattern.groupindex and m.group("value") is not None else 0
+        pattern = rule.pattern.for_text(text)
+        if pattern is None:
+            continue
+        for m in pattern.finditer(text):
+            group = "value" if "value" in pattern.groupindex and m.group("value") is not None else 0
             if rule.skip_name is not None and rule.skip_name.search(m.group("name")):
                 continue
-            if "name" in rule.pattern.groupindex and m.group("name") and len(m.group(group)) >= 4 and (
+            if "name" in pattern.groupindex and m.group("name") and len(m.group(group)) >= 4 and (
                     m.group(group).strip("'\"").lower() in m.group("name").lower()):
                 continue  # POSTGRES_PASSWORD=postgres: the value is a word of the name
             if rule.check is None or rule.check(m.group(group)):
@@ -95,7 +101,7 @@ def _allowed_lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-_REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
+_REDACTED = secret_rules.lazy(r"\[REDACTED:[a-z\-]+\]")
 
 
 def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False) -> list[Secret]:

@@ -14,7 +14,6 @@ A store is someone else's input as soon as it is shared through git, so its comm
 from __future__ import annotations
 
 import os
-import tomllib
 from typing import Any, NamedTuple, TypeGuard
 
 from quipu.prompt import locate
@@ -56,11 +55,26 @@ def _read(path: str, *, follow: bool) -> tuple[dict[str, Any], str]:
         return {}, ""
     except OSError as exc:
         return {}, f"cannot be read ({exc.strerror}; a symlink is never followed)"
+    import tomllib  # loaded when a settings file is there to read
+
     try:
         with os.fdopen(fd, "rb") as fh:
             return tomllib.load(fh), ""
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         return {}, f"is not valid TOML ({exc})"
+
+
+def files_stamp(root: os.PathLike[str] | str) -> str:
+    """What changes whenever the store's ``quipu.toml`` or the user's config file is edited,
+    replaced or removed (each file's inode, size and mtime), to know a reading of them still holds."""
+    parts = []
+    for path, stat in ((os.path.join(os.fspath(root), "quipu.toml"), os.lstat), (user_config_path(), os.stat)):
+        try:
+            st = stat(path)
+            parts.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
 
 
 def _load(path: str, *, follow: bool) -> dict[str, Any]:

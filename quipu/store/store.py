@@ -17,7 +17,8 @@ Contract:
   decision's commit (``supersession``).
 - ``commit`` writes only paths of the store's schema (``quipu.store.schema``): everything quipu
   writes is something a clone and a sync take.
-- A ``Store`` may be used from several threads: each opens its own git repository (``repo``).
+- A ``Store`` may be used from several threads: each opens its own git repository (``repo``) and
+  object reader (``objects``), and ``landed`` is the last write of the calling thread.
 """
 from __future__ import annotations
 
@@ -44,12 +45,14 @@ from quipu.store.trailers import (
     cut_words,
     event_dir,
     format_message,
-    parse_trailers,
     trailer_stamp,
 )
 
 if TYPE_CHECKING:
     import pygit2
+
+    from quipu.store import gitobj
+    from quipu.store.gitstore import Landed
 
 # pygit2 (about 40 ms to import), the git writer and the secret scanner load at their first use:
 # a search on a fresh index reads HEAD from git's files and never needs them.
@@ -121,6 +124,20 @@ class Store:
         return repo
 
     @property
+    def objects(self) -> gitobj.Objects:
+        """The store's git objects read and written without libgit2, one reader per thread."""
+        objects: gitobj.Objects | None = getattr(self._repos, "objects", None)
+        if objects is None:
+            from quipu.store import gitobj
+
+            objects = self._repos.objects = gitobj.Objects(os.path.normpath(self.gitdir))
+        return objects
+
+    def landed(self) -> Landed | None:
+        """The last write this thread made through ``commit`` (for the index to take as written)."""
+        return getattr(self._repos, "landed", None)
+
+    @property
     def gitdir(self) -> str:
         return locate.git_dir(str(self.root)) or str(self.root / ".git")
 
@@ -162,6 +179,17 @@ class Store:
             raise
 
     def read_bytes(self, rel: str) -> bytes | None:
+        head = self.head()
+        if head is not None and len(head) == 40:
+            from quipu.store import gitobj
+
+            cached = getattr(self._repos, "tree", None)
+            try:
+                if cached is None or cached[0] != head:
+                    cached = self._repos.tree = (head, gitobj.Tree(self.objects, self.objects.commit_tree(head)))
+                return cached[1].data(rel)
+            except (KeyError, gitobj.Unsupported):
+                pass  # libgit2 reads it, or says clearly why it cannot
         try:
             entry = self._head_tree()[rel]
         except KeyError:
@@ -236,12 +264,13 @@ class Store:
         secrets_scan.refuse_secrets({}, format_message(summary, trailers), allow_secret_like)
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
-        sha = gitstore.commit_files(
-            self.root, changes, message, repo=self.repo, create_only=create_only, require=require
+        landed = gitstore.write_files(
+            self.root, changes, message, objects=self.objects, create_only=create_only, require=require
         )
-        if sha is None:
+        if landed is None:
             raise ConflictError(f"nothing to commit for {summary!r}: the store already holds exactly this")
-        return sha
+        self._repos.landed = landed
+        return landed.commit
 
     def add(
         self,
@@ -344,8 +373,6 @@ class Store:
     def supersession(self, old: str) -> tuple[str, str] | None:
         """(the id that supersedes ``old``, the commit of that event) when a supersession is in
         force, read from the event files the tip holds; None otherwise."""
-        import pygit2
-
         from quipu.store import effects
 
         latest: tuple[str, str] | None = None
@@ -354,12 +381,7 @@ class Store:
                 latest = (name, event["by"])  # the last one decides, as the index folds them
         if latest is None:
             return None
-        path = f"{event_dir(old)}/{latest[0]}"
-        for commit in self.repo.walk(self.repo.head.target, pygit2.enums.SortMode.TOPOLOGICAL):
-            if effects.entry_at(commit.tree, path) and all(effects.entry_at(p.tree, path) is None
-                                                           for p in commit.parents):
-                return latest[1], str(commit.id)
-        return latest[1], ""
+        return latest[1], effects.commit_adding(self.repo, f"{event_dir(old)}/{latest[0]}")
 
     def retract(self, memory_id: str, *, reason: str = "", undo_sweep: str | None = None) -> str:
         """Take a memory out of recall and search (a ``retracted`` label); nothing is deleted."""
@@ -399,29 +421,9 @@ class Store:
         action: str | None = None,
         limit: int | None = None,
     ) -> list[LogEntry]:
-        import pygit2
+        from quipu.store import effects
 
-        from quipu.store import gitstore
-
-        repo = self.repo
-        out: list[LogEntry] = []
-        try:
-            tip = gitstore.branch_ref(repo).target
-        except ConflictError:
-            tip = repo.head.target
-        for commit in repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
-            trailers = parse_trailers(commit.message)
-            if memory and trailers.get("Quipu-Memory") != memory and trailers.get("Quipu-Superseded-By") != memory:
-                continue
-            if sweep and trailers.get("Quipu-Sweep") != sweep:
-                continue
-            if action and trailers.get("Quipu-Action") != action:
-                continue
-            when = _dt.datetime.fromtimestamp(commit.commit_time, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            out.append(LogEntry(str(commit.id), when, commit.message.split("\n", 1)[0], trailers))
-            if limit and len(out) >= limit:
-                break
-        return out
+        return effects.log(self.repo, memory=memory, sweep=sweep, action=action, limit=limit)
 
     def undo(self, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> list[str]:
         """Revert one commit, a memory's latest decision, or every commit of a sweep (newest first);

@@ -43,7 +43,7 @@ from quipu.store import effects
 from quipu.store import githooks
 from quipu.store import schema
 from quipu.store import gitstore
-from quipu.store import trees
+from quipu.store import gitobj
 from quipu.index import index
 from quipu.sync import merge as sync_merge
 from quipu.errors import ConflictError, FatalError, NoStore
@@ -378,7 +378,8 @@ def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Ref
         if reason:
             refused.append(Refusal(rel, reason))
     if refused:
-        tree = trees.build_tree(repo, tip.tree, {r.path: None for r in refused})
+        tree = pygit2.Oid(hex=gitobj.build_tree(gitobj.Objects(repo.path), str(tip.tree.id),
+                                                {r.path: None for r in refused}))
         sig = gitstore.signature(repo)
         message = format_message(f"quipu: clone refused {len(refused)} file(s) from {DEFAULT_REMOTE}",
                                  {"Quipu-Action": "refuse", "Quipu-Memory": "store", "Quipu-Remote": DEFAULT_REMOTE},

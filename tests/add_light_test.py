@@ -1,0 +1,144 @@
+"""`quipu add` as a person runs it: a fresh process that loads no libgit2, and leaves git, the
+commit's trailers and the index exactly as any write does; the near-duplicate check finds through
+the index exactly what comparing every memory finds."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from quipu.index import index, near
+from quipu.store.gitstore import FALLBACK_NAME
+from quipu.store.store import Store
+from testing.fixtures import add_all, git, make_store, memory, quipu
+
+
+def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("aaaa00000001", "Staging database", "Staging runs postgres 15 on port 5433.")])
+    note = tmp_path / "note.md"
+    note.write_text("Releases are cut from the release branch every Tuesday by the on-call engineer.\n")
+    traced = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "quipu", "--store", str(store.root), "add", "-t", "Release day",
+         "-f", str(note), "--session", "sess-1", "--json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert traced.returncode == 0, traced.stderr
+    imported = {line.split("|")[-1].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
+    assert {"quipu.store.secrets_scan", "quipu.store.gitstore"} <= imported  # the tracing sees the writer
+    assert not {m for m in imported if m.split(".")[0] in ("pygit2", "_pygit2")}, "quipu add loaded libgit2"
+    added = json.loads(traced.stdout)
+    assert git(store.root, "status", "--porcelain") == ""
+    assert git(store.root, "rev-parse", "HEAD").strip() == added["commit"]
+    message = git(store.root, "log", "-1", "--format=%B")
+    assert message.startswith(f"quipu: add {added['id']} Release day\n\n")
+    assert f"Quipu-Action: add\nQuipu-Memory: {added['id']}\nQuipu-Session: sess-1\n" in message
+    assert git(store.root, "log", "-1", "--format=%an <%ae>").strip() != f"{FALLBACK_NAME} <quipu@localhost>"
+    assert git(store.root, "fsck", "--strict", "--no-dangling", check=False) == ""
+    assert "quipu: commit" in git(store.root, "reflog", "-1")
+    assert git(store.root, "show", f"HEAD:{added['path']}").startswith("---\n")
+    found = quipu("--store", str(store.root), "search", "Tuesday release branch", "--json")
+    assert found.returncode == 0, found.stderr
+    assert added["id"] in [hit["id"] for hit in json.loads(found.stdout)]
+
+
+def test_the_index_takes_an_added_memory_as_written(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("bbbb00000001", "Deploy", "Deploys go through CI.")])
+    store.add(memory("bbbb00000002", "Backups", "Backups run nightly at 02:00 UTC."))
+    landed = store.landed()
+    assert landed is not None and landed.commit == store.head()
+    assert index.ensure_fresh(store).action == "incremental"
+    fresh = Store(store.root)  # another process: no write of its own to take, so it reads git
+    rows = index.rows(fresh, "SELECT id FROM memories ORDER BY id")
+    assert [r["id"] for r in rows] == ["bbbb00000001", "bbbb00000002"]
+    index.ensure_fresh(store, force_rebuild=True)
+    assert [r["id"] for r in index.rows(store, "SELECT id FROM memories ORDER BY id")] == ["bbbb00000001", "bbbb00000002"]
+
+
+TEXTS = [
+    ("Deploy rule", "Deploys go through CI, run scripts/deploy.sh --dry-run first."),
+    ("deploy rule", "deploys go through the CI; run scripts/deploy.sh --dry-run first"),
+    ("Deploy rule", "Deploys go through CI, run scripts/deploy.sh --canary first."),
+    ("Config file", "The ﬁle lives in /etc/app.conf"),  # a ligature folds to "fi"
+    ("Config file", "The file lives in /etc/app.conf"),
+    ("Heat", "Set the oven to 400 K before baking"),  # the Kelvin sign folds to "k"
+    ("Heat", "Set the oven to 400 K before baking"),
+    ("Glyph", "abc\ue000 is the build icon"),  # a private-use character inside a word
+    ("Glyph", "abc is the build icon"),
+    ("Straße", "Die Straße ist gesperrt"),
+    ("STRASSE", "die strasse ist gesperrt"),
+    ("snake", "use the foo_bar helper"),
+    ("snake", "use the foo bar helper"),
+    ("a", "the"),
+    ("A", "The"),
+]
+
+
+def test_the_near_duplicate_check_through_the_index_finds_what_comparing_everything_finds(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory(f"cccc{i:08d}", title, body) for i, (title, body) in enumerate(TEXTS)])
+    for title, body in TEXTS:
+        expected = next((f"cccc{i:08d}" for i, (t, b) in enumerate(TEXTS) if near.same_claim(title, body, t, b)), None)
+        found = near.near_duplicate(store, title, body)
+        assert (found.id if found else None) == expected, (title, body)
+    assert near.near_duplicate(store, "Config file", "The file lives in /etc/app.conf").id == "cccc00000003"
+
+
+def test_a_packed_store_takes_an_add_and_commits_as_the_identity_git_config_gives(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("dddd00000001", "Ports", "The API listens on port 8080.")])
+    git(store.root, "gc", "--quiet")  # every object packed: the writer reads them through git cat-file
+    assert not [p for p in (store.root / ".git" / "objects").iterdir() if len(p.name) == 2]
+    (tmp_path / "extra.gitconfig").write_text("[user]\n\tname = \"Ada \\\"Included\\\" Lovelace\" ; a comment\n")
+    git(store.root, "config", "include.path", str(tmp_path / "extra.gitconfig"))  # asked of git config
+    added = quipu("--store", str(store.root), "add", "The worker listens on port 9090.", "--title", "Worker port",
+                  "--json")
+    assert added.returncode == 0, added.stderr
+    assert git(store.root, "log", "-1", "--format=%an <%ae>").strip() == 'Ada "Included" Lovelace <test@example.invalid>'
+    assert git(store.root, "status", "--porcelain") == ""
+    assert git(store.root, "fsck", "--strict", "--no-dangling", check=False) == ""
+    assert "Ports" in git(store.root, "show", "HEAD:" + "memories/dd/dddd00000001.md")
+    git(store.root, "config", "--unset", "include.path")
+    git(store.root, "config", "user.name", "Local Name")  # the repository's own config wins over the global one
+    again = quipu("--store", str(store.root), "add", "Cron runs at 02:00.", "--title", "Cron")
+    assert again.returncode == 0, again.stderr
+    assert git(store.root, "log", "-1", "--format=%an").strip() == "Local Name"
+
+
+def test_the_branch_moves_as_git_moves_it_with_its_reflog(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    before = git(store.root, "rev-parse", "HEAD").strip()
+    store.add(memory("eeee00000001", "Ports", "The API listens on port 8080."))
+    after = git(store.root, "rev-parse", "HEAD").strip()
+    assert git(store.root, "rev-parse", "HEAD~1").strip() == before
+    for log in ("refs/heads/main", "HEAD"):
+        last = (store.root / ".git" / "logs" / log).read_text().splitlines()[-1]
+        assert last.startswith(f"{before} {after} Quipu Test <test@example.invalid> ") and last.endswith("\tquipu: commit")
+    assert not (store.root / ".git" / "refs" / "heads" / "main.lock").exists()
+    git(store.root, "config", "core.logAllRefUpdates", "false")  # git then appends only to reflogs that exist
+    (store.root / ".git" / "logs" / "refs" / "heads" / "main").unlink()
+    store.add(memory("eeee00000002", "Cron", "Cron runs at 02:00."))
+    assert not (store.root / ".git" / "logs" / "refs" / "heads" / "main").exists()
+    assert (store.root / ".git" / "logs" / "HEAD").read_text().splitlines()[-1].endswith("\tquipu: commit")
+    assert git(store.root, "status", "--porcelain") == ""
+
+
+def test_an_edited_settings_file_reaches_the_index_with_the_next_write(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("ffff00000001", "Ports", "The API listens on port 8080.")])
+
+    def recorded() -> dict[str, object]:
+        return json.loads(index.rows(store, "SELECT value FROM meta WHERE key = 'config'")[0]["value"])
+
+    assert recorded()["limit"] == 2  # the template's
+    user = Path(os.environ["QUIPU_HOME"]) / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text("[recall]\nlimit = 4\n")
+    add_all(store, [memory("ffff00000002", "Cron", "Cron runs at 02:00.")])
+    assert recorded()["limit"] == 4
+    user.write_text("[recall]\nlimit = 3\n")  # same size: the mtime tells
+    add_all(store, [memory("ffff00000003", "Queue", "The queue drains every minute.")])
+    assert recorded()["limit"] == 3
