@@ -264,3 +264,20 @@ def test_a_prompt_that_is_mostly_a_pasted_log_is_read_by_the_persons_own_words(t
     stock = (f"For the code present, we get this error:\n```\n{_LOG}\n```\nHow can I resolve this? "
              "If you propose a fix, please make it concise.")
     assert "paste-concise" not in hits(store, stock)
+
+
+def test_everyday_words_that_few_notes_hold_together_are_a_subject(real_store: Store) -> None:
+    """Each word is everyday vocabulary ("go", "mod", "modules", "branch", "name", "node"); the
+    few real notes that hold several of them together are about exactly that. The precision sets
+    above still inject nothing."""
+    cases = {
+        "I bumped a dep in sdk/go.mod and now pkg won't build. how do we keep the go modules in sync across the repo?":
+            "real-917a2446a774",
+        "what do I name the branch for fixing issue 1234 in playwright-mcp? and do I add a co-authored-by for the agent?":
+            "real-36f02bd1cb94",
+        "can I run the script with npx or node in minsky or do we use a different runtime?": "real-aece785eb559",
+    }
+    for prompt, expected in cases.items():
+        assert expected in hits(real_store, prompt)[:2], prompt
+    explained = explain(real_store, "ok run the tests again and fix the build")
+    assert explained.hits == []

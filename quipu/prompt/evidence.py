@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 #   memory has the word itself, not only its stem: a project, a tool, an identifier, a name),
 #   another topic term TOPIC_VALUE, a generic word GENERIC_VALUE (everyday vocabulary of working
 #   on code, a number, a token of three characters or fewer: quipu.prompt.query.is_generic). A memory
-#   whose matches are all generic never speaks.
+#   whose matches are all generic speaks only when COMBINED_WORDS or more of them are held
+#   together by at most COMBINED_DF memories of the store: each everyday word names nothing,
+#   but "go", "mod", "modules" and "sdk" found together in one note are its subject.
 # - It speaks with STRONG_EVIDENCE (two specific terms, four topic terms, a specific term and
 #   two topic terms), or with EVIDENCE_NEEDED when its topic terms carry COVERAGE_NEEDED of the
 #   prompt's topic weight (each topic term weighs its idf in the store; a specific term the store
@@ -64,6 +66,9 @@ PHRASE_PROMPT_WORDS = 30      # phrases are looked for in prompts of at most thi
 PHRASE_PAIRS = 4              # neighbouring content words of the prompt that find phrase candidates (rarest)
 PHRASE_GAP = 3                # stop words between them in a title or alias ("ship to production")
 PHRASE_ROWS = 200             # phrase candidates read
+COMBINED_WORDS = 3            # everyday words of the prompt that, held together by few memories, name a subject
+COMBINED_DF = 2               # ... by at most this many
+COMBINED_CHECKS = 4           # combinations looked up per prompt
 PASTE_VALUE = 0.5             # a prompt read by the person's words: each word the memory shares with the paste
 PASTE_WORDS = 2               # ... for at most this many of them
 
@@ -232,6 +237,7 @@ class Evidence:
         self.texts: dict[int, str] = {}
         self.rowids: list[int] = []
         self.refused: list[str] = []
+        self.combined: dict[str, bool] = {}
         topic: dict[str, float] = {}
         for term in prompt_terms:
             stem = stems.get(term.text, term.text)
@@ -313,6 +319,24 @@ class Evidence:
         share = covered / self.total_weight if self.total_weight else 0.0
         return value, topic, share, sorted(words)
 
+    def _rare_together(self, words: "Sequence[str]") -> bool:
+        """Whether the prompt's everyday words that a memory holds are, together, a subject: at
+        least COMBINED_WORDS of them (numbers and short tokens aside), and at most COMBINED_DF
+        memories of the store hold them all ("go", "mod", "modules", "sdk" and "pkg" each name
+        nothing; the few notes holding every one of them are about one thing)."""
+        kept = sorted({w for w in words if len(w) > 2 and not w.isdigit()})
+        if len(kept) < COMBINED_WORDS:
+            return False
+        key = " ".join(kept)
+        if key not in self.combined and len(self.combined) >= COMBINED_CHECKS:
+            return False  # each check reads the words' rows: a few per prompt
+        if key not in self.combined:
+            expr = " AND ".join(fts_any(w) for w in kept)
+            rows = self.db.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?",
+                                   (expr, COMBINED_DF + 1)).fetchall()
+            self.combined[key] = len(rows) <= COMBINED_DF
+        return self.combined[key]
+
     def _named(self, hit: "Hit", words: "Sequence[str]") -> list[str]:
         """The prompt's words that the memory's title or aliases (what it is about) contain."""
         row = self.db.execute("SELECT title, aliases FROM memory_fts WHERE rowid = ?", (hit.rowid,)).fetchone()
@@ -331,8 +355,10 @@ class Evidence:
             if len(named) < TITLE_WORDS:
                 why = (f"a question in everyday words speaks only for a memory whose title or aliases have "
                        f"{TITLE_WORDS} of them (this one has {', '.join(named) or 'none'})")
-        elif not topic:
+        elif not topic and not self._rare_together(words):
             why = "matches only generic words of the prompt (" + ", ".join(words) + ")"
+        elif not topic:
+            pass
         elif value >= STRONG_EVIDENCE or (value >= EVIDENCE_NEEDED and share >= COVERAGE_NEEDED):
             pass
         elif self.question and (value >= QUESTION_EVIDENCE or (topic == 1 and share >= SOLE_TERM_SHARE)):
