@@ -28,10 +28,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterable, Sized
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
+
+import pygit2
 
 from quipu.index import index
 from quipu.claude import memorymd
@@ -39,8 +42,9 @@ from quipu.store import notes, scanned, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
-from quipu.output import print_json, progress
+from quipu.output import Progress, print_json
 from quipu.store.store import Store, memory_fields
+from quipu.store.trees import BlobEntries
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
@@ -219,6 +223,7 @@ class FolderImport:
     existing: list[Memory]
     skipped: list[notes.Skipped]
     commit: str | None
+    known: dict[Any, Memory] = field(default_factory=dict)  # what was committed, by blob id, read back
 
 
 def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
@@ -243,27 +248,37 @@ def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
 
 def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
     """Why this note may not enter the store (None: it may), in words about the note itself."""
+    return checked_note(note, allow)[0]
+
+
+def checked_note(note: notes.Note, allow: tuple[str, ...] = ()) -> tuple[str | None, bytes, Memory | None]:
+    """(why the note may not enter the store or None, the file it becomes, that file read back as
+    the index reads it: the same validation a hand edit gets)."""
     data = render_memory(note.memory)
     try:
-        parse_memory(data, note.path)  # the same validation a hand edit gets
+        parsed = parse_memory(data, note.path)
     except InvalidMemory as exc:
-        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: ")
+        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: "), data, None
     # The exact bytes committed and each field a file is made from, checked once: the commit does not
     # scan what was found clean here again (``quipu.store.scanned``).
     made = [data, *(value.encode("utf-8") for value in memory_fields(note.memory).values())]
     if any([scanned.find_secrets(blob, allow, marker=True) for blob in made]):
-        spans = secrets_scan.find_secrets(note.text, allow, marker=True)
-        if spans:
-            return secret_reason(note.text, spans)
-        for name, value in memory_fields(note.memory).items():  # a field read out of the note's frontmatter
-            found = secrets_scan.find_secrets(value, allow, marker=True)
-            if found:
-                field = name.rsplit(" (", 1)[-1].rstrip(")")
-                if field == "title" and value not in note.text:  # made from the file name
-                    return "its file name looks like a secret; the note was not imported (rename the file)"
-                return f"its {field}: {secret_reason(value, found)}"
-        return "what it would become looks like it holds a secret; the note was not imported"
-    return None
+        return _secret_refusal(note, allow), data, None
+    return None, data, parsed
+
+
+def _secret_refusal(note: notes.Note, allow: tuple[str, ...]) -> str:
+    spans = secrets_scan.find_secrets(note.text, allow, marker=True)
+    if spans:
+        return secret_reason(note.text, spans)
+    for name, value in memory_fields(note.memory).items():  # a field read out of the note's frontmatter
+        found = secrets_scan.find_secrets(value, allow, marker=True)
+        if found:
+            field = name.rsplit(" (", 1)[-1].rstrip(")")
+            if field == "title" and value not in note.text:  # made from the file name
+                return "its file name looks like a secret; the note was not imported (rename the file)"
+            return f"its {field}: {secret_reason(value, found)}"
+    return "what it would become looks like it holds a secret; the note was not imported"
 
 
 def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
@@ -272,51 +287,59 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
     the store is skipped with its reason and never stops the rest."""
     if not root.is_dir():
         raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
-    return import_notes(store, list(notes.scan_folder(root)), root.name, dry_run=dry_run,
-                        allow_secret_like=allow_secret_like)
+    found = notes.scan_folder(root)
+    return import_notes(store, found, root.name, dry_run=dry_run, allow_secret_like=allow_secret_like)
 
 
-def import_notes(store: Store, found: list[notes.Note | notes.Skipped], source: str, *, dry_run: bool = False,
-                 allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+def import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, *,
+                 dry_run: bool = False, allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
     """Every note of ``found`` not yet in the store, through the same gates as a hand-written one,
-    committed at once (the message names ``source``); what may not enter is skipped with its reason."""
-    fresh: dict[str, Memory] = {}
+    committed at once (the message names ``source``); what may not enter is skipped with its reason.
+    One pass: each note is read, checked and rendered, and only its file and its parsed memory are
+    kept; then one tree, one commit, and the index and the meaning vectors in one batch each."""
+    fresh: dict[str, bytes] = {}
+    parsed: dict[str, Memory] = {}
+    fields: dict[str, str] = {}
     existing: list[Memory] = []
     skipped: list[notes.Skipped] = []
+    head = BlobEntries(store.head_tree()) if store.head() else None
+    shown = Progress(len(found) if isinstance(found, Sized) else 0, "Reading notes")
     for n, item in enumerate(found, start=1):
-        if n % 100 == 0 or n == len(found):
-            progress(n, len(found), "Reading notes")
+        shown.update(n)
         if isinstance(item, notes.Skipped):
             skipped.append(item)
-        elif item.memory.id in fresh or store.exists(item.memory.id):
+        elif item.memory.id in fresh or (head is not None and head(item.memory.path) is not None):
             existing.append(item.memory)
         else:
-            reason = note_refusal(item, allow_secret_like)
-            if reason:
-                skipped.append(notes.Skipped(item.path, reason))
+            reason, data, memory = checked_note(item, allow_secret_like)
+            if reason or memory is None:
+                skipped.append(notes.Skipped(item.path, reason or "it cannot be read"))
             else:
-                fresh[item.memory.id] = item.memory
+                fresh[item.memory.id] = data
+                parsed[item.memory.id] = memory
+                fields.update(memory_fields(item.memory))
+    shown.done()
     commit = None
     if fresh and not dry_run:
         _stage(f"Committing {len(fresh):,} notes...")
-        changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
+        changes: dict[str, bytes | None] = {parsed[mid].path: data for mid, data in fresh.items()}
         try:
             commit = store.commit(
                 changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(source)}",
                 {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
-                allow_secret_like=allow_secret_like, marker=True,
-                fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
+                allow_secret_like=allow_secret_like, marker=True, fields=fields,
             )
         finally:
             _stage("")
-    return FolderImport(list(fresh.values()), existing, skipped, commit)
+    known = {pygit2.hash(fresh[mid]): memory for mid, memory in parsed.items()} if commit else {}
+    return FolderImport(list(parsed.values()), existing, skipped, commit, known)
 
 
-def _index_and_vectors(store: Store) -> None:
+def _index_and_vectors(store: Store, known: dict[Any, Memory] | None = None) -> None:
     """The index brought up to the import's commit, and the meaning vectors built in the same
     command (a batch at a time), so the first search after an import is no slower than any other."""
     _stage("Updating the index...")
-    if not index.refresh_after_write(store):
+    if not index.refresh_after_write(store, known):
         return
     from quipu.index import vectors
 
@@ -346,7 +369,7 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
                   what: str = "note(s)") -> int:
     """Index what was committed and print the import's summary (or its JSON); the exit code."""
     if done.commit:
-        _index_and_vectors(store)
+        _index_and_vectors(store, done.known)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:
         print_json({

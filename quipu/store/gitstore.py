@@ -151,8 +151,9 @@ def commit_files(
     for rel in [*changes, *create_only, *require]:
         check_path(rel)
     repo = repo or open_repo(root)
+    checked: set[str] = set()
     for rel in changes:  # before anything is written: a committed symlinked folder is refused
-        safe_worktree_path(repo.workdir, rel)
+        safe_worktree_path(repo.workdir, rel, checked)
 
     def build(parent: pygit2.Commit) -> tuple[pygit2.Oid, list[str]]:
         check_preconditions(parent.tree, create_only, require)

@@ -15,6 +15,11 @@ Contract:
   config could otherwise start (hooks, fsmonitor) and pin the limits, so a store that sets
   ``gc.auto = 0`` is still packed. git is not detached again (``gc.autoDetach=false``): a
   detached git writes ``gc.log`` and stops collecting for a day after any warning.
+- ``write_blobs(repo, datas)`` stores many blobs at once for a bulk write (call it under the
+  writer lock): from ``BULK_BLOBS`` on, one ``git fast-import`` (the same fixed git, environment
+  and flags) writes them into one pack, not one loose file each; their ids are hashed here and
+  each is checked to be in the store afterwards, and whatever is missing (no git, a failed run)
+  is written by libgit2 one by one. Fewer go to libgit2 straight away.
 """
 from __future__ import annotations
 
@@ -91,12 +96,7 @@ def maybe_pack(repo: pygit2.Repository, writer_lock: str) -> bool:
             return False  # a writer is at work (this process's own, too): the next write tries again
         with open(mark, "w", encoding="utf-8"):
             pass
-        env = {
-            "PATH": os.pathsep.join(dict.fromkeys([os.path.dirname(git), "/usr/bin", "/bin"])),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "LC_ALL": "C",
-        }
+        env = _git_env(git)
         argv = [git, "--git-dir", gitdir]
         for flag in _FLAGS:
             argv += ["-c", flag]
@@ -110,3 +110,40 @@ def maybe_pack(repo: pygit2.Repository, writer_lock: str) -> bool:
         return False
     finally:
         os.close(fd)  # the git process keeps the lock through its own copy of the descriptor
+
+
+BULK_BLOBS = 256  # from this many new blobs on, one pack instead of a loose file each
+
+
+def _git_env(git: str) -> dict[str, str]:
+    return {
+        "PATH": os.pathsep.join(dict.fromkeys([os.path.dirname(git), "/usr/bin", "/bin"])),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "LC_ALL": "C",
+    }
+
+
+def write_blobs(repo: pygit2.Repository, datas: list[bytes]) -> list[pygit2.Oid]:
+    """The blob ids of ``datas``, every one of them stored in ``repo``."""
+    oids = [pygit2.hash(data) for data in datas]
+    git = shutil.which("git") if len(datas) >= BULK_BLOBS else None
+    if git is not None:
+        git = os.path.abspath(git)
+        argv = [git, "--git-dir", repo.path, *(x for flag in _FLAGS for x in ("-c", flag)),
+                "-c", "fastimport.unpackLimit=100", "fast-import", "--quiet", "--depth=0"]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            with subprocess.Popen(argv, cwd=repo.path, env=_git_env(git), stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as child:
+                assert child.stdin is not None
+                with contextlib.suppress(BrokenPipeError):
+                    for data in datas:
+                        child.stdin.write(b"blob\ndata %d\n" % len(data))
+                        child.stdin.write(data)
+                        child.stdin.write(b"\n")
+                    child.stdin.close()
+                child.wait()
+    for oid, data in zip(oids, datas, strict=True):
+        if git is None or oid not in repo:  # not written by git: libgit2 writes it (the same id)
+            repo.create_blob(data)
+    return oids

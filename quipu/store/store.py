@@ -148,7 +148,7 @@ class Store:
 
     # ------------------------------------------------------------ reading
 
-    def _head_tree(self) -> pygit2.Tree:
+    def head_tree(self) -> pygit2.Tree:
         """HEAD's tree; reads work on a detached HEAD too (only writes need the branch)."""
         import pygit2
 
@@ -163,7 +163,7 @@ class Store:
 
     def read_bytes(self, rel: str) -> bytes | None:
         try:
-            entry = self._head_tree()[rel]
+            entry = self.head_tree()[rel]
         except KeyError:
             return None
         return self.repo[entry.id].data  # type: ignore[attr-defined,no-any-return]
@@ -181,7 +181,7 @@ class Store:
     def events(self, memory_id: str) -> list[tuple[str, dict[str, Any]]]:
         """Event files of a memory as (name, data), oldest first."""
         try:
-            tree = self._head_tree()[event_dir(memory_id)]
+            tree = self.head_tree()[event_dir(memory_id)]
         except KeyError:
             return []
         out = []
@@ -195,7 +195,7 @@ class Store:
     def iter_memory_files(self) -> Iterator[tuple[str, bytes]]:
         repo = self.repo
         try:
-            memories = self._head_tree()["memories"]
+            memories = self.head_tree()["memories"]
         except KeyError:
             return
         for shard in repo[memories.id]:  # type: ignore[attr-defined]

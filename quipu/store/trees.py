@@ -7,6 +7,7 @@ from typing import Any
 import pygit2
 
 from quipu.errors import ConflictError, InvalidMemory, NotFound
+from quipu.store.packing import write_blobs
 
 FILEMODE_BLOB = pygit2.enums.FileMode.BLOB if hasattr(pygit2, "enums") else pygit2.GIT_FILEMODE_BLOB
 FILEMODE_TREE = pygit2.enums.FileMode.TREE if hasattr(pygit2, "enums") else pygit2.GIT_FILEMODE_TREE
@@ -47,6 +48,8 @@ def build_tree(
     repo: pygit2.Repository, base: pygit2.Tree | None, changes: Mapping[str, bytes | None]
 ) -> pygit2.Oid:
     if len(changes) >= _BATCH:
+        written = [data for data in changes.values() if data is not None]
+        blobs = iter(write_blobs(repo, written))  # many: one pack (``quipu.store.packing``)
         nested: dict[str, Any] = {}
         for path, data in changes.items():
             *folders, name = path.split("/")
@@ -55,7 +58,7 @@ def build_tree(
                 node = node.setdefault(folder, {})
                 if not isinstance(node, dict):
                     raise InvalidMemory(f"refusing to write {path!r}: a file and a folder of one name")
-            node[name] = repo.create_blob(data) if data is not None else None
+            node[name] = next(blobs) if data is not None else None
         return tree_with_all(repo, base, nested) or repo.TreeBuilder().write()
     tree = base
     oid: pygit2.Oid | None = base.id if base is not None else None
