@@ -231,8 +231,7 @@ class Store:
             if problem:
                 raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
                                     "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
-        raw = {name: text.encode("utf-8") for name, text in (fields or {}).items()}
-        used = scanned.refuse_secrets({**raw, **changes}, "", allow_secret_like, marker=marker)
+        used = scanned.refuse_secrets(changes, "", allow_secret_like, marker=marker, fields=fields)
         secrets_scan.refuse_secrets({}, format_message(summary, trailers), allow_secret_like)
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
