@@ -142,3 +142,16 @@ def test_the_keywords_of_a_text_are_found_in_one_pass_exactly() -> None:
     for text in texts:
         low = text.lower()
         assert secrets_scan._keywords_in(low) == {w for w in words if w in low}, text
+
+
+def test_a_long_import_shows_its_progress_on_a_terminal_and_nowhere_else(tmp_path: Path) -> None:
+    from tests.importers_test import _stderr_on_a_terminal
+
+    folder = tmp_path / "notes"
+    _write_real_notes(folder, NOTES)
+    (folder / "bad").mkdir()
+    (folder / "bad" / "empty.md").write_text("\n", encoding="utf-8")
+    seen = _stderr_on_a_terminal("--store", str(make_store(tmp_path / "a").root), "import", "markdown", str(folder))
+    assert "Reading notes [" in seen and f"] {NOTES + 1}/{NOTES + 1}" in seen and "Committing" in seen
+    piped = quipu("--store", str(make_store(tmp_path / "b").root), "import", "markdown", str(folder))
+    assert piped.returncode == 4 and piped.stderr == "" and "skipped bad/empty.md" in piped.stdout
