@@ -155,3 +155,20 @@ def test_a_long_import_shows_its_progress_on_a_terminal_and_nowhere_else(tmp_pat
     assert "Reading notes [" in seen and f"] {NOTES + 1}/{NOTES + 1}" in seen and "Committing" in seen
     piped = quipu("--store", str(make_store(tmp_path / "b").root), "import", "markdown", str(folder))
     assert piped.returncode == 4 and piped.stderr == "" and "skipped bad/empty.md" in piped.stdout
+
+
+def test_without_git_on_path_a_bulk_import_still_lands_its_blobs_one_by_one(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    _write_real_notes(folder, 300)
+    store = make_store(tmp_path / "store")
+    empty = tmp_path / "no-programs"
+    empty.mkdir()
+    done = quipu("--store", str(store.root), "import", "markdown", str(folder), "--json", env={"PATH": str(empty)})
+    assert done.returncode in (0, 4), done.stderr
+    imported = json.loads(done.stdout)["imported"]
+    assert len(imported) >= 297
+    assert not list((store.root / ".git" / "objects" / "pack").glob("*.pack"))  # libgit2's loose files
+    git(store.root, "fsck", "--strict", "--no-dangling")
+    assert git(store.root, "status", "--porcelain").strip() == ""
+    listed = json.loads(quipu("--store", str(store.root), "list", "--limit", "0", "--json").stdout)
+    assert sorted(m["id"] for m in listed) == sorted(imported)

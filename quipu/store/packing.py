@@ -143,7 +143,7 @@ def write_blobs(repo: pygit2.Repository, datas: list[bytes]) -> list[pygit2.Oid]
                         child.stdin.write(b"\n")
                     child.stdin.close()
                 child.wait()
-    for oid, data in zip(oids, datas, strict=True):
-        if git is None or oid not in repo:  # not written by git: libgit2 writes it (the same id)
-            repo.create_blob(data)
+    for n, (oid, data) in enumerate(zip(oids, datas, strict=True)):
+        if git is None or oid not in repo:  # not written by git: libgit2 writes it
+            oids[n] = repo.create_blob(data)
     return oids
