@@ -188,3 +188,27 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
         C.update_results("bench_hook_realtext", "Prompt hook wall time on real text: bench/bench_hook.py --text real",
                          body, command=C.command_line(), machine_line=machine)
     return 0
+
+
+def write_notes(data: Path, folder: Path, count: int, seed: int) -> None:
+    """``count`` markdown notes of real text under ``folder`` (folders of 100), each two real texts
+    joined as ``memories`` joins them: a third with YAML frontmatter (title, tags, date), a third
+    with a heading, a third plain text (the title then comes from the file name)."""
+    notes, turns = texts(data)
+    rng = random.Random(seed)
+    for n in range(count):
+        first = rng.choice(notes)
+        second = rng.choice(turns) if rng.random() < 0.5 else rng.choice(notes)
+        title = " ".join(first.replace("`", "").replace("*", "").split()[:9]).strip("-# ") or "note"
+        body = f"{first.strip()}\n\n{second.strip()}\n"
+        path = folder / f"part-{n // 100:04d}" / f"note-{n:06d}.md"
+        if n % 100 == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if n % 3 == 0:
+            text = (f"---\ntitle: {json.dumps(title[:200])}\ntags: [imported, part-{n // 100}]\n"
+                    f"date: 2026-01-{n % 28 + 1:02d}\n---\n{body}")
+        elif n % 3 == 1:
+            text = f"# {title[:200]}\n\n{body}"
+        else:
+            text = body
+        path.write_text(text, encoding="utf-8")

@@ -5,6 +5,7 @@ import datetime as _dt
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +64,29 @@ def progress(done: int, total: int, label: str = "") -> None:
     if done >= total:
         sys.stderr.write("\n")
     sys.stderr.flush()
+
+
+class Progress:
+    """``progress`` for a loop of many short steps: drawn at the first step, then at most ten times a
+    second, and at the last; ``done`` ends the line. Nothing when stderr is not a terminal."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label = total, label
+        self._on = sys.stderr.isatty() and total > 0
+        self._next = 0.0
+        self._last = 0
+
+    def update(self, done: int) -> None:
+        if not self._on or done < self.total and time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + 0.1
+        self._last = done
+        progress(done, self.total, self.label)
+
+    def done(self) -> None:
+        if self._on and self._last < self.total:
+            progress(self.total, self.total, self.label)
+            self._last = self.total
 
 
 def crash_log(exc: BaseException, argv: Sequence[str]) -> str:

@@ -1,8 +1,10 @@
 """`quipu import memory-md FILE`: every entry of a Claude Code MEMORY.md becomes a store memory.
-`quipu import markdown DIR`: every markdown note under a folder becomes one, all in one commit
-(see ``quipu.store.notes`` for how a note is read); what is skipped is reported with the reason.
-`quipu import claude-mem DB` and `quipu import basic-memory DIR` (``quipu.commands.import_peers``)
-go through the same gates (``import_notes``) and the same report (``report_folder``).
+`quipu import markdown DIR`: every markdown note under a folder becomes one, all in one commit, in
+one bulk pass (``quipu.commands.import_folder``; see ``quipu.store.notes`` for how a note is read);
+what is skipped is reported with the reason. `quipu import claude-mem DB` and `quipu import
+basic-memory DIR` (``quipu.commands.import_peers``) go through the same gates (``import_notes``)
+and the same report (``report_folder``). The index is brought up to the commit and the meaning
+vectors built in the same command, with the committed memories handed over rather than parsed again.
 
 Contract:
 - Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
@@ -27,20 +29,21 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+
 from quipu.index import index
 from quipu.claude import memorymd
-from quipu.store import notes, scanned, secrets_scan
+from quipu.store import notes, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
-from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, parse_memory, render_memory
-from quipu.output import print_json, progress
-from quipu.store.store import Store, memory_fields
+from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, render_memory
+from quipu.output import print_json
+from quipu.store.store import Store
+from quipu.commands.import_folder import FolderImport, bulk_pass, import_markdown, secret_reason, stage
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
@@ -213,127 +216,21 @@ def import_memory_md(
     return outcomes, others, skipped
 
 
-@dataclass(frozen=True)
-class FolderImport:
-    imported: list[Memory]
-    existing: list[Memory]
-    skipped: list[notes.Skipped]
-    commit: str | None
-
-
-def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
-    """Why a note holding ``spans`` is left out: the rules and the first line, the secret masked."""
-    kinds = ", ".join(sorted({s.kind for s in spans}))
-    first = spans[0]
-    start = text.rfind("\n", 0, first.start) + 1
-    end = text.find("\n", first.start)
-    end = len(text) if end < 0 else end
-    line, at = "", start
-    for span in (s for s in spans if s.start < end and s.end > start):
-        line += text[at:max(span.start, start)] + f"[{span.kind}]"
-        at = min(span.end, end)
-    line = secrets_scan.redact(" ".join((line + text[at:end]).split()))
-    if len(line) > 100:
-        line = line[:97] + "..."
-    return (f"it looks like it holds a secret ({kinds}), first on line {text.count(chr(10), 0, first.start) + 1}: "
-            f"{line!r}; a secret in git history is there for good, so the note was not imported "
-            "(remove the secret from it, keep the note out of the folder, or vouch for a look-alike with "
-            "--allow-secret-like RULE)")
-
-
-def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
-    """Why this note may not enter the store (None: it may), in words about the note itself."""
-    data = render_memory(note.memory)
-    try:
-        parse_memory(data, note.path)  # the same validation a hand edit gets
-    except InvalidMemory as exc:
-        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: ")
-    # The exact bytes committed and each field a file is made from, checked once: the commit does not
-    # scan what was found clean here again (``quipu.store.scanned``).
-    made = [data, *(value.encode("utf-8") for value in memory_fields(note.memory).values())]
-    if any([scanned.find_secrets(blob, allow, marker=True) for blob in made]):
-        spans = secrets_scan.find_secrets(note.text, allow, marker=True)
-        if spans:
-            return secret_reason(note.text, spans)
-        for name, value in memory_fields(note.memory).items():  # a field read out of the note's frontmatter
-            found = secrets_scan.find_secrets(value, allow, marker=True)
-            if found:
-                field = name.rsplit(" (", 1)[-1].rstrip(")")
-                if field == "title" and value not in note.text:  # made from the file name
-                    return "its file name looks like a secret; the note was not imported (rename the file)"
-                return f"its {field}: {secret_reason(value, found)}"
-        return "what it would become looks like it holds a secret; the note was not imported"
-    return None
-
-
-def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
-                    allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
-    """Every note under ``root`` not yet in the store, committed at once; a note that may not enter
-    the store is skipped with its reason and never stops the rest."""
-    if not root.is_dir():
-        raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
-    return import_notes(store, list(notes.scan_folder(root)), root.name, dry_run=dry_run,
-                        allow_secret_like=allow_secret_like)
-
-
-def import_notes(store: Store, found: list[notes.Note | notes.Skipped], source: str, *, dry_run: bool = False,
-                 allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
-    """Every note of ``found`` not yet in the store, through the same gates as a hand-written one,
-    committed at once (the message names ``source``); what may not enter is skipped with its reason."""
-    fresh: dict[str, Memory] = {}
-    existing: list[Memory] = []
-    skipped: list[notes.Skipped] = []
-    for n, item in enumerate(found, start=1):
-        if n % 100 == 0 or n == len(found):
-            progress(n, len(found), "Reading notes")
-        if isinstance(item, notes.Skipped):
-            skipped.append(item)
-        elif item.memory.id in fresh or store.exists(item.memory.id):
-            existing.append(item.memory)
-        else:
-            reason = note_refusal(item, allow_secret_like)
-            if reason:
-                skipped.append(notes.Skipped(item.path, reason))
-            else:
-                fresh[item.memory.id] = item.memory
-    commit = None
-    if fresh and not dry_run:
-        _stage(f"Committing {len(fresh):,} notes...")
-        changes: dict[str, bytes | None] = {m.path: render_memory(m) for m in fresh.values()}
-        try:
-            commit = store.commit(
-                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(source)}",
-                {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
-                allow_secret_like=allow_secret_like, marker=True,
-                fields={k: v for m in fresh.values() for k, v in memory_fields(m).items()},
-            )
-        finally:
-            _stage("")
-    return FolderImport(list(fresh.values()), existing, skipped, commit)
-
-
-def _index_and_vectors(store: Store) -> None:
+def _index_and_vectors(store: Store, known: dict[str, Memory] | None = None) -> None:
     """The index brought up to the import's commit, and the meaning vectors built in the same
     command (a batch at a time), so the first search after an import is no slower than any other."""
-    _stage("Updating the index...")
-    if not index.refresh_after_write(store):
+    stage("Updating the index...")
+    if not index.refresh_after_write(store, known):
         return
     from quipu.index import vectors
 
-    _stage("Building the meaning vectors...")
+    stage("Building the meaning vectors...")
     cache = index.index_file(store).parent
     found = index.query(store, lambda db: vectors.ensure_vectors(cache, db))
     if found is not None:
         _ = found.matrix  # the flat file a search reads, written now rather than by the first search
         vectors.encoder(cache)  # and the tokenizer's SQLite copy a query is split with
-    _stage("")
-
-
-def _stage(what: str) -> None:
-    """The step a long import is at, on one line of a terminal's stderr (nothing otherwise)."""
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\x1b[2K\r{what}")
-        sys.stderr.flush()
+    stage("")
 
 
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
@@ -346,7 +243,8 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
                   what: str = "note(s)") -> int:
     """Index what was committed and print the import's summary (or its JSON); the exit code."""
     if done.commit:
-        _index_and_vectors(store)
+        with bulk_pass():
+            _index_and_vectors(store, done.known)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:
         print_json({

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from quipu.commands.import_ import TYPE_CLASSES, FolderImport, import_notes, report_folder
+from quipu.commands.import_ import TYPE_CLASSES, report_folder
+from quipu.commands.import_folder import FolderImport, import_notes
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store import notes
 from quipu.store.memory import Memory, parse_created

@@ -10,6 +10,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 
+_FEW = 500  # ids whose events are looked up by id; more are read in one pass
 RETRACTED = "retracted"  # the label (and status) of a memory taken out of recall and search
 
 
@@ -59,11 +60,14 @@ def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
         for old in supersedes.split():
             links[old] = new_id
     events: dict[str, list[str]] = {}
-    query = "SELECT memory, data FROM events ORDER BY memory, name"
-    if ids is not None:
+    if ids is None or len(targets) > _FEW:  # many: one pass over the events (a statement has few variables)
+        for mid, data in db.execute("SELECT memory, data FROM events ORDER BY memory, name"):
+            if ids is None or mid in ids:
+                events.setdefault(mid, []).append(data)
+    else:
         query = f"SELECT memory, data FROM events WHERE memory IN ({', '.join('?' * len(targets))}) ORDER BY memory, name"
-    for mid, data in db.execute(query, [] if ids is None else targets):
-        events.setdefault(mid, []).append(data)
+        for mid, data in db.execute(query, targets):
+            events.setdefault(mid, []).append(data)
     updates = []
     for mid in targets:
         if existing is not None and mid not in existing:

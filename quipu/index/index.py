@@ -36,7 +36,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,6 +46,7 @@ from quipu.index.derive import fold_events
 from quipu.index.schema import SCHEMA, SCHEMA_VERSION, connect, leftovers, read_meta
 from quipu.prompt import locate
 from quipu.store.locks import file_lock
+from quipu.store.memory import Memory
 from quipu.store.store import CONFIG_NAME, Store
 
 T = TypeVar("T")
@@ -100,11 +101,12 @@ def _reason(exc: BaseException) -> str:
     return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or type(exc).__name__
 
 
-def refresh_after_write(store: Store) -> bool:
+def refresh_after_write(store: Store, known: Mapping[str, Memory] | None = None) -> bool:
     """Bring the index up to a commit that has landed; False (and a warning) when the index cannot
-    be written now: the commit stands, and the next read catches up with it."""
+    be written now: the commit stands, and the next read catches up with it. ``known``: the
+    memories the writer read from the blobs it committed (by blob id), not parsed again."""
     try:
-        ensure_fresh(store, private_ok=False)
+        ensure_fresh(store, private_ok=False, known=known)
         return True
     except (OSError, sqlite3.Error, IndexUnwritable) as exc:
         print(f"quipu: warning: the commit landed, but the index could not be updated ({_reason(exc)}); "
@@ -168,12 +170,13 @@ def _write_stamp(store: Store) -> None:
         os.replace(tmp, target)
 
 
-def ensure_fresh(store: Store, *, force_rebuild: bool = False, private_ok: bool = True) -> RefreshResult:
+def ensure_fresh(store: Store, *, force_rebuild: bool = False, private_ok: bool = True,
+                 known: Mapping[str, Memory] | None = None) -> RefreshResult:
     """Bring the index up to HEAD, rebuilding it when it cannot be trusted. When the store's index
     cannot be written, a fresh index it already has is read as it is, and otherwise (with
     ``private_ok``) a private one is built; without ``private_ok`` that raises IndexUnwritable."""
     try:
-        return _ensure_fresh(store, force_rebuild)
+        return _ensure_fresh(store, force_rebuild, known)
     except (OSError, sqlite3.OperationalError) as exc:
         if not _is_unwritable(exc) or str(store.root) in _PRIVATE:
             raise
@@ -206,7 +209,7 @@ def _fresh_as_it_is(store: Store) -> RefreshResult | None:
     return None
 
 
-def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
+def _ensure_fresh(store: Store, force_rebuild: bool, known: Mapping[str, Memory] | None = None) -> RefreshResult:
     start = time.perf_counter()
     with _index_lock(store):
         head = store.head()
@@ -225,9 +228,9 @@ def _ensure_fresh(store: Store, force_rebuild: bool) -> RefreshResult:
 
                 landed = store.landed()
                 if landed is not None and landed.commit == head and landed.parent == indexed and landed.changes:
-                    changed: int | None = refresh.apply_written(store, db, head, landed.changes)  # as written
+                    changed: int | None = refresh.apply_written(store, db, head, landed.changes, known)  # as written
                 else:
-                    changed = refresh.refresh_changed(store, db, indexed, head)  # read from git
+                    changed = refresh.refresh_changed(store, db, indexed, head, known)  # read from git
                 problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
                 db.close()
                 _write_stamp(store)

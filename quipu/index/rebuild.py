@@ -88,7 +88,7 @@ def memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
     """All ``memories/**.md`` blobs at HEAD, sharded or not (a misplaced file becomes a problem)."""
     repo = store.repo
     try:
-        top = store._head_tree()["memories"]
+        top = store.head_tree()["memories"]
     except KeyError:
         return
     if top.type_str != "tree":
@@ -107,7 +107,7 @@ def memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
 def all_events(store: Store) -> Iterator[tuple[str, str, str]]:
     repo = store.repo
     try:
-        events = store._head_tree()["events"]
+        events = store.head_tree()["events"]
     except KeyError:
         return
     for shard in repo[events.id]:  # type: ignore[attr-defined]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from quipu.errors import FatalError
 from quipu.index.derive import derive_state
@@ -19,19 +20,28 @@ from quipu.index.schema import (
     is_memory_path,
     memory_id_of_event,
     memory_row,
-    note_changed_row,
     optimize_fts,
     read_meta,
 )
 from quipu.prompt.stem import TOKENIZE
+from quipu.store.gitobj import object_id
 from quipu.store.safepath import LINK_MODE
+from quipu.store.memory import Memory
 from quipu.store.store import Store
 
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
 
 
-def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, head: str | None) -> int | None:
-    """Apply the tree difference between ``indexed`` and ``head``; None means rebuild instead."""
+# (path, the memory its bytes were already read as or None, the bytes when asked: a diff of
+# 100,000 files is never all in memory)
+Landed = tuple[str, "Memory | None", Callable[[], bytes]]
+
+
+def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, head: str | None,
+                    known: Mapping[str, Memory] | None = None) -> int | None:
+    """Apply the tree difference between ``indexed`` and ``head``, a batch at a time; None means
+    rebuild instead. ``known``: memories already read from the blob of that id (a bulk writer
+    parsed what it committed), not parsed again."""
     if not indexed or not head:
         return None
     import pygit2
@@ -43,23 +53,32 @@ def refresh_changed(store: Store, db: sqlite3.Connection, indexed: str | None, h
     except (KeyError, ValueError, pygit2.GitError):
         return None
     deltas = list(old_tree.diff_to_tree(new_tree).deltas)
-    changes: list[tuple[str | None, str | None, bytes]] = []
+    gone: list[str] = []
+    landed: list[Landed] = []
     for delta in deltas:
         removed = delta.status_char() == "D" or delta.new_file.mode == LINK_MODE  # a symlink is not read
-        gone = delta.old_file.path if removed or delta.status_char() == "R" else None
-        data = b"" if removed else repo[delta.new_file.id].data  # type: ignore[attr-defined]
-        changes.append((gone, None if removed else delta.new_file.path, data))
-    return _apply(store, db, head, changes)
+        if removed or delta.status_char() == "R":
+            gone.append(delta.old_file.path)
+        if not removed:
+            oid = delta.new_file.id
+            landed.append((delta.new_file.path, (known or {}).get(str(oid)),
+                           lambda oid=oid: repo[oid].data))  # type: ignore[attr-defined,misc]
+    return _apply(store, db, head, gone, landed, len(deltas))
 
 
-def apply_written(store: Store, db: sqlite3.Connection, head: str, written: Mapping[str, bytes | None]) -> int:
-    """Apply the files a write set (bytes) or removed (None) to an index at the write's parent."""
-    return _apply(store, db, head, [(rel, None, b"") if data is None else (None, rel, data)
-                                    for rel, data in written.items()])
+def apply_written(store: Store, db: sqlite3.Connection, head: str, written: Mapping[str, bytes | None],
+                  known: Mapping[str, Memory] | None = None) -> int:
+    """Apply the files a write set (bytes) or removed (None) to an index at the write's parent;
+    ``known`` as for ``refresh_changed``."""
+    gone = [rel for rel, data in written.items() if data is None]
+    landed: list[Landed] = [(rel, known.get(object_id("blob", data)) if known else None, lambda data=data: data)  # type: ignore[misc]
+                            for rel, data in written.items() if data is not None]
+    return _apply(store, db, head, gone, landed, len(written))
 
 
-def _apply(store: Store, db: sqlite3.Connection, head: str, changes: list[tuple[str | None, str | None, bytes]]) -> int:
-    """Apply (path removed, path set, its bytes) changes and move the index to ``head``."""
+def _apply(store: Store, db: sqlite3.Connection, head: str, gone: list[str], landed: list[Landed], count: int) -> int:
+    """Remove the rows of ``gone`` and of every path in ``landed``, index ``landed`` anew, and move
+    the index to ``head``."""
     db.execute("BEGIN IMMEDIATE")
     try:
         if read_meta(db).get("head") == head:  # another process refreshed while we waited
@@ -67,11 +86,8 @@ def _apply(store: Store, db: sqlite3.Connection, head: str, changes: list[tuple[
             return 0
         affected: set[str] = set()
         _start_changed_terms(db)
-        for gone, rel, data in changes:
-            if gone is not None:
-                forget_path(db, gone, affected)
-            if rel is not None:
-                apply_change(db, rel, data, affected)
+        forget_paths(db, [*gone, *(rel for rel, _, _ in landed)], affected)
+        apply_changes(db, landed, affected)
         if affected:
             derive_state(db, affected)
         note_fts_changes(db, _recount_changed_terms(db))
@@ -80,20 +96,25 @@ def _apply(store: Store, db: sqlite3.Connection, head: str, changes: list[tuple[
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return len(changes)
+    return count
 
 
-def forget_path(db: sqlite3.Connection, rel: str, affected: set[str]) -> None:
-    if rel.startswith("memories/"):
-        old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE path = ?", (rel,)).fetchone()
+def forget_paths(db: sqlite3.Connection, paths: list[str], affected: set[str]) -> None:
+    """Remove the rows of ``paths`` (a memory file or an event file), each found through an index:
+    a row's path is always its id's path (``indexable_memory``), so its id is the file's name."""
+    memory_paths = [rel for rel in paths if rel.startswith("memories/")]
+    for rel in memory_paths:
+        old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE id = ? AND path = ?",
+                         (rel.rsplit("/", 1)[-1].removesuffix(".md"), rel)).fetchone()
         if old:
             delete_row(db, old[0])
             affected.add(old[1])
             affected.update(old[2].split())
-        db.execute("DELETE FROM problems WHERE path = ?", (rel,))
-    elif (mid := memory_id_of_event(rel)) is not None:
-        db.execute("DELETE FROM events WHERE memory = ? AND name = ?", (mid, rel.rsplit("/", 1)[1]))
-        affected.add(mid)
+    db.executemany("DELETE FROM problems WHERE path = ?", ((rel,) for rel in memory_paths))
+    for rel in paths:
+        if not rel.startswith("memories/") and (mid := memory_id_of_event(rel)) is not None:
+            db.execute("DELETE FROM events WHERE memory = ? AND name = ?", (mid, rel.rsplit("/", 1)[1]))
+            affected.add(mid)
 
 
 def _start_changed_terms(db: sqlite3.Connection) -> None:
@@ -135,35 +156,36 @@ def note_fts_changes(db: sqlite3.Connection, rows: int) -> None:
         db.execute("INSERT OR REPLACE INTO meta VALUES ('fts_changes', ?)", (str(total),))
 
 
-def apply_change(db: sqlite3.Connection, rel: str, data: bytes, affected: set[str]) -> None:
-    if is_memory_path(rel):
-        old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE path = ?", (rel,)).fetchone()
-        if old:
-            delete_row(db, old[0])
-            affected.add(old[1])
-            affected.update(old[2].split())
-        try:
-            memory = indexable_memory(data, rel)
-            row = memory_row(memory, rel)
-        except FatalError as exc:
-            db.execute("INSERT OR REPLACE INTO problems VALUES (?, ?)", (rel, str(exc)))
-            print(f"quipu: skipped {exc}", file=sys.stderr)
-            return
-        db.execute("DELETE FROM problems WHERE path = ?", (rel,))
-        placeholders = ", ".join(f":{c}" for c in COLUMNS)
-        cur = db.execute(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({placeholders})", row)
-        cols = ", ".join(FTS_COLUMNS)
-        db.execute(
-            f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories WHERE rowid = ?",
-            (cur.lastrowid,),
-        )
-        assert cur.lastrowid is not None  # an INSERT's row
-        note_changed_row(db, cur.lastrowid, "added")
-        affected.add(memory.id)
-        affected.update(memory.supersedes)
-    elif (mid := memory_id_of_event(rel)) is not None:
-        db.execute(
-            "INSERT OR REPLACE INTO events VALUES (?, ?, ?)",
-            (mid, rel.rsplit("/", 1)[1], data.decode("utf-8", "replace")),
-        )
-        affected.add(mid)
+def apply_changes(db: sqlite3.Connection, changes: Iterable[Landed], affected: set[str]) -> None:
+    """Index the files ``changes`` names (see ``Landed``), whose old rows are gone: the rows in one
+    batch, their full text in one statement."""
+    events: list[tuple[str, str, str]] = []
+    problems: list[tuple[str, str]] = []
+
+    def rows() -> Iterator[dict[str, Any]]:  # one row at a time: 100,000 rows are never all in memory
+        for rel, memory, load in changes:
+            if is_memory_path(rel):
+                try:
+                    if memory is None or memory.path != rel:
+                        memory = indexable_memory(load(), rel)
+                    row = memory_row(memory, rel)
+                except FatalError as exc:
+                    problems.append((rel, str(exc)))
+                    print(f"quipu: skipped {exc}", file=sys.stderr)
+                    continue
+                affected.add(memory.id)
+                affected.update(memory.supersedes)
+                yield row
+            elif (mid := memory_id_of_event(rel)) is not None:
+                events.append((mid, rel.rsplit("/", 1)[1], load().decode("utf-8", "replace")))
+                affected.add(mid)
+
+    # New rows take rowids past every row there is (no AUTOINCREMENT: max + 1), so they are the rows past it.
+    last = db.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()[0]
+    placeholders = ", ".join(f":{c}" for c in COLUMNS)
+    db.executemany(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({placeholders})", rows())
+    db.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?)", events)
+    db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?)", problems)
+    cols = ", ".join(FTS_COLUMNS)
+    db.execute(f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories WHERE rowid > ?", (last,))
+    db.execute(f"INSERT INTO temp.added_text({cols}) SELECT {cols} FROM memories WHERE rowid > ?", (last,))

@@ -51,7 +51,7 @@ class Entry:
 
 
 def _folders(store: Store, base: str) -> list[str]:
-    tree = store._head_tree()
+    tree = store.head_tree()
     try:
         folder = tree[base]
     except KeyError:
@@ -102,7 +102,7 @@ def last_event(store: Store, name: str) -> dict[str, Any]:
 
 def _folders_files(store: Store, base: str) -> list[str]:
     try:
-        folder = store._head_tree()[base]
+        folder = store.head_tree()[base]
     except KeyError:
         return []
     return sorted(e.name for e in store.repo[folder.id] if e.type_str == "blob")  # type: ignore[attr-defined]

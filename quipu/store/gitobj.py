@@ -10,7 +10,8 @@ Contract:
 - ``build_tree(objects, base, changes)`` is the one tree builder of quipu's writes: the tree
   ``base`` (a tree id, or None for none) with each path set to a blob of the given bytes or
   removed (None); every tree on the way is written once; folders left empty disappear; a path
-  that needs a file and a folder of one name is refused.
+  that needs a file and a folder of one name is refused. From ``packing.BULK_BLOBS`` new blobs
+  on, they go into one pack (``packing.write_blobs``), else each into a loose file.
 - ``Tree(objects, tree)`` looks up many paths of one tree, each folder read once.
 - Refs, the reflog and git's identity are in ``quipu.store.gitrefs``.
 """
@@ -156,6 +157,11 @@ class Objects:
         return data[5:45].decode("ascii")
 
 
+def object_id(kind: str, data: bytes) -> str:
+    """git's id of an object of ``kind`` holding ``data``."""
+    return sha1(f"{kind} {len(data)}\x00".encode("ascii") + data).hexdigest()
+
+
 def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     chunks = []
     while size > 0:
@@ -190,6 +196,10 @@ def tree_bytes(entries: Mapping[str, tuple[int, str]]) -> bytes:
 
 
 def build_tree(objects: Objects, base: str | None, changes: Mapping[str, bytes | None]) -> str:
+    from quipu.store import packing
+
+    written = [data for data in changes.values() if data is not None]
+    packed = len(written) >= packing.BULK_BLOBS and packing.write_blobs(objects.gitdir, written)
     nested: dict[str, Any] = {}
     for path, data in changes.items():
         *folders, name = path.split("/")
@@ -200,7 +210,10 @@ def build_tree(objects: Objects, base: str | None, changes: Mapping[str, bytes |
                 raise InvalidMemory(f"refusing to write {path!r}: a file and a folder of one name")
         if isinstance(node.get(name), dict):
             raise InvalidMemory(f"refusing to write {path!r}: a file and a folder of one name")
-        node[name] = objects.write("blob", data) if data is not None else None
+        if data is None:
+            node[name] = None
+        else:  # many blobs are in one pack already (``quipu.store.packing.write_blobs``)
+            node[name] = object_id("blob", data) if packed else objects.write("blob", data)
     return _with_all(objects, base, nested) or objects.write("tree", b"")
 
 

@@ -237,8 +237,9 @@ def write_files(
     for rel in [*changes, *create_only, *require]:
         check_path(rel)
     w = Writer(root, objects)
+    checked: set[str] = set()
     for rel in changes:  # before anything is written: a committed symlinked folder is refused
-        safe_worktree_path(w.workdir, rel)
+        safe_worktree_path(w.workdir, rel, checked)
 
     def build(parent: str, base: gitobj.Tree) -> tuple[str, list[str]]:
         check_preconditions(base, create_only, require)

@@ -165,23 +165,28 @@ def _remove_dead_writers_scratch(gitdir: str) -> None:
                     os.unlink(os.path.join(gitdir, name))
 
 
-def safe_worktree_path(workdir: str, rel: str) -> str:
-    full = os.path.normpath(os.path.join(workdir, check_path(rel)))
-    if not full.startswith(os.path.normpath(workdir) + os.sep):
+def safe_worktree_path(workdir: str, rel: str, checked: set[str] | None = None) -> str:
+    """``checked``: the folders this write has already found real (see ``safepath.worktree_path``)."""
+    root = os.path.normpath(workdir)
+    full = os.path.normpath(os.path.join(root, check_path(rel)))
+    if not full.startswith(root + os.sep):
         raise InvalidMemory(f"refusing to write outside the store: {rel!r}")
-    return safepath.worktree_path(Path(os.path.normpath(workdir)), rel)  # no symlinked folder on the way
+    return safepath.worktree_path(Path(root), rel, checked)  # no symlinked folder on the way
 
 
 def write_worktree(workdir: str, paths: list[str], data_of: Callable[[str], bytes | None]) -> None:
     """Make the worktree files of ``paths`` hold what ``data_of`` gives (the new tree's files: atomic
     renames; None means removed)."""
+    checked: set[str] = set()
     for rel in paths:
-        full = safe_worktree_path(workdir, rel)
+        full = safe_worktree_path(workdir, rel, checked)
         data = data_of(rel)
         if data is None:
             if os.path.isfile(full) or os.path.islink(full):
                 os.unlink(full)
             _prune_empty_dirs(workdir, os.path.dirname(full))
+            continue
+        if _create(full, data):
             continue
         try:
             with open(full, "rb") as fh:
@@ -189,11 +194,36 @@ def write_worktree(workdir: str, paths: list[str], data_of: Callable[[str], byte
                     continue
         except OSError:
             pass
-        os.makedirs(os.path.dirname(full), exist_ok=True)
         tmp = f"{full}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             fh.write(data)
         os.replace(tmp, full)
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _create(full: str, data: bytes) -> bool:
+    """Write a file that is not there yet in one step (True); False when something is at ``full``
+    (it is compared and replaced by a rename). A writer killed mid-file leaves a journalled path,
+    which the next writer writes again from the branch."""
+    try:
+        fd = os.open(full, _NEW_FILE, 0o666)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        try:
+            fd = os.open(full, _NEW_FILE, 0o666)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return True
 
 
 def _prune_empty_dirs(workdir: str, directory: str) -> None:

@@ -10,8 +10,9 @@ Contract:
   ``description`` are kept when they are lists of short texts or one line; ``created`` (or
   ``date``), else the file's mtime. Other frontmatter keys are dropped. The id is derived from the
   note's path in the folder and its text, so importing the same folder again adds nothing.
-- ``scan_folder(root)`` yields every ``*.md`` file under ``root`` (hidden folders are not
-  entered), each as a ``Note`` (its path in the folder, its text and the memory it becomes) or
+- ``scan_folder(root)`` lists every ``*.md`` file under ``root`` (hidden folders are not
+  entered; its length is known before any note is read) and yields each, read as it is iterated,
+  as a ``Note`` (its path in the folder, its text and the memory it becomes) or
   as a ``Skipped`` with its path in the folder and the reason: a link (to a file or a folder;
   links are never followed), a file too large, unreadable, not UTF-8, empty or without a title.
   One note never stops the scan: whatever goes wrong with one note is that note's reason.
@@ -85,13 +86,15 @@ def created_of(fields: dict[str, Any], path: Path) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def read_note(path: Path, root: Path) -> Note:
-    """One note and the memory it becomes; InvalidMemory (naming the file) when it cannot be one."""
-    rel = path.relative_to(root).as_posix()
-    size = path.stat().st_size
+def read_note(path: Path, root: Path, rel: str | None = None) -> Note:
+    """One note and the memory it becomes; InvalidMemory (naming the file) when it cannot be one.
+    ``rel``: the note's path in the folder, when the caller knows it."""
+    rel = rel or path.relative_to(root).as_posix()
+    size = os.stat(path).st_size
     if size > MAX_FILE_BYTES:
         raise InvalidMemory(f"{rel}: {size:,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
-    data = path.read_bytes()
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise InvalidMemory(f"{rel}: {len(data):,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
     try:
@@ -123,32 +126,56 @@ def read_note(path: Path, root: Path) -> Note:
     return Note(rel, text, Memory.create(values, body + "\n", source=rel))
 
 
-def scan_folder(root: Path) -> Iterator[Note | Skipped]:
-    """Every note under ``root``, in path order, as a Note or a Skipped."""
-    found: list[Path] = []
-    links: list[Path] = []
-    unreadable: list[OSError] = []
-    for base, dirs, files in os.walk(root, onerror=unreadable.append):  # os.walk follows no symlinked folder
-        links.extend(Path(base) / d for d in dirs if not d.startswith(".") and os.path.islink(os.path.join(base, d)))
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(base, d)))
-        found.extend(Path(base) / name for name in files if name.lower().endswith((".md", ".markdown")))
-    for error in unreadable:
-        where = Path(error.filename or root)
-        yield Skipped(where.relative_to(root).as_posix() if where != root else ".",
-                      f"a folder that cannot be read: {error.strerror or error}")
-    for path in sorted(found + links):
-        rel = path.relative_to(root).as_posix()
-        if path in links:
-            yield Skipped(rel, "not a regular folder (links are not followed): a link to a folder")
-            continue
-        if path.is_symlink() or not path.is_file():
-            yield Skipped(rel, "not a regular file (links are not followed)")
-            continue
-        try:
-            yield read_note(path, root)
-        except InvalidMemory as exc:
-            yield Skipped(rel, str(exc).split("\n", 1)[0].removeprefix(f"{rel}: "))
-        except OSError as exc:
-            yield Skipped(rel, f"cannot be read: {exc.strerror or exc}")
-        except Exception as exc:  # noqa: BLE001 - one note never stops an import; its reason is listed
-            yield Skipped(rel, f"cannot be read as a note: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+class FolderNotes:
+    """The notes under a folder, counted first and read one at a time as they are iterated (a
+    folder of 100,000 notes is never held in memory at once)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        top = os.fspath(root)
+        found: list[tuple[str, str]] = []  # (the note's path in the folder, its full path)
+        self.links: set[str] = set()
+        self.unreadable: list[OSError] = []
+        for base, dirs, files in os.walk(top, onerror=self.unreadable.append):  # follows no symlinked folder
+            prefix = os.path.relpath(base, top).replace(os.sep, "/") + "/" if base != top else ""
+            for d in dirs:
+                if not d.startswith(".") and os.path.islink(os.path.join(base, d)):
+                    self.links.add(prefix + d)
+                    found.append((prefix + d, os.path.join(base, d)))
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(base, d)))
+            found.extend((prefix + name, os.path.join(base, name)) for name in files
+                         if name.lower().endswith((".md", ".markdown")))
+        self.paths = sorted(found, key=lambda item: item[0].split("/"))  # as paths sort: part by part
+
+    def __len__(self) -> int:
+        return len(self.unreadable) + len(self.paths)
+
+    def __iter__(self) -> Iterator[Note | Skipped]:
+        root = self.root
+        for error in self.unreadable:
+            where = Path(error.filename or root)
+            yield Skipped(where.relative_to(root).as_posix() if where != root else ".",
+                          f"a folder that cannot be read: {error.strerror or error}")
+        for rel, full in self.paths:
+            yield _read_one(Path(full), root, rel, rel in self.links)
+
+
+def _read_one(path: Path, root: Path, rel: str, link: bool) -> Note | Skipped:
+    if link:
+        return Skipped(rel, "not a regular folder (links are not followed): a link to a folder")
+    if path.is_symlink() or not path.is_file():
+        return Skipped(rel, "not a regular file (links are not followed)")
+    try:
+        return read_note(path, root, rel)
+    except InvalidMemory as exc:
+        return Skipped(rel, str(exc).split("\n", 1)[0].removeprefix(f"{rel}: "))
+    except OSError as exc:
+        return Skipped(rel, f"cannot be read: {exc.strerror or exc}")
+    except Exception as exc:  # noqa: BLE001 - one note never stops an import; its reason is listed
+        return Skipped(rel, f"cannot be read as a note: {type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}")
+
+
+def scan_folder(root: Path) -> FolderNotes:
+    """Every note under ``root``, in path order, as a Note or a Skipped (read as it is iterated)."""
+    return FolderNotes(root)

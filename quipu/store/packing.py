@@ -16,6 +16,11 @@ Contract:
   config could otherwise start (hooks, fsmonitor) and pin the limits, so a store that sets
   ``gc.auto = 0`` is still packed. git is not detached again (``gc.autoDetach=false``): a
   detached git writes ``gc.log`` and stops collecting for a day after any warning.
+- ``write_blobs(gitdir, datas)`` stores many blobs at once for a bulk write (call it under the
+  writer lock): one ``git fast-import`` (the same fixed git, environment and flags) writes them
+  into one pack, not one loose file each. It says whether that run succeeded; when it did not
+  (no git, a failed run) the caller writes them loose (``quipu.store.gitobj.build_tree`` does,
+  from ``BULK_BLOBS`` new blobs on).
 """
 from __future__ import annotations
 
@@ -90,12 +95,7 @@ def maybe_pack(gitdir: str, writer_lock: str) -> bool:
             return False  # a writer is at work (this process's own, too): the next write tries again
         with open(mark, "w", encoding="utf-8"):
             pass
-        env = {
-            "PATH": os.pathsep.join(dict.fromkeys([os.path.dirname(git), "/usr/bin", "/bin"])),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "LC_ALL": "C",
-        }
+        env = _git_env(git)
         argv = [git, "--git-dir", gitdir]
         for flag in _FLAGS:
             argv += ["-c", flag]
@@ -109,3 +109,44 @@ def maybe_pack(gitdir: str, writer_lock: str) -> bool:
         return False
     finally:
         os.close(fd)  # the git process keeps the lock through its own copy of the descriptor
+
+
+BULK_BLOBS = 256  # from this many new blobs on, one pack instead of a loose file each
+
+
+def _git_env(git: str) -> dict[str, str]:
+    return {
+        "PATH": os.pathsep.join(dict.fromkeys([os.path.dirname(git), "/usr/bin", "/bin"])),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "LC_ALL": "C",
+    }
+
+
+def write_blobs(gitdir: str, datas: list[bytes]) -> bool:
+    """Store ``datas`` as blobs in one pack through one ``git fast-import``; False when that could not
+    be done (no git, a failed run), and the caller writes them as loose objects."""
+    import shutil
+    import subprocess
+
+    git = shutil.which("git")
+    if git is None:
+        return False
+    git = os.path.abspath(git)
+    argv = [git, "--git-dir", gitdir, *(x for flag in _FLAGS for x in ("-c", flag)),
+            "-c", "fastimport.unpackLimit=100", "fast-import", "--quiet", "--depth=0"]
+    try:
+        with subprocess.Popen(argv, cwd=gitdir, env=_git_env(git), stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as child:
+            assert child.stdin is not None
+            try:
+                for data in datas:
+                    child.stdin.write(b"blob\ndata %d\n" % len(data))
+                    child.stdin.write(data)
+                    child.stdin.write(b"\n")
+                child.stdin.close()
+            except BrokenPipeError:
+                pass
+            return child.wait() == 0
+    except (OSError, subprocess.SubprocessError):
+        return False

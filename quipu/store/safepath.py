@@ -69,10 +69,13 @@ def real_dir(root: Path, rel: str, *, create: bool = False) -> Path:
     return here
 
 
-def worktree_path(root: Path, rel: str) -> str:
+def worktree_path(root: Path, rel: str, checked: set[str] | None = None) -> str:
+    """``checked``: folders already found real by this write (each is checked once per write)."""
     parent, _, _name = rel.rpartition("/")
-    if parent:
+    if parent and (checked is None or parent not in checked):
         real_dir(root, parent)
+        if checked is not None:
+            checked.add(parent)
     full = os.path.join(root, rel)
     try:
         mode = os.lstat(full).st_mode

@@ -46,10 +46,43 @@ class Secret(NamedTuple):
 
 # Every rule's keywords: a text with none of them and no long run of characters is no secret.
 _KEYWORDS = tuple(dict.fromkeys([*(k for r in secret_rules.RULES for k in r.keywords), *secret_prose.KEYWORDS, "echo"]))
+_LONG_RUN = re.compile(r"\S{%d}" % secret_rules.MIN_RUN)  # \S is what str.split() does not split on
+
+
+def _trie(words: list[str]) -> str:
+    """A regular expression matching the longest of ``words`` that starts where it is tried."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def alternatives(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + alternatives(sub) for ch, sub in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        group = "(?:" + "|".join(branches) + ")"
+        return group + "?" if "" in node else group
+
+    return alternatives(tree)
+
+
+# At each position, the longest keyword starting there; every other keyword starting there is a
+# part of it, so a text's keywords are exactly the parts (``_WITHIN``) of the keywords found.
+_KEYWORD_AT = re.compile("(?=(" + _trie([k for k in _KEYWORDS if k]) + "))")
+_WITHIN = {k: frozenset(w for w in _KEYWORDS if w in k) for k in _KEYWORDS}
+_ALWAYS = frozenset(k for k in _KEYWORDS if not k)
+
+
+def _keywords_in(low: str) -> frozenset[str]:
+    """The keywords that occur in ``low``: ``{k for k in _KEYWORDS if k in low}``, in one pass."""
+    found = set(_KEYWORD_AT.findall(low))
+    return _ALWAYS.union(*(_WITHIN[k] for k in found)) if found else _ALWAYS
 
 
 def _may_match(low: str) -> bool:
-    return any(len(w) >= secret_rules.MIN_RUN for w in low.split()) or any(k in low for k in _KEYWORDS)
+    return _LONG_RUN.search(low) is not None or bool(_keywords_in(low))
 
 
 def may_hold_secret(text: str) -> bool:
@@ -57,11 +90,12 @@ def may_hold_secret(text: str) -> bool:
     return _may_match(text.lower())
 
 
-def _spans(text: str, low: str) -> list[Secret]:
+def _spans(text: str, low: str, present: frozenset[str] | None = None) -> list[Secret]:
     out: list[Secret] = []
-    long_run = any(len(w) >= secret_rules.MIN_RUN for w in low.split())
+    long_run = _LONG_RUN.search(low) is not None
+    present = _keywords_in(low) if present is None else present
     for rule in secret_rules.RULES:
-        if rule.keywords and not any(k in low for k in rule.keywords) or not rule.keywords and not long_run:
+        if rule.keywords and present.isdisjoint(rule.keywords) or not rule.keywords and not long_run:
             continue
         pattern = rule.pattern.for_text(text)
         if pattern is None:
@@ -75,12 +109,12 @@ def _spans(text: str, low: str) -> list[Secret]:
                 continue  # POSTGRES_PASSWORD=postgres: the value is a word of the name
             if rule.check is None or rule.check(m.group(group)):
                 out.append(Secret(rule.name, m.start(group), m.end(group)))
-    out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in low else []
-    if any(k in low for k in secret_prose.PROSE_KEYWORDS):
+    out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in present else []
+    if not present.isdisjoint(secret_prose.PROSE_KEYWORDS):
         out += [Secret("password-prose", s, e) for s, e in secret_prose.prose_spans(text)]
-    if any(k in low for k in secret_prose.PAIR_KEYWORDS):
+    if not present.isdisjoint(secret_prose.PAIR_KEYWORDS):
         out += [Secret("password-pair", s, e) for s, e in secret_prose.pair_spans(text)]
-    if any(k in low for k in secret_prose.CODE_KEYWORDS):
+    if not present.isdisjoint(secret_prose.CODE_KEYWORDS):
         out += [Secret("recovery-code", s, e) for s, e in secret_prose.code_spans(text)]
     if long_run:
         public = [(m.start(), m.end()) for m in _PUBLIC_BLOCK.finditer(text)] if "-----begin" in low else []
@@ -108,9 +142,10 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
     if "[REDACTED:" in text:  # what redact wrote is no secret, and its rule name no password word
         text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
-    if not _may_match(low):
+    present = _keywords_in(low)
+    if not present and _LONG_RUN.search(low) is None:  # the pre-filter (``_may_match``)
         return []
-    spans = [s for s in _spans(text, low) if s.kind not in allow and s.end > s.start]
+    spans = [s for s in _spans(text, low, present) if s.kind not in allow and s.end > s.start]
     if marker and ALLOW_MARKER in text:
         lines = _allowed_lines(text)
         spans = [s for s in spans if not any(a <= s.start < b for a, b in lines)]

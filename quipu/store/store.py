@@ -165,7 +165,7 @@ class Store:
 
     # ------------------------------------------------------------ reading
 
-    def _head_tree(self) -> pygit2.Tree:
+    def head_tree(self) -> pygit2.Tree:
         """HEAD's tree; reads work on a detached HEAD too (only writes need the branch)."""
         import pygit2
 
@@ -191,7 +191,7 @@ class Store:
             except (KeyError, gitobj.Unsupported):
                 pass  # libgit2 reads it, or says clearly why it cannot
         try:
-            entry = self._head_tree()[rel]
+            entry = self.head_tree()[rel]
         except KeyError:
             return None
         return self.repo[entry.id].data  # type: ignore[attr-defined,no-any-return]
@@ -209,7 +209,7 @@ class Store:
     def events(self, memory_id: str) -> list[tuple[str, dict[str, Any]]]:
         """Event files of a memory as (name, data), oldest first."""
         try:
-            tree = self._head_tree()[event_dir(memory_id)]
+            tree = self.head_tree()[event_dir(memory_id)]
         except KeyError:
             return []
         out = []
@@ -223,7 +223,7 @@ class Store:
     def iter_memory_files(self) -> Iterator[tuple[str, bytes]]:
         repo = self.repo
         try:
-            memories = self._head_tree()["memories"]
+            memories = self.head_tree()["memories"]
         except KeyError:
             return
         for shard in repo[memories.id]:  # type: ignore[attr-defined]
@@ -259,8 +259,7 @@ class Store:
             if problem:
                 raise InvalidMemory(f"refusing to write {rel}: {problem}\n"
                                     "- quipu writes only the paths of the store's schema (quipu/store/schema.py)")
-        raw = {name: text.encode("utf-8") for name, text in (fields or {}).items()}
-        used = scanned.refuse_secrets({**raw, **changes}, "", allow_secret_like, marker=marker)
+        used = scanned.refuse_secrets(changes, "", allow_secret_like, marker=marker, fields=fields)
         secrets_scan.refuse_secrets({}, format_message(summary, trailers), allow_secret_like)
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})

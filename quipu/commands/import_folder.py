@@ -1,0 +1,212 @@
+"""A folder of notes into the store in one bulk pass: the gates every note passes, one commit.
+
+Contract:
+- ``import_notes(store, found, source)`` takes notes as they are read (``quipu.store.notes``: a
+  ``FolderNotes`` is counted first and read one note at a time) and keeps of each only the file it
+  becomes and that file read back (``parse_memory``, the validation a hand edit gets). A note that
+  may not enter (``checked_note``: a bad field, a secret in the file or in any field it is made
+  from, named by rule and line, never shown) is skipped with its reason; one note never stops the
+  rest. The rest is one commit (``Store.commit``: one tree, its blobs in one pack), which does not
+  scan again the bytes checked here (``quipu.store.scanned``). ``FolderImport.known`` maps each
+  committed blob to the memory it was read back as, so the index refresh writes the rows without
+  parsing them again.
+- Python's cycle collector is off during the pass (``bulk_pass``): it would walk every kept note
+  again at each collection. Progress is drawn on a terminal's stderr only.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+from quipu.errors import FatalError, InvalidMemory
+from quipu.output import Progress
+from quipu.store import notes, scanned, secrets_scan
+from quipu.store import gitobj
+from quipu.store.gitobj import object_id
+from quipu.store.memory import Memory, parse_memory, render_memory
+from quipu.store.store import Store, memory_fields
+
+
+@dataclass(frozen=True)
+class FolderImport:
+    imported: list[Memory]
+    existing: list[Memory]
+    skipped: list[notes.Skipped]
+    commit: str | None
+    known: dict[str, Memory] = field(default_factory=dict)  # what was committed, by blob id, read back
+
+
+def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
+    """Why a note holding ``spans`` is left out: the rules and the first line, the secret masked."""
+    kinds = ", ".join(sorted({s.kind for s in spans}))
+    first = spans[0]
+    start = text.rfind("\n", 0, first.start) + 1
+    end = text.find("\n", first.start)
+    end = len(text) if end < 0 else end
+    line, at = "", start
+    for span in (s for s in spans if s.start < end and s.end > start):
+        line += text[at:max(span.start, start)] + f"[{span.kind}]"
+        at = min(span.end, end)
+    line = secrets_scan.redact(" ".join((line + text[at:end]).split()))
+    if len(line) > 100:
+        line = line[:97] + "..."
+    return (f"it looks like it holds a secret ({kinds}), first on line {text.count(chr(10), 0, first.start) + 1}: "
+            f"{line!r}; a secret in git history is there for good, so the note was not imported "
+            "(remove the secret from it, keep the note out of the folder, or vouch for a look-alike with "
+            "--allow-secret-like RULE)")
+
+
+def note_refusal(note: notes.Note, allow: tuple[str, ...] = ()) -> str | None:
+    """Why this note may not enter the store (None: it may), in words about the note itself."""
+    return checked_note(note, allow)[0]
+
+
+def checked_note(note: notes.Note, allow: tuple[str, ...] = ()) -> tuple[str | None, bytes, Memory | None]:
+    """(why the note may not enter the store or None, the file it becomes, that file read back as
+    the index reads it: the same validation a hand edit gets)."""
+    data = render_memory(note.memory)
+    try:
+        parsed = parse_memory(data, note.path)
+    except InvalidMemory as exc:
+        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: "), data, None
+    # The exact bytes committed and each field a file is made from, checked once: the commit does not
+    # scan what was found clean here again (``quipu.store.scanned``).
+    made = [data, *(value.encode("utf-8") for value in memory_fields(note.memory).values())]
+    if any([scanned.find_secrets(blob, allow, marker=True) for blob in made]):
+        return _secret_refusal(note, allow), data, None
+    return None, data, parsed
+
+
+def _secret_refusal(note: notes.Note, allow: tuple[str, ...]) -> str:
+    spans = secrets_scan.find_secrets(note.text, allow, marker=True)
+    if spans:
+        return secret_reason(note.text, spans)
+    for name, value in memory_fields(note.memory).items():  # a field read out of the note's frontmatter
+        found = secrets_scan.find_secrets(value, allow, marker=True)
+        if found:
+            field = name.rsplit(" (", 1)[-1].rstrip(")")
+            if field == "title" and value not in note.text:  # made from the file name
+                return "its file name looks like a secret; the note was not imported (rename the file)"
+            return f"its {field}: {secret_reason(value, found)}"
+    return "what it would become looks like it holds a secret; the note was not imported"
+
+
+def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
+                    allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+    """Every note under ``root`` not yet in the store, committed at once; a note that may not enter
+    the store is skipped with its reason and never stops the rest."""
+    if not root.is_dir():
+        raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
+    found = notes.scan_folder(root)
+    return import_notes(store, found, root.name, dry_run=dry_run, allow_secret_like=allow_secret_like)
+
+
+def _present_in_head(store: Store) -> Callable[[str], bool]:
+    """Whether a path is a file of HEAD's tree; each folder of the tree is read once."""
+    commit = store.head()
+    if commit is None:
+        return lambda _rel: False
+    try:
+        tree = gitobj.Tree(store.objects, store.objects.commit_tree(commit))
+    except gitobj.Unsupported:  # another object format: libgit2 reads each path
+        return lambda rel: store.read_bytes(rel) is not None
+    return lambda rel: tree.blob(rel) is not None
+
+
+@contextlib.contextmanager
+def bulk_pass() -> Iterator[None]:
+    """Python's cycle collector off for a pass that keeps every note it has read: each collection
+    would walk all of them again (half the reading time at 100,000 notes); a note makes no cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, *,
+                 dry_run: bool = False, allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+    with bulk_pass():
+        return _import_notes(store, found, source, dry_run, allow_secret_like)
+
+
+def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, dry_run: bool,
+                  allow_secret_like: tuple[str, ...]) -> FolderImport:
+    """Every note of ``found`` not yet in the store, through the same gates as a hand-written one,
+    committed at once (the message names ``source``); what may not enter is skipped with its reason.
+    One pass: each note is read, checked and rendered, and only its file and its parsed memory are
+    kept; then one tree, one commit, and the index and the meaning vectors in one batch each."""
+    fresh: dict[str, bytes] = {}
+    parsed: dict[str, Memory] = {}
+    fields: dict[str, str] = {}
+    existing: list[Memory] = []
+    skipped: list[notes.Skipped] = []
+    head = _present_in_head(store)
+    shown = Progress(len(found) if isinstance(found, Sized) else 0, "Reading notes")
+    for n, item in enumerate(found, start=1):
+        shown.update(n)
+        if isinstance(item, notes.Skipped):
+            skipped.append(item)
+        elif item.memory.id in fresh or head(item.memory.path):
+            existing.append(item.memory)
+        else:
+            reason, data, memory = checked_note(item, allow_secret_like)
+            if reason or memory is None:
+                skipped.append(notes.Skipped(item.path, reason or "it cannot be read"))
+            else:
+                fresh[item.memory.id] = data
+                parsed[item.memory.id] = memory
+                raw = memory_fields(item.memory)
+                if raw != memory_fields(memory):  # kept only when the file does not read back as written
+                    fields.update(raw)
+    shown.done()
+    commit = None
+    if fresh and not dry_run:
+        stage(f"Committing {len(fresh):,} notes...")
+        changes: dict[str, bytes | None] = {parsed[mid].path: data for mid, data in fresh.items()}
+        try:
+            commit = store.commit(
+                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(source)}",
+                {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+                allow_secret_like=allow_secret_like, marker=True, fields=_Fields(parsed.values(), fields),
+            )
+        finally:
+            stage("")
+    known = {object_id("blob", fresh[mid]): memory for mid, memory in parsed.items()} if commit else {}
+    return FolderImport(list(parsed.values()), existing, skipped, commit, known)
+
+
+class _Fields(Mapping[str, str]):
+    """Every field the committed files were made from (``memory_fields``), made one memory at a
+    time from the memories as read back, and ``raw`` (those of a note that read back otherwise)."""
+
+    def __init__(self, memories: Iterable[Memory], raw: dict[str, str]) -> None:
+        self._memories, self._raw = list(memories), raw
+
+    def items(self) -> Iterator[tuple[str, str]]:  # type: ignore[override]
+        yield from self._raw.items()
+        for memory in self._memories:
+            yield from memory_fields(memory).items()
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    def __getitem__(self, name: str) -> str:
+        return next(value for key, value in self.items() if key == name)
+
+
+def stage(what: str) -> None:
+    """The step a long import is at, on one line of a terminal's stderr (nothing otherwise)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\x1b[2K\r{what}")
+        sys.stderr.flush()
