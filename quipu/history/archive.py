@@ -200,8 +200,8 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
         if is_forgotten(raw.key, session.session_id, forgotten):
             skipped += 1
             continue
-        spans = secrets_scan.find_secrets(raw.text) if may_hold_secret(raw.text) else []
-        text = secrets_scan.redact(raw.text) if spans else raw.text
+        spans = secrets_scan.find_secrets(raw.text)
+        text = secrets_scan.redact(raw.text, spans) if spans else raw.text
         old = known.get(raw.key)
         if old is not None and old.text == text:
             continue

@@ -10,7 +10,10 @@ Contract:
   ``quipu:allow-secret`` (like ``gitleaks:allow``).
 - A cheap pre-filter runs first: a text with none of the rules' keywords and no run of 15+
   characters without a space (most prose) is answered without running any pattern
-  (``may_hold_secret`` is that test, and a necessary condition of a finding).
+  (``may_hold_secret`` is that test, and a necessary condition of a finding). The keywords are
+  found in one pass over the lower-cased text (an Aho-Corasick automaton, ``pyahocorasick``), and
+  only the rules whose keywords it found run: the cost of a text does not grow with the number of
+  rules.
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
@@ -24,6 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
+
+import ahocorasick
 
 from quipu.errors import SecretRefused
 from quipu.store import secret_prose, secret_rules
@@ -45,21 +50,44 @@ class Secret(NamedTuple):
 _KEYWORDS = tuple(dict.fromkeys([*(k for r in secret_rules.RULES for k in r.keywords), *secret_prose.KEYWORDS, "echo"]))
 
 
-def _may_match(low: str) -> bool:
-    return any(len(w) >= secret_rules.MIN_RUN for w in low.split()) or any(k in low for k in _KEYWORDS)
+def _automaton(words: Collection[str]) -> Any:
+    found = ahocorasick.Automaton()
+    for word in words:
+        found.add_word(word, word)
+    found.make_automaton()
+    return found
+
+
+_FINDER = _automaton(_KEYWORDS)
+_UNKEYED = tuple(n for n, rule in enumerate(secret_rules.RULES) if not rule.keywords)  # they run on a long run
+_RULES_OF: dict[str, list[int]] = {}  # keyword -> the rules (by position) it lets run
+for _n, _rule in enumerate(secret_rules.RULES):
+    for _word in _rule.keywords:
+        _RULES_OF.setdefault(_word, []).append(_n)
+_PROSE, _PAIR, _CODE = (frozenset(k) for k in (secret_prose.PROSE_KEYWORDS, secret_prose.PAIR_KEYWORDS,
+                                                secret_prose.CODE_KEYWORDS))
+
+
+def _keywords_in(low: str) -> set[str]:
+    """The keywords ``low`` holds, anywhere (inside other words too), in one pass."""
+    return {word for _end, word in _FINDER.iter(low)}
+
+
+def _long_run(low: str) -> bool:
+    return max(map(len, low.split()), default=0) >= secret_rules.MIN_RUN
 
 
 def may_hold_secret(text: str) -> bool:
     """False only when no rule can match ``text``: the pre-filter, one pass over lower-cased text."""
-    return _may_match(text.lower())
+    low = text.lower()
+    return _long_run(low) or next(_FINDER.iter(low), None) is not None
 
 
-def _spans(text: str, low: str) -> list[Secret]:
+def _spans(text: str, low: str, present: set[str], long_run: bool) -> list[Secret]:
     out: list[Secret] = []
-    long_run = any(len(w) >= secret_rules.MIN_RUN for w in low.split())
-    for rule in secret_rules.RULES:
-        if rule.keywords and not any(k in low for k in rule.keywords) or not rule.keywords and not long_run:
-            continue
+    due = {n for word in present for n in _RULES_OF.get(word, ())}
+    for n in sorted(due.union(_UNKEYED) if long_run else due):  # in the rules' order, as they are listed
+        rule = secret_rules.RULES[n]
         for m in rule.pattern.finditer(text):
             group = "value" if "value" in rule.pattern.groupindex and m.group("value") is not None else 0
             if rule.skip_name is not None and rule.skip_name.search(m.group("name")):
@@ -69,12 +97,12 @@ def _spans(text: str, low: str) -> list[Secret]:
                 continue  # POSTGRES_PASSWORD=postgres: the value is a word of the name
             if rule.check is None or rule.check(m.group(group)):
                 out.append(Secret(rule.name, m.start(group), m.end(group)))
-    out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in low else []
-    if any(k in low for k in secret_prose.PROSE_KEYWORDS):
+    out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in present else []
+    if not _PROSE.isdisjoint(present):
         out += [Secret("password-prose", s, e) for s, e in secret_prose.prose_spans(text)]
-    if any(k in low for k in secret_prose.PAIR_KEYWORDS):
+    if not _PAIR.isdisjoint(present):
         out += [Secret("password-pair", s, e) for s, e in secret_prose.pair_spans(text)]
-    if any(k in low for k in secret_prose.CODE_KEYWORDS):
+    if not _CODE.isdisjoint(present):
         out += [Secret("recovery-code", s, e) for s, e in secret_prose.code_spans(text)]
     if long_run:
         public = [(m.start(), m.end()) for m in _PUBLIC_BLOCK.finditer(text)] if "-----begin" in low else []
@@ -102,9 +130,11 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
     if "[REDACTED:" in text:  # what redact wrote is no secret, and its rule name no password word
         text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
-    if not _may_match(low):
+    present = _keywords_in(low)
+    long_run = _long_run(low)
+    if not present and not long_run:
         return []
-    spans = [s for s in _spans(text, low) if s.kind not in allow and s.end > s.start]
+    spans = [s for s in _spans(text, low, present, long_run) if s.kind not in allow and s.end > s.start]
     if marker and ALLOW_MARKER in text:
         lines = _allowed_lines(text)
         spans = [s for s in spans if not any(a <= s.start < b for a, b in lines)]
@@ -134,11 +164,12 @@ def redact_values(value: Any) -> Any:
     return value
 
 
-def redact(text: str) -> str:
-    """``text`` with every secret-looking span replaced by ``[REDACTED:<kind>]``."""
+def redact(text: str, spans: list[Secret] | None = None) -> str:
+    """``text`` with every secret-looking span replaced by ``[REDACTED:<kind>]`` (``spans``:
+    ``find_secrets(text)``, when the caller has it already)."""
     out: list[str] = []
     pos = 0
-    for span in find_secrets(text):
+    for span in find_secrets(text) if spans is None else spans:
         out.append(text[pos:span.start])
         out.append(f"[REDACTED:{span.kind}]")
         pos = span.end
