@@ -164,8 +164,10 @@ def part_backfill(scratch: Path, data: list[dict[str, object]], turns: int, env:
                              "--json")[0])
         if not r % 2:
             plains.append(C.spawn_timed(plain, env=env)[0])
-        if r < rounds - 1:
-            C.cleanup(home, None)
+    # Removed only now: thousands of files deleted just before a round make the file system look
+    # long for free inodes while that round creates its own (ext4 skips recently freed ones).
+    for r in range(rounds - 1):
+        C.cleanup(scratch / f"h71-{r}", None)
     texts = [t for t in (json.loads(line)["message"]["content"] for p in sorted(projects.rglob("*.jsonl"))
                           for line in p.read_text().splitlines())]
     texts = [t if isinstance(t, str) else t[0]["text"] for t in texts]

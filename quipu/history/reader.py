@@ -58,22 +58,24 @@ class Session:
 
 def _records(path: Path, counter: list[int], skip: tuple[bytes, ...] = (_TOOL_RESULT,)) -> Iterator[dict[str, Any]]:
     with path.open("rb") as fh:
-        for raw in fh:
-            if not raw.strip() or any(marker in raw for marker in skip):
-                continue
+        data = fh.read()
+    for raw in data.split(b"\n"):
+        if not raw.strip() or any(marker in raw for marker in skip):
+            continue
+        try:
+            # A record's line starts with "{": decoded here, it skips json's guess of the encoding.
+            record = json.loads(raw.decode("utf-8") if raw[:1] == b"{" else raw)
+        except UnicodeDecodeError:
             try:
-                record = json.loads(raw)
-            except UnicodeDecodeError:
-                try:
-                    record = json.loads(raw.decode("utf-8", "replace"))
-                except (ValueError, RecursionError):
-                    counter[0] += 1
-                    continue
-            except (ValueError, RecursionError):  # RecursionError: nested past what json parses
+                record = json.loads(raw.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
                 counter[0] += 1
                 continue
-            if isinstance(record, dict):
-                yield record
+        except (ValueError, RecursionError):  # RecursionError: nested past what json parses
+            counter[0] += 1
+            continue
+        if isinstance(record, dict):
+            yield record
 
 
 def tool_summary(block: dict[str, Any]) -> str:

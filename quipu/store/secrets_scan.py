@@ -13,7 +13,8 @@ Contract:
   (``may_hold_secret`` is that test, and a necessary condition of a finding). The keywords are
   found in one pass over the lower-cased text (an Aho-Corasick automaton, ``pyahocorasick``), and
   only the rules whose keywords it found run: the cost of a text does not grow with the number of
-  rules.
+  rules. ``find_secrets_many(texts)`` searches many texts (an archived session's turns) in one
+  pass and scans only those with a keyword or a long run.
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
@@ -24,8 +25,10 @@ Contract:
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import ahocorasick
@@ -71,6 +74,9 @@ _PROSE, _PAIR, _CODE = (frozenset(k) for k in (secret_prose.PROSE_KEYWORDS, secr
 def _keywords_in(low: str) -> set[str]:
     """The keywords ``low`` holds, anywhere (inside other words too), in one pass."""
     return {word for _end, word in _FINDER.iter(low)}
+
+
+_LONG_RUN = re.compile(rf"\S{{{secret_rules.MIN_RUN},}}")  # \s is str.split's whitespace
 
 
 def _long_run(low: str) -> bool:
@@ -147,6 +153,18 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
         else:
             merged.append(span)
     return merged
+
+
+def find_secrets_many(texts: Sequence[str]) -> list[list[Secret]]:
+    """``find_secrets`` of each text: the keywords and the long runs are searched once over all
+    the texts joined (so a text with neither, most prose, costs no call of its own), and only the
+    texts with one are scanned."""
+    lows = [t.lower() for t in texts]
+    joined = "\n".join(lows)  # no keyword holds a line break, and it ends every run
+    ends = list(itertools.accumulate(len(low) + 1 for low in lows))
+    due = {bisect.bisect_right(ends, end) for end, _word in _FINDER.iter(joined)}
+    due.update(bisect.bisect_right(ends, m.start()) for m in _LONG_RUN.finditer(joined))
+    return [find_secrets(text) if n in due else [] for n, text in enumerate(texts)]
 
 
 def has_secret(text: str) -> bool:
