@@ -178,9 +178,12 @@ def session_files(layout: Layout) -> list[Path]:
     return sorted(layout.sessions.glob("*/*.jsonl")) if layout.sessions.is_dir() else []
 
 
-def all_turns(layout: Layout) -> Iterator[Turn]:
-    for path in session_files(layout):
+def all_turns(layout: Layout, progress: Callable[[int, int], None] | None = None) -> Iterator[Turn]:
+    files = session_files(layout)
+    for n, path in enumerate(files, 1):
         yield from sorted(read_file(path).values(), key=lambda t: t.turn)
+        if progress:
+            progress(n, len(files))
 
 
 def forgotten_keys(layout: Layout) -> set[str]:

@@ -23,7 +23,7 @@ import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from quipu.index import embed
@@ -256,9 +256,11 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def rebuild(layout: Layout, turns: Iterable[Turn] | None = None) -> int:
+def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> int:
     """Recreate the index and the vector file from the archive (into temporary files, then
-    renamed into place). The caller holds the archive lock. Returns the number of turns.
+    renamed into place). The caller holds the archive lock. Returns the number of turns;
+    ``progress(done, total)`` is told of each session file read from the archive.
 
     The file is new, so all of it is one transaction: rows and vectors in batches, then the
     full-text index built once from the rows ("rebuild") and merged."""
@@ -271,7 +273,7 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None) -> int:
     count = 0
     try:
         with gc_paused():
-            source = iter(all_turns(layout) if turns is None else turns)
+            source = iter(all_turns(layout, progress) if turns is None else turns)
             while batch := list(itertools.islice(source, _BATCH)):
                 writer.upsert(batch, tmp_vectors)
                 count += len(batch)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,25 +58,24 @@ class Session:
 
 
 def _records(path: Path, counter: list[int], skip: tuple[bytes, ...] = (_TOOL_RESULT,)) -> Iterator[dict[str, Any]]:
+    skipped = re.compile(b"|".join(map(re.escape, skip))).search  # one search for every marker
     with path.open("rb") as fh:
-        data = fh.read()
-    for raw in data.split(b"\n"):
-        if not raw.strip() or any(marker in raw for marker in skip):
-            continue
-        try:
-            # A record's line starts with "{": decoded here, it skips json's guess of the encoding.
-            record = json.loads(raw.decode("utf-8") if raw[:1] == b"{" else raw)
-        except UnicodeDecodeError:
+        for raw in fh:
+            if raw.isspace() or skipped(raw):
+                continue
             try:
-                record = json.loads(raw.decode("utf-8", "replace"))
-            except (ValueError, RecursionError):
+                record = json.loads(raw)
+            except UnicodeDecodeError:
+                try:
+                    record = json.loads(raw.decode("utf-8", "replace"))
+                except (ValueError, RecursionError):
+                    counter[0] += 1
+                    continue
+            except (ValueError, RecursionError):  # RecursionError: nested past what json parses
                 counter[0] += 1
                 continue
-        except (ValueError, RecursionError):  # RecursionError: nested past what json parses
-            counter[0] += 1
-            continue
-        if isinstance(record, dict):
-            yield record
+            if isinstance(record, dict):
+                yield record
 
 
 def tool_summary(block: dict[str, Any]) -> str:
@@ -153,11 +153,13 @@ def read_session(path: str | Path) -> Session:
             named = True
         if not session.project and _text_field(record, "cwd"):
             session.project = record["cwd"]
-        if record.get("type") in ("user", "assistant"):
-            seen_any = True
-            if not (record.get("isSidechain") or record.get("agentId")):
-                sidechain_only = False
-        prompt = transcript.human_text(record)
+        kind = record.get("type")
+        if kind not in ("user", "assistant"):
+            continue  # neither a prompt nor a reply
+        seen_any = True
+        if not (record.get("isSidechain") or record.get("agentId")):
+            sidechain_only = False
+        prompt = transcript.human_text(record) if kind == "user" else None
         if prompt is not None:
             flush()
             text = prompt.strip()

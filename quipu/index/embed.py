@@ -22,7 +22,9 @@ Contract:
 - ``Pieces`` and ``Embedder`` may be kept and used from any thread (a long-lived server runs
   each call on a worker thread of its pool): ``pieces_db``'s connection is not tied to the
   thread that opened it and ``Pieces.from_db`` reads it under a lock of its own; an
-  ``Embedder`` is never changed by a query (``weighed`` gives a view with other weights).
+  ``Embedder`` is never changed by a query (``weighed`` gives a view with other weights), except
+  that a bulk one widens each row of the table the first time a text needs it (the same values,
+  whichever thread writes them).
 - numpy is imported here and by the history index only: never on the prompt path.
 """
 from __future__ import annotations
@@ -249,11 +251,25 @@ class Embedder:
         self.dim = int(table.shape[1])
         self.rows = int(table.shape[0])  # the vocabulary's size: one row per piece id
         self._table = table
-        # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
+        # Bulk embedding gathers millions of rows: each row of the table is weighed and widened
+        # once, the first time a text needs it (most texts use a fraction of the 32,000 pieces).
+        # Plus one zero row, the padding of _gather_sum. Filling a row twice writes the same values.
         self._bulk: npt.NDArray[np.float32] | None = None
-        if bulk:  # plus one zero row, the padding of _gather_sum
-            weighted = self._weighted(table, np.arange(table.shape[0]))
-            self._bulk = np.vstack([weighted, np.zeros((1, self.dim), dtype=np.float32)])
+        self._widened = np.zeros(0, dtype=bool)
+        if bulk:
+            self._bulk = np.zeros((self.rows + 1, self.dim), dtype=np.float32)
+            self._widened = np.zeros(self.rows + 1, dtype=bool)
+            self._widened[-1] = True
+
+    def _bulk_rows(self, lists: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """The bulk table, with every row ``lists`` name weighed and widened."""
+        assert self._bulk is not None
+        ids = np.unique(np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64))
+        todo = ids[~self._widened[ids]]
+        if todo.size:
+            self._bulk[todo] = self._weighted(self._table[todo], todo)
+            self._widened[todo] = True
+        return self._bulk
 
     def weighed(self, weights: npt.NDArray[np.float32]) -> Embedder:
         """This embedder with one weight per piece id (shares the table and the pieces; never bulk)."""
@@ -286,7 +302,8 @@ class Embedder:
             every = list(itertools.chain.from_iterable(split))
             number = dict(zip(dict.fromkeys(every), itertools.count()))
             words = np.zeros((len(number) + 1, self.dim), dtype=np.float32)  # a zero row last: the padding
-            _gather_sum(self._bulk, [self.pieces.word(w) for w in number], words[:-1])
+            word_pieces = [self.pieces.word(w) for w in number]
+            _gather_sum(self._bulk_rows(word_pieces), word_pieces, words[:-1])
             out = np.zeros((len(texts), self.dim), dtype=np.float32)
             _sum_runs(words, np.fromiter(map(number.__getitem__, every), dtype=np.int64, count=len(every)), counts, out)
             return _unit(out)
@@ -299,7 +316,7 @@ class Embedder:
                     flat = np.array(ids, dtype=np.int64)
                     out[i] = self._weighted(self._table[flat], flat).sum(axis=0)
         else:
-            _gather_sum(self._bulk, pieces, out)
+            _gather_sum(self._bulk_rows(pieces), pieces, out)
         return _unit(out)
 
     def word_rows(self, bag: Bag) -> npt.NDArray[np.float32]:
@@ -307,7 +324,7 @@ class Embedder:
         (the padding of ``of_bag``). Bulk embedders only."""
         assert self._bulk is not None
         words = np.zeros((len(bag.words) + 1, self.dim), dtype=np.float32)
-        _gather_sum(self._bulk, bag.words, words[:-1])
+        _gather_sum(self._bulk_rows(bag.words), bag.words, words[:-1])
         return words
 
     def of_bag(self, word_rows: npt.NDArray[np.float32], rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
