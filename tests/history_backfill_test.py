@@ -106,3 +106,26 @@ def test_a_killed_first_backfill_is_redone_whole(tmp_path: Path) -> None:
     assert vectors >= len(turns)
     assert [h.text for h in search("build 39911 cache key").hits][:1] == [
         "Build 39911 fails because the cache key changed in step 11."]
+
+
+def test_a_character_cut_in_half_is_archived_as_a_replacement_character(tmp_path: Path) -> None:
+    """JavaScript strings are UTF-16: a reply cut in the middle of an emoji leaves half of it,
+    which JSON carries as an escape and UTF-8 cannot hold. The backfill goes on; the turn keeps
+    the rest of its text."""
+    projects = tmp_path / "projects"
+    sid, cwd = "5d1c2a10-bbbb-4c21-9d0a-3e4f5a6b7c0\ud83d", "/home/dev/\ud83dsite"
+    envelope = {"sessionId": sid, "cwd": cwd, "gitBranch": "main", "timestamp": "2026-05-04T10:00:00.000Z"}
+    records = [{**envelope, "type": "user", "uuid": "u-1", "promptSource": "typed",
+                "message": {"role": "user", "content": "Ship the release notes \ud83d and tag it"}},
+               {**envelope, "type": "assistant", "uuid": "a-1", "message": {
+                   "role": "assistant", "model": "claude-sonnet-5", "content": [{"type": "text", "text": "Tagged v2.4 \ude00."}]}}]
+    folder = projects / "-home-dev-site"
+    folder.mkdir(parents=True)
+    (folder / "cut.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # \ud83d: an escape, as JSON writes it
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["turns_added"] == 2
+    turns = list(archive.all_turns(Layout.default()))
+    assert [x.text for x in turns] == ["Ship the release notes \ufffd and tag it", "Tagged v2.4 \ufffd."]
+    assert turns[0].project == "/home/dev/\ufffdsite" and turns[0].session.endswith("\ufffd")
+    assert [h.turn for h in search("release notes tag").hits][:1] == [0]

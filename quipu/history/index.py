@@ -55,9 +55,8 @@ CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='turns', content_rowid='
 """
 
 
-def connect(path: Path, *, shared: bool = False) -> sqlite3.Connection:
-    """``shared``: usable from another thread than its own (one at a time: ``rebuild``'s)."""
-    db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=not shared)
+def connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA secure_delete = ON")
     return db
@@ -83,7 +82,7 @@ class Writer:
     def __init__(self, layout: Layout, *, bulk: bool = False, path: Path | None = None, fresh: bool = False) -> None:
         self.layout = layout
         self._fresh = fresh  # a new, empty index (a rebuild): no key can be there already
-        self.db = connect(path or layout.index, shared=fresh)
+        self.db = connect(path or layout.index)
         if fresh:  # a new file, renamed into place only once complete: no page is written twice, none synced
             self.db.execute("PRAGMA cache_size = -262144")
             self.db.execute("PRAGMA synchronous = OFF")
