@@ -169,11 +169,12 @@ class Writer:
 
     def commit(self) -> None:
         """End the one transaction of a fresh index's writes, its full-text index built from
-        all the rows at once (nothing to do otherwise)."""
+        all the rows at once and merged (nothing to do otherwise)."""
         if self._fresh:
             if not self.db.in_transaction:
                 self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('rebuild')")
+            self.optimize()  # merged in the same transaction: no page of it is journalled
             self.db.execute("COMMIT")
             self._fresh = False
 
@@ -262,7 +263,7 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
     ``progress(done, total)`` is told of each session file read from the archive.
 
     The file is new, so all of it is one transaction: rows and vectors in batches, then the
-    full-text index built once from the rows ("rebuild") and merged."""
+    full-text index built once from the rows ("rebuild") and merged ("optimize")."""
     layout.root.mkdir(parents=True, exist_ok=True)
     tmp_index = layout.index.with_name(layout.index.name + ".new")
     tmp_vectors = layout.vectors.with_name(layout.vectors.name + ".new")
@@ -277,7 +278,6 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
                 writer.upsert(batch, tmp_vectors)
                 count += len(batch)
             writer.commit()
-            writer.optimize()
     finally:
         writer.close()
     # A killed writer's journal beside an old file would be played into the new one: it goes first.
