@@ -45,6 +45,15 @@ def index_rows(layout: Layout) -> list[tuple[str, str]]:
         db.close()
 
 
+def write_sessions(projects: Path, first: int, count: int) -> None:
+    for n in range(first, first + count):
+        t = Transcript(f"5d1c2a10-{n:04d}-4c21-9d0a-3e4f5a6b7c01", f"/home/dev/p{n % 7}")
+        for k in range(12):
+            t.user(f"Question {k} of session {n}: why does build {n * 100 + k} fail on the runner?")
+            t.assistant(f"Build {n * 100 + k} fails because the cache key changed in step {k}.")
+        t.write(projects)
+
+
 def test_a_session_in_two_files_is_one_session_in_the_first_index(tmp_path: Path) -> None:
     """A transcript copied before it grew (a resumed session): each turn is archived and indexed
     once, the grown reply in its last version, redacted."""
@@ -76,12 +85,7 @@ def test_a_killed_first_backfill_is_redone_whole(tmp_path: Path) -> None:
     """Killed while it writes (archive half written, the new index not yet in place), the next
     run archives the rest and indexes every turn exactly once."""
     projects = tmp_path / "projects"
-    for n in range(400):
-        t = Transcript(f"5d1c2a10-{n:04d}-4c21-9d0a-3e4f5a6b7c01", f"/home/dev/p{n % 7}")
-        for k in range(12):
-            t.user(f"Question {k} of session {n}: why does build {n * 100 + k} fail on the runner?")
-            t.assistant(f"Build {n * 100 + k} fails because the cache key changed in step {k}.")
-        t.write(projects)
+    write_sessions(projects, 0, 400)
     layout = Layout.default()
     child = subprocess.Popen([sys.executable, "-m", "quipu", "history", "index", "--projects", str(projects), "--json"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
@@ -129,3 +133,33 @@ def test_a_character_cut_in_half_is_archived_as_a_replacement_character(tmp_path
     assert [x.text for x in turns] == ["Ship the release notes \ufffd and tag it", "Tagged v2.4 \ufffd."]
     assert turns[0].project == "/home/dev/\ufffdsite" and turns[0].session.endswith("\ufffd")
     assert [h.turn for h in search("release notes tag").hits][:1] == [0]
+
+
+def test_a_killed_later_backfill_is_redone_from_the_archive(tmp_path: Path) -> None:
+    """An index is in place; a later backfill is killed after archiving turns it had not indexed
+    yet. The next run finds the index marked as behind and rebuilds it from the archive: every
+    archived turn is searchable, once."""
+    projects = tmp_path / "projects"
+    write_sessions(projects, 0, 5)
+    assert quipu("history", "index", "--projects", str(projects), "--json").returncode == 0
+    layout = Layout.default()
+    write_sessions(projects, 5, 400)
+    child = subprocess.Popen([sys.executable, "-m", "quipu", "history", "index", "--projects", str(projects), "--json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while child.poll() is None and time.monotonic() < deadline:
+        if len(archive.session_files(layout)) >= 60:  # archived, and not yet indexed (a flush is 4,096 turns)
+            child.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    child.wait()
+
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    turns = list(archive.all_turns(layout))
+    assert len(turns) == 405 * 24 and len({x.key for x in turns}) == len(turns)
+    assert sorted(k for k, _ in index_rows(layout)) == sorted(x.key for x in turns)
+    assert [h.text for h in search("build 1007 cache key").hits][:1] == [
+        "Build 1007 fails because the cache key changed in step 7."]
+    again = quipu("history", "index", "--projects", str(projects), "--json")  # the mark is gone: nothing to redo
+    assert json.loads(again.stdout)["turns_added"] == 0 and len(index_rows(layout)) == len(turns)

@@ -105,6 +105,18 @@ class Writer:
         db.close()
         return cls(layout, bulk=True, path=path, fresh=True)
 
+    def behind(self, on: bool | None = None) -> bool:
+        """Whether the archive may hold turns this index lacks (a backfill marks it before it
+        archives anything and clears it once every turn is indexed: a run stopped between the
+        two leaves the mark, and the next one rebuilds). ``on``: set or clear the mark first."""
+        if on is not None:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("DELETE FROM meta WHERE key = 'behind'")
+            if on:
+                self.db.execute("INSERT INTO meta VALUES ('behind', '1')")
+            self.db.execute("COMMIT")
+        return self._meta("behind") is not None
+
     def _meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
