@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 
 from quipu.capture import gates
@@ -91,6 +93,34 @@ def test_the_pre_filter_never_skips_a_text_the_rules_would_flag() -> None:
             if secrets_scan.find_secrets(framed):
                 assert secrets_scan.may_hold_secret(framed), framed
     assert not secrets_scan.may_hold_secret("We moved the standup to Thursdays after the offsite.")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*secrets_scan._KEYWORDS, *(k[1:] for k in secrets_scan._KEYWORDS if len(k) > 2),
+                                 " ", "\n", "A", "ß", "x" * 16, "İ"]), max_size=12))
+def test_the_pre_filter_finds_exactly_the_texts_holding_a_keyword_or_a_long_run(parts: list[str]) -> None:
+    """The one-pass keyword search answers as testing each keyword in turn would (overlapping,
+    nested and non-ASCII keywords included)."""
+    text = "".join(parts)
+    low = text.lower()
+    plain = any(k in low for k in secrets_scan._KEYWORDS) or any(len(w) >= 15 for w in low.split())
+    assert secrets_scan.may_hold_secret(text) == plain, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([*(c.text for c in SECRETS[::9]), *(c.text for c in BENIGN[::9]), " ", "\n",
+                                          "\x1f", "x" * 14, "[REDACTED:password-prose]", "pass", "İ"]), max_size=4)
+                .map("".join), max_size=8))
+def test_many_texts_scanned_at_once_find_what_each_alone_finds(texts: list[str]) -> None:
+    assert secrets_scan.find_secrets_many(texts) == [secrets_scan.find_secrets(t) for t in texts]
+
+
+def test_a_phrase_rule_keys_on_its_rare_word_and_still_finds_the_phrase() -> None:
+    """Prose sharing only a short word with a phrase ("new" of "new relic", "mot" of "mot de
+    passe") runs no rule; the phrases themselves still do."""
+    assert not secrets_scan.may_hold_secret("Something new: my mother sent a photo of her garden at dawn.")
+    assert secrets_scan.has_secret("mot de passe du wifi : Zq8#vLm2!Rt")
+    assert secrets_scan.has_secret("New Relic key 6f1d2c3b4a5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a")
 
 
 @pytest.mark.parametrize("field", CLI_FIELDS)

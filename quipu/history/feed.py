@@ -8,7 +8,10 @@ Contract:
 - ``append_transcript`` archives one session's new turns and indexes them, under the archive
   lock: safe to run from twenty SessionEnd hooks at once, and again on the same transcript.
 - ``backfill`` does the same for every ``*.jsonl`` under a folder, in one locked run with
-  batched index writes, and returns what it did: sessions, turns added and updated, redactions,
+  batched index writes; a run that is stopped is redone by the next one (a first backfill's new
+  index is renamed into place only when complete; a later one marks the index as behind the
+  archive until every turn is in it, and a run that finds the mark rebuilds the index from the
+  archive). It returns what it did: sessions, turns added and updated, redactions,
   and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files,
   symbolic links, which are never followed).
 """
@@ -145,6 +148,13 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
         pending: list[Turn] = []
         writer = None if fresh else index.Writer(layout, bulk=True)
         try:
+            if writer is not None and writer.behind():
+                # A backfill before this one stopped between archiving turns and indexing them:
+                # they are in the archive only. The index is rebuilt from the archive at the end.
+                writer.close()
+                writer, fresh = None, True
+            elif writer is not None:
+                writer.behind(True)
             for turn in archived():
                 if writer is not None:
                     pending.append(turn)
@@ -154,9 +164,10 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
             if writer is not None:
                 writer.upsert(pending)
                 writer.optimize()
+                writer.behind(False)
         finally:
             if writer is not None:
                 writer.close()
         if fresh:
-            index.rebuild(layout)  # no index yet: build it from the whole archive in one pass
+            index.rebuild(layout)  # no index yet (or one behind): built from the whole archive in one pass
     return summary

@@ -17,9 +17,13 @@ Contract:
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
+import json
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from quipu.index import embed
@@ -79,9 +83,13 @@ class Writer:
         self.layout = layout
         self._fresh = fresh  # a new, empty index (a rebuild): no key can be there already
         self.db = connect(path or layout.index)
+        if fresh:  # a new file, renamed into place only once complete: no page is written twice, none synced
+            self.db.execute("PRAGMA cache_size = -262144")
+            self.db.execute("PRAGMA synchronous = OFF")
         self._bulk = bulk
         self._embedder: embed.Embedder | None = None
         self._vectors_on = self._meta("vectors") not in (None, "none")
+        self._next_id = 1
 
     @classmethod
     def create(cls, path: Path, layout: Layout) -> Writer:
@@ -96,6 +104,18 @@ class Writer:
         db.execute("COMMIT")
         db.close()
         return cls(layout, bulk=True, path=path, fresh=True)
+
+    def behind(self, on: bool | None = None) -> bool:
+        """Whether the archive may hold turns this index lacks (a backfill marks it before it
+        archives anything and clears it once every turn is indexed: a run stopped between the
+        two leaves the mark, and the next one rebuilds). ``on``: set or clear the mark first."""
+        if on is not None:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("DELETE FROM meta WHERE key = 'behind'")
+            if on:
+                self.db.execute("INSERT INTO meta VALUES ('behind', '1')")
+            self.db.execute("COMMIT")
+        return self._meta("behind") is not None
 
     def _meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -113,42 +133,73 @@ class Writer:
         return self._embedder
 
     def upsert(self, turns: Sequence[Turn], vectors_path: Path | None = None) -> None:
-        """Insert or replace ``turns`` (by key), in batches, each batch one transaction."""
+        """Insert or replace ``turns`` (by key), in batches, each batch one transaction; into a
+        fresh index (a rebuild), every batch goes into one transaction that ``commit`` ends."""
         path = vectors_path or self.layout.vectors
         for start in range(0, len(turns), _BATCH):
             batch = list({t.key: t for t in turns[start:start + _BATCH]}.values())  # a key once: its last version
+            if self._fresh:  # one transaction for all; a key read again (a session in two files) replaces its row
+                if not self.db.in_transaction:
+                    self.db.execute("BEGIN IMMEDIATE")
+                _zero_rows(path, self._delete_keys([t.key for t in batch], fts=False))
+                self._insert(batch, path)
+                continue
             self.db.execute("BEGIN IMMEDIATE")
             try:
-                stale = [] if self._fresh else self._delete_keys([t.key for t in batch])
-                last = int(self.db.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
-                self.db.executemany(
-                    "INSERT INTO turns(key, session, turn, role, project, branch, agent, ts, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.agent, t.ts, t.text) for t in batch))
-                new_ids = dict(self.db.execute("SELECT key, id FROM turns WHERE id > ?", (last,)).fetchall())
-                ids = [int(new_ids[t.key]) for t in batch]
-                self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
-                                    zip(ids, (t.text for t in batch), strict=True))
-                embedder = self.embedder()
-                if embedder is not None:
-                    _write_rows(path, ids, embedder.many([t.text for t in batch]))
+                stale = self._delete_keys([t.key for t in batch])
+                self._insert(batch, path)
                 _zero_rows(path, stale)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
 
-    def _delete_keys(self, keys: Iterable[str]) -> list[int]:
-        gone = []
-        for key in keys:
-            row = self.db.execute("SELECT id, text FROM turns WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                continue
-            self.db.execute("INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', ?, ?)",
-                            (row["id"], row["text"]))
-            self.db.execute("DELETE FROM turns WHERE id = ?", (row["id"],))
-            gone.append(int(row["id"]))
-        return gone
+    def _insert(self, batch: list[Turn], path: Path) -> None:
+        if self._fresh:  # rowids follow on from the last one given
+            first = self._next_id
+            ids = list(range(first, first + len(batch)))
+            self._next_id += len(batch)
+            self.db.executemany(
+                "INSERT INTO turns(id, key, session, turn, role, project, branch, agent, ts, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(i, t.key, t.session, t.turn, t.role, t.project, t.branch, t.agent, t.ts, t.text)
+                 for i, t in zip(ids, batch, strict=True)])
+        else:
+            last = int(self.db.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
+            self.db.executemany(
+                "INSERT INTO turns(key, session, turn, role, project, branch, agent, ts, text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.agent, t.ts, t.text) for t in batch))
+            new_ids = dict(self.db.execute("SELECT key, id FROM turns WHERE id > ?", (last,)).fetchall())
+            ids = [int(new_ids[t.key]) for t in batch]
+        if not self._fresh:  # a fresh index's full-text index is built once, by ``commit``
+            self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
+                                zip(ids, (t.text for t in batch), strict=True))
+        embedder = self.embedder()
+        if embedder is not None:
+            _write_rows(path, ids, embedder.many([t.text for t in batch]))
+
+    def commit(self) -> None:
+        """End the one transaction of a fresh index's writes, its full-text index built from
+        all the rows at once and merged (nothing to do otherwise)."""
+        if self._fresh:
+            if not self.db.in_transaction:
+                self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('rebuild')")
+            self.optimize()  # merged in the same transaction: no page of it is journalled
+            self.db.execute("COMMIT")
+            self._fresh = False
+
+    def _delete_keys(self, keys: Iterable[str], *, fts: bool = True) -> list[int]:
+        """Remove the rows of ``keys`` that are there (found with one query, however many keys);
+        ``fts``: from the full-text index too (not while it is still to be built)."""
+        rows = self.db.execute("SELECT id, text FROM turns WHERE key IN (SELECT value FROM json_each(?))",
+                               (json.dumps(list(keys)),)).fetchall()
+        if fts:
+            self.db.executemany("INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', ?, ?)",
+                                [(r["id"], r["text"]) for r in rows])
+        self.db.executemany("DELETE FROM turns WHERE id = ?", [(r["id"],) for r in rows])
+        return [int(r["id"]) for r in rows]
 
     def delete(self, keys: Iterable[str]) -> int:
         """Remove turns for good (see the module contract); returns how many rows went."""
@@ -203,28 +254,42 @@ def _zero_rows(path: Path, ids: Iterable[int]) -> None:
         os.close(fd)
 
 
-def rebuild(layout: Layout, turns: Iterable[Turn] | None = None) -> int:
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile: a bulk run makes millions of objects that live
+    until it ends (parsed records, turns, words), and the collector would walk them again and
+    again for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> int:
     """Recreate the index and the vector file from the archive (into temporary files, then
-    renamed into place). The caller holds the archive lock. Returns the number of turns."""
+    renamed into place). The caller holds the archive lock. Returns the number of turns;
+    ``progress(done, total)`` is told of each session file read from the archive.
+
+    The file is new, so all of it is one transaction: rows and vectors in batches, then the
+    full-text index built once from the rows ("rebuild") and merged ("optimize")."""
     layout.root.mkdir(parents=True, exist_ok=True)
     tmp_index = layout.index.with_name(layout.index.name + ".new")
     tmp_vectors = layout.vectors.with_name(layout.vectors.name + ".new")
-    for p in (tmp_index, tmp_vectors):
-        p.unlink(missing_ok=True)
+    for p in (tmp_index, tmp_vectors, *(tmp_index.with_name(tmp_index.name + end) for end in ("-journal", "-wal"))):
+        p.unlink(missing_ok=True)  # what a killed rebuild left
     writer = Writer.create(tmp_index, layout)
     count = 0
     try:
-        batch: list[Turn] = []
-        for turn in all_turns(layout) if turns is None else turns:
-            batch.append(turn)
-            if len(batch) >= _BATCH:
+        with gc_paused():
+            source = iter(all_turns(layout, progress) if turns is None else turns)
+            while batch := list(itertools.islice(source, _BATCH)):
                 writer.upsert(batch, tmp_vectors)
                 count += len(batch)
-                batch = []
-        if batch:
-            writer.upsert(batch, tmp_vectors)
-            count += len(batch)
-        writer.optimize()
+            writer.commit()
     finally:
         writer.close()
     # A killed writer's journal beside an old file would be played into the new one: it goes first.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +58,10 @@ class Session:
 
 
 def _records(path: Path, counter: list[int], skip: tuple[bytes, ...] = (_TOOL_RESULT,)) -> Iterator[dict[str, Any]]:
+    skipped = re.compile(b"|".join(map(re.escape, skip))).search  # one search for every marker
     with path.open("rb") as fh:
         for raw in fh:
-            if not raw.strip() or any(marker in raw for marker in skip):
+            if raw.isspace() or skipped(raw):
                 continue
             try:
                 record = json.loads(raw)
@@ -151,11 +153,13 @@ def read_session(path: str | Path) -> Session:
             named = True
         if not session.project and _text_field(record, "cwd"):
             session.project = record["cwd"]
-        if record.get("type") in ("user", "assistant"):
-            seen_any = True
-            if not (record.get("isSidechain") or record.get("agentId")):
-                sidechain_only = False
-        prompt = transcript.human_text(record)
+        kind = record.get("type")
+        if kind not in ("user", "assistant"):
+            continue  # neither a prompt nor a reply
+        seen_any = True
+        if not (record.get("isSidechain") or record.get("agentId")):
+            sidechain_only = False
+        prompt = transcript.human_text(record) if kind == "user" else None
         if prompt is not None:
             flush()
             text = prompt.strip()

@@ -22,7 +22,9 @@ Contract:
 - ``Pieces`` and ``Embedder`` may be kept and used from any thread (a long-lived server runs
   each call on a worker thread of its pool): ``pieces_db``'s connection is not tied to the
   thread that opened it and ``Pieces.from_db`` reads it under a lock of its own; an
-  ``Embedder`` is never changed by a query (``weighed`` gives a view with other weights).
+  ``Embedder`` is never changed by a query (``weighed`` gives a view with other weights), except
+  that a bulk one widens each row of the table the first time a text needs it (the same values,
+  whichever thread writes them).
 - numpy is imported here and by the history index only: never on the prompt path.
 """
 from __future__ import annotations
@@ -46,7 +48,7 @@ DIM = 256
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 _SPACE = "\u2581"  # SentencePiece's word-start mark
-_CHUNK_PIECES = 65_536  # rows gathered at once while embedding many texts (64 MB of float32)
+_GROUP = 1024  # texts summed at once while embedding many (a 1 MB buffer of float32 rows)
 # Measured once on LoCoMo's turns (text without speaker names), dense only within each
 # conversation, 1,982 questions: R@5 0.238 with plain means, 0.256 with ZIPF_C = 3000; 1000 and
 # 10000 were no better, and removing stop words or the common direction made it worse.
@@ -249,11 +251,25 @@ class Embedder:
         self.dim = int(table.shape[1])
         self.rows = int(table.shape[0])  # the vocabulary's size: one row per piece id
         self._table = table
-        # Bulk embedding gathers millions of rows: weigh and widen the whole table once (32 MB).
+        # Bulk embedding gathers millions of rows: each row of the table is weighed and widened
+        # once, the first time a text needs it (most texts use a fraction of the 32,000 pieces).
+        # Plus one zero row, the padding of _gather_sum. Filling a row twice writes the same values.
         self._bulk: npt.NDArray[np.float32] | None = None
-        if bulk:  # plus one zero row, the padding of _gather_sum
-            weighted = self._weighted(table, np.arange(table.shape[0]))
-            self._bulk = np.vstack([weighted, np.zeros((1, self.dim), dtype=np.float32)])
+        self._widened = np.zeros(0, dtype=bool)
+        if bulk:
+            self._bulk = np.zeros((self.rows + 1, self.dim), dtype=np.float32)
+            self._widened = np.zeros(self.rows + 1, dtype=bool)
+            self._widened[-1] = True
+
+    def _bulk_rows(self, lists: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """The bulk table, with every row ``lists`` name weighed and widened."""
+        assert self._bulk is not None
+        ids = np.unique(np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64))
+        todo = ids[~self._widened[ids]]
+        if todo.size:
+            self._bulk[todo] = self._weighted(self._table[todo], todo)
+            self._widened[todo] = True
+        return self._bulk
 
     def weighed(self, weights: npt.NDArray[np.float32]) -> Embedder:
         """This embedder with one weight per piece id (shares the table and the pieces; never bulk)."""
@@ -279,8 +295,18 @@ class Embedder:
     def many(self, texts: Sequence[str], pieces: list[list[int]] | None = None) -> npt.NDArray[np.float32]:
         """Unit vectors of ``texts`` (rows in the same order); ``pieces``: their pieces, when known."""
         if self._bulk is not None and pieces is None:
-            bag = Bag.of(texts, self.pieces)
-            return self.of_bag(self.word_rows(bag), bag.rows)
+            # Every word of every text numbered in one flat array (no list per text): each
+            # distinct word's rows are added up once, then each text's words.
+            split = [t.split()[:MAX_WORDS] for t in texts]
+            counts = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+            every = list(itertools.chain.from_iterable(split))
+            number = dict(zip(dict.fromkeys(every), itertools.count()))
+            words = np.zeros((len(number) + 1, self.dim), dtype=np.float32)  # a zero row last: the padding
+            word_pieces = [self.pieces.word(w) for w in number]
+            _gather_sum(self._bulk_rows(word_pieces), word_pieces, words[:-1])
+            out = np.zeros((len(texts), self.dim), dtype=np.float32)
+            _sum_runs(words, np.fromiter(map(number.__getitem__, every), dtype=np.int64, count=len(every)), counts, out)
+            return _unit(out)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if pieces is None:
             pieces = [self.pieces.text(t) for t in texts]
@@ -290,7 +316,7 @@ class Embedder:
                     flat = np.array(ids, dtype=np.int64)
                     out[i] = self._weighted(self._table[flat], flat).sum(axis=0)
         else:
-            _gather_sum(self._bulk, pieces, out)
+            _gather_sum(self._bulk_rows(pieces), pieces, out)
         return _unit(out)
 
     def word_rows(self, bag: Bag) -> npt.NDArray[np.float32]:
@@ -298,7 +324,7 @@ class Embedder:
         (the padding of ``of_bag``). Bulk embedders only."""
         assert self._bulk is not None
         words = np.zeros((len(bag.words) + 1, self.dim), dtype=np.float32)
-        _gather_sum(self._bulk, bag.words, words[:-1])
+        _gather_sum(self._bulk_rows(bag.words), bag.words, words[:-1])
         return words
 
     def of_bag(self, word_rows: npt.NDArray[np.float32], rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
@@ -316,19 +342,38 @@ def _unit(out: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 
 def _gather_sum(source: npt.NDArray[np.float32], lists: Sequence[Sequence[int]], out: npt.NDArray[np.float32]) -> None:
-    """``out[i]`` = the sum of ``source``'s rows ``lists[i]``, for many lists: sorted by length,
-    each group padded to its longest with ``source``'s last row (zero), gathered into one
-    (group, length, dim) array and summed (ten times faster than ``np.add.reduceat`` over ragged
-    segments). Rows of empty lists are left as they are."""
+    """``out[i]`` = the sum of ``source``'s rows ``lists[i]``, for many lists (``_sum_runs``);
+    rows of empty lists are left as they are."""
+    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+    _sum_runs(source, flat, counts, out)
+
+
+def _sum_runs(source: npt.NDArray[np.float32], flat: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
+              out: npt.NDArray[np.float32]) -> None:
+    """``out[i]`` = the sum of ``source``'s rows named by the i-th run of ``flat`` (``counts[i]``
+    long): runs sorted by length, each group of ``_GROUP`` padded to its longest with
+    ``source``'s last row (zero), and summed one column of rows at a time into a (group, dim)
+    buffer that stays in the cache (faster than gathering a (group, length, dim) array and
+    summing it, ten times faster than ``np.add.reduceat`` over ragged runs). Rows of empty runs
+    are left as they are."""
+    if not counts.any():
+        return
+    starts = np.cumsum(counts) - counts
+    order = np.argsort(counts, kind="stable")
+    order = order[counts[order] > 0]
     pad = source.shape[0] - 1
-    order = sorted((i for i in range(len(lists)) if lists[i]), key=lambda i: len(lists[i]))
-    pos = 0
-    while pos < len(order):
-        longest = len(lists[order[min(pos + 255, len(order) - 1)]])
-        group = order[pos:pos + max(1, min(256, _CHUNK_PIECES // max(longest, 1)))]
-        longest = len(lists[group[-1]])
-        idx = np.full((len(group), longest), pad, dtype=np.int64)
-        for row, i in enumerate(group):
-            idx[row, :len(lists[i])] = lists[i]
-        out[group] = source[idx].sum(axis=1)
-        pos += len(group)
+    buffer = np.empty((min(_GROUP, len(order)), source.shape[1]), dtype=np.float32)
+    for first in range(0, len(order), _GROUP):
+        group = order[first:first + _GROUP]
+        lengths = counts[group]
+        columns = np.arange(int(lengths[-1]))
+        inside = columns < lengths[:, None]
+        idx = np.full((len(group), len(columns)), pad, dtype=np.int64)
+        idx[inside] = flat[(starts[group][:, None] + columns)[inside]]
+        total = np.zeros((len(group), source.shape[1]), dtype=np.float32)
+        row = buffer[:len(group)]
+        for column in idx.T:
+            np.take(source, column, axis=0, out=row)
+            total += row
+        out[group] = total

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from quipu.store.secret_rules import lazy, secretish
+from quipu.store.secret_rules import keyword_of, lazy, secretish
 
 # A password in prose: the word for it in many languages, a few joining words, then the value.
 PASSWORD_WORDS = (
@@ -121,7 +121,7 @@ def code_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-PROSE_KEYWORDS = tuple(w.split()[0] for w in PASSWORD_WORDS)
+PROSE_KEYWORDS = tuple(dict.fromkeys(map(keyword_of, PASSWORD_WORDS)))
 _ACCOUNTS = ("admin", "administrator", "root", "sa", "postgres", "ubuntu", "pi", "user", "guest", "sysadmin", "superuser",
              "operator", "deploy", "service", "svc", "ci")
 PAIR_KEYWORDS = tuple(f"{name}{sep}" for name in _ACCOUNTS for sep in (":", "/", " /"))

@@ -115,6 +115,13 @@ class Rule(NamedTuple):
     skip_name: re.Pattern[str] | None = None  # the match's ``name`` group that makes it no secret
 
 
+def keyword_of(phrase: str) -> str:
+    """The keyword of a phrase a rule matches word for word: its longest word. Every match holds
+    it, and a long word is rare in prose where a short one is not ("relic" of "new relic", not
+    "new"; "passe" of "mot de passe", not "mot")."""
+    return max(phrase.split(), key=len)
+
+
 MIN_RUN = 15  # the shortest provider token a prefix rule knows, and the entropy rule's shortest candidate
 
 _PLACEHOLDER = lazy(
@@ -415,7 +422,7 @@ RULES: tuple[Rule, ...] = (
     Rule("key-assignment", ("key",), _KEY_ASSIGN, key_like, _NOT_A_SECRET_KEY),
     Rule("credential-near-key", ("key", "token", "secret", "seed", "totp", "2fa", "mfa", "otp", "bearer", "basic"),
          _NEAR_KEY, key_like),
-    Rule("provider-near-key", tuple(p.split()[0] for p in PROVIDERS), _PROVIDER_NEAR, key_like, _ID_WORD),
+    Rule("provider-near-key", tuple(dict.fromkeys(map(keyword_of, PROVIDERS))), _PROVIDER_NEAR, key_like, _ID_WORD),
     Rule("totp-seed", ("seed", "secret", "setup key", "totp", "2fa", "mfa"), _SPACED_SEED),
     Rule("url-secret", ("secret=", "token=", "key=", "password=", "passwd=", "sig=", "signature=", "secret="), _URL_PARAM,
          not_placeholder),

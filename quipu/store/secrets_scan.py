@@ -10,10 +10,13 @@ Contract:
   ``quipu:allow-secret`` (like ``gitleaks:allow``).
 - A cheap pre-filter runs first: a text with none of the rules' keywords and no run of 15+
   characters without a space (most prose) is answered without running any pattern
-  (``may_hold_secret`` is that test, and a necessary condition of a finding). Patterns compile at
-  their first use (importing the scanner compiles none): a text compiles and runs only the rules
-  whose keywords it holds, and of the provider-token rule only the prefixes it holds
-  (``secret_rules.Anchored``); what is found is exactly what the whole rule set finds.
+  (``may_hold_secret`` is that test, and a necessary condition of a finding). The keywords are
+  found in one pass over the lower-cased text (an Aho-Corasick automaton, ``pyahocorasick``), and
+  only the rules whose keywords it found run: the cost of a text does not grow with the number of
+  rules. Patterns compile at their first use (importing the scanner compiles none), and of the
+  provider-token rule only the prefixes a text holds (``secret_rules.Anchored``); what is found is
+  exactly what the whole rule set finds. ``find_secrets_many(texts)`` searches many texts (an
+  archived session's turns) in one pass and scans only those with a keyword or a long run.
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
@@ -24,18 +27,22 @@ Contract:
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
+
+import ahocorasick
 
 from quipu.errors import SecretRefused
 from quipu.store import secret_prose, secret_rules
 
 ALLOW_MARKER = "quipu:allow-secret"
 shannon_entropy = secret_rules.entropy
-_TOKEN_RE = secret_rules.lazy(r"[A-Za-z0-9+/=_\-.~]{20,}")
+_TOKEN_RE = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
 # Certificates and public keys: their base64 is random, and public.
-_PUBLIC_BLOCK = secret_rules.lazy(r"-----BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
+_PUBLIC_BLOCK = re.compile(r"-----BEGIN ((?:(?!PRIVATE)[A-Z0-9 ])+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
 
 
 class Secret(NamedTuple):
@@ -46,58 +53,50 @@ class Secret(NamedTuple):
 
 # Every rule's keywords: a text with none of them and no long run of characters is no secret.
 _KEYWORDS = tuple(dict.fromkeys([*(k for r in secret_rules.RULES for k in r.keywords), *secret_prose.KEYWORDS, "echo"]))
-_LONG_RUN = re.compile(r"\S{%d}" % secret_rules.MIN_RUN)  # \S is what str.split() does not split on
 
 
-def _trie(words: list[str]) -> str:
-    """A regular expression matching the longest of ``words`` that starts where it is tried."""
-    tree: dict[str, Any] = {}
+def _automaton(words: Collection[str]) -> Any:
+    found = ahocorasick.Automaton()
     for word in words:
-        node = tree
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def alternatives(node: dict[str, Any]) -> str:
-        branches = [re.escape(ch) + alternatives(sub) for ch, sub in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        group = "(?:" + "|".join(branches) + ")"
-        return group + "?" if "" in node else group
-
-    return alternatives(tree)
+        found.add_word(word, word)
+    found.make_automaton()
+    return found
 
 
-# At each position, the longest keyword starting there; every other keyword starting there is a
-# part of it, so a text's keywords are exactly the parts (``_WITHIN``) of the keywords found.
-_KEYWORD_AT = re.compile("(?=(" + _trie([k for k in _KEYWORDS if k]) + "))")
-_WITHIN = {k: frozenset(w for w in _KEYWORDS if w in k) for k in _KEYWORDS}
-_ALWAYS = frozenset(k for k in _KEYWORDS if not k)
+_FINDER = _automaton(_KEYWORDS)
+_UNKEYED = tuple(n for n, rule in enumerate(secret_rules.RULES) if not rule.keywords)  # they run on a long run
+_RULES_OF: dict[str, list[int]] = {}  # keyword -> the rules (by position) it lets run
+for _n, _rule in enumerate(secret_rules.RULES):
+    for _word in _rule.keywords:
+        _RULES_OF.setdefault(_word, []).append(_n)
+_PROSE, _PAIR, _CODE = (frozenset(k) for k in (secret_prose.PROSE_KEYWORDS, secret_prose.PAIR_KEYWORDS,
+                                                secret_prose.CODE_KEYWORDS))
 
 
-def _keywords_in(low: str) -> frozenset[str]:
-    """The keywords that occur in ``low``: ``{k for k in _KEYWORDS if k in low}``, in one pass."""
-    found = set(_KEYWORD_AT.findall(low))
-    return _ALWAYS.union(*(_WITHIN[k] for k in found)) if found else _ALWAYS
+def _keywords_in(low: str) -> set[str]:
+    """The keywords ``low`` holds, anywhere (inside other words too), in one pass."""
+    return {word for _end, word in _FINDER.iter(low)}
 
 
-def _may_match(low: str) -> bool:
-    return _LONG_RUN.search(low) is not None or bool(_keywords_in(low))
+_LONG_RUN = re.compile(rf"\S{{{secret_rules.MIN_RUN},}}")  # \s is str.split's whitespace
+
+
+def _long_run(low: str) -> bool:
+    return max(map(len, low.split()), default=0) >= secret_rules.MIN_RUN
 
 
 def may_hold_secret(text: str) -> bool:
     """False only when no rule can match ``text``: the pre-filter, one pass over lower-cased text."""
-    return _may_match(text.lower())
+    low = text.lower()
+    return _long_run(low) or next(_FINDER.iter(low), None) is not None
 
 
-def _spans(text: str, low: str, present: frozenset[str] | None = None) -> list[Secret]:
+def _spans(text: str, low: str, present: set[str], long_run: bool) -> list[Secret]:
     out: list[Secret] = []
-    long_run = _LONG_RUN.search(low) is not None
-    present = _keywords_in(low) if present is None else present
-    for rule in secret_rules.RULES:
-        if rule.keywords and present.isdisjoint(rule.keywords) or not rule.keywords and not long_run:
-            continue
-        pattern = rule.pattern.for_text(text)
+    due = {n for word in present for n in _RULES_OF.get(word, ())}
+    for n in sorted(due.union(_UNKEYED) if long_run else due):  # in the rules' order, as they are listed
+        rule = secret_rules.RULES[n]
+        pattern = rule.pattern.for_text(text)  # compiled at first use, of the prefixes the text holds
         if pattern is None:
             continue
         for m in pattern.finditer(text):
@@ -110,11 +109,11 @@ def _spans(text: str, low: str, present: frozenset[str] | None = None) -> list[S
             if rule.check is None or rule.check(m.group(group)):
                 out.append(Secret(rule.name, m.start(group), m.end(group)))
     out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in present else []
-    if not present.isdisjoint(secret_prose.PROSE_KEYWORDS):
+    if not _PROSE.isdisjoint(present):
         out += [Secret("password-prose", s, e) for s, e in secret_prose.prose_spans(text)]
-    if not present.isdisjoint(secret_prose.PAIR_KEYWORDS):
+    if not _PAIR.isdisjoint(present):
         out += [Secret("password-pair", s, e) for s, e in secret_prose.pair_spans(text)]
-    if not present.isdisjoint(secret_prose.CODE_KEYWORDS):
+    if not _CODE.isdisjoint(present):
         out += [Secret("recovery-code", s, e) for s, e in secret_prose.code_spans(text)]
     if long_run:
         public = [(m.start(), m.end()) for m in _PUBLIC_BLOCK.finditer(text)] if "-----begin" in low else []
@@ -135,7 +134,7 @@ def _allowed_lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-_REDACTED = secret_rules.lazy(r"\[REDACTED:[a-z\-]+\]")
+_REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
 
 
 def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False) -> list[Secret]:
@@ -143,9 +142,10 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
         text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
     present = _keywords_in(low)
-    if not present and _LONG_RUN.search(low) is None:  # the pre-filter (``_may_match``)
+    long_run = _long_run(low)
+    if not present and not long_run:
         return []
-    spans = [s for s in _spans(text, low, present) if s.kind not in allow and s.end > s.start]
+    spans = [s for s in _spans(text, low, present, long_run) if s.kind not in allow and s.end > s.start]
     if marker and ALLOW_MARKER in text:
         lines = _allowed_lines(text)
         spans = [s for s in spans if not any(a <= s.start < b for a, b in lines)]
@@ -158,6 +158,18 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
         else:
             merged.append(span)
     return merged
+
+
+def find_secrets_many(texts: Sequence[str]) -> list[list[Secret]]:
+    """``find_secrets`` of each text: the keywords and the long runs are searched once over all
+    the texts joined (so a text with neither, most prose, costs no call of its own), and only the
+    texts with one are scanned."""
+    lows = [t.lower() for t in texts]
+    joined = "\n".join(lows)  # no keyword holds a line break, and it ends every run
+    ends = list(itertools.accumulate(len(low) + 1 for low in lows))
+    due = {bisect.bisect_right(ends, end) for end, _word in _FINDER.iter(joined)}
+    due.update(bisect.bisect_right(ends, m.start()) for m in _LONG_RUN.finditer(joined))
+    return [find_secrets(text) if n in due else [] for n, text in enumerate(texts)]
 
 
 def has_secret(text: str) -> bool:
@@ -175,11 +187,12 @@ def redact_values(value: Any) -> Any:
     return value
 
 
-def redact(text: str) -> str:
-    """``text`` with every secret-looking span replaced by ``[REDACTED:<kind>]``."""
+def redact(text: str, spans: list[Secret] | None = None) -> str:
+    """``text`` with every secret-looking span replaced by ``[REDACTED:<kind>]`` (``spans``:
+    ``find_secrets(text)``, when the caller has it already)."""
     out: list[str] = []
     pos = 0
-    for span in find_secrets(text):
+    for span in find_secrets(text) if spans is None else spans:
         out.append(text[pos:span.start])
         out.append(f"[REDACTED:{span.kind}]")
         pos = span.end

@@ -1,0 +1,165 @@
+"""`quipu history index` in bulk: one pass that archives, redacts and indexes, and loses nothing
+when a session comes twice, a run is killed, or a turn holds what JSON escapes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quipu.history import archive
+from quipu.history.archive import Layout, Turn
+from quipu.history.search import search
+from testing.transcripts import Transcript
+
+KEY = "sk-ant-api03-Zq8vX2mN4pL7rT1wY6uB3cK9dF5gH0jS"
+TEXT = st.text(st.sampled_from(['a', 'Z', ' ', '"', '\\', '/', '\n', '\t', '\x00', '\x1f', '\x7f', 'é', '—', '\u2028',
+                                '\U0001F600', '{', '}']), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, TEXT, st.integers(0, 10**6), TEXT)
+def test_an_archive_line_is_what_json_writes(key: str, text: str, number: int, project: str) -> None:
+    turn = Turn(key, "s-1", number, "user", text, "2026-05-04T10:00:00Z", project, "main", "claude")
+    assert turn.line() == json.dumps(turn.to_json(), ensure_ascii=False)
+    assert Turn.create(json.loads(turn.line())) == turn
+
+
+def quipu(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "quipu", *argv], capture_output=True, text=True, env=os.environ.copy(),
+                          timeout=600)
+
+
+def index_rows(layout: Layout) -> list[tuple[str, str]]:
+    db = sqlite3.connect(layout.index)
+    try:
+        return db.execute("SELECT key, text FROM turns ORDER BY key").fetchall()
+    finally:
+        db.close()
+
+
+def write_sessions(projects: Path, first: int, count: int) -> None:
+    for n in range(first, first + count):
+        t = Transcript(f"5d1c2a10-{n:04d}-4c21-9d0a-3e4f5a6b7c01", f"/home/dev/p{n % 7}")
+        for k in range(12):
+            t.user(f"Question {k} of session {n}: why does build {n * 100 + k} fail on the runner?")
+            t.assistant(f"Build {n * 100 + k} fails because the cache key changed in step {k}.")
+        t.write(projects)
+
+
+def test_a_session_in_two_files_is_one_session_in_the_first_index(tmp_path: Path) -> None:
+    """A transcript copied before it grew (a resumed session): each turn is archived and indexed
+    once, the grown reply in its last version, redacted."""
+    projects = tmp_path / "projects"
+    t = Transcript("5d1c2a10-aaaa-4c21-9d0a-3e4f5a6b7c01", "/home/dev/api")
+    t.user(f"The deploy fails with 401; the key is {KEY}")
+    t.assistant("The token in the staging secret has expired.")
+    t.write(projects, "a-first.jsonl")
+    t.assistant("I rotated it and the canary deploy went through.")  # the same reply, grown
+    t.user("Good. Write it down in the runbook.")
+    t.write(projects, "b-later.jsonl")
+
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["turns_added"], summary["turns_updated"], summary["redactions"]) == (3, 1, 1)
+    layout = Layout.default()
+    turns = list(archive.all_turns(layout))
+    assert [(x.turn, x.role) for x in turns] == [(0, "user"), (1, "assistant"), (2, "user")]
+    rows = index_rows(layout)
+    assert sorted(k for k, _ in rows) == sorted(x.key for x in turns)  # one row per key
+    assert "canary deploy" in dict(rows)[turns[1].key]
+    assert not any(KEY in text for _, text in rows) and KEY.encode() not in b"".join(
+        p.read_bytes() for p in layout.root.rglob("*") if p.is_file())
+    assert [h.turn for h in search("canary rotated").hits][:1] == [1]
+
+
+def test_a_killed_first_backfill_is_redone_whole(tmp_path: Path) -> None:
+    """Killed while it writes (archive half written, the new index not yet in place), the next
+    run archives the rest and indexes every turn exactly once."""
+    projects = tmp_path / "projects"
+    write_sessions(projects, 0, 400)
+    layout = Layout.default()
+    child = subprocess.Popen([sys.executable, "-m", "quipu", "history", "index", "--projects", str(projects), "--json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while child.poll() is None and time.monotonic() < deadline:
+        if len(archive.session_files(layout)) >= 50:  # part of the archive is written
+            child.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    child.wait()
+    killed = child.returncode == -signal.SIGKILL
+    if killed:
+        assert not layout.index.exists()  # nothing half-built is ever in place
+
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    turns = list(archive.all_turns(layout))
+    assert len(turns) == 400 * 24 and len({x.key for x in turns}) == len(turns)
+    rows = index_rows(layout)
+    assert sorted(k for k, _ in rows) == sorted(x.key for x in turns)
+    vectors = layout.vectors.stat().st_size // (256 * 4)
+    assert vectors >= len(turns)
+    assert [h.text for h in search("build 39911 cache key").hits][:1] == [
+        "Build 39911 fails because the cache key changed in step 11."]
+
+
+def test_a_character_cut_in_half_is_archived_as_a_replacement_character(tmp_path: Path) -> None:
+    """JavaScript strings are UTF-16: a reply cut in the middle of an emoji leaves half of it,
+    which JSON carries as an escape and UTF-8 cannot hold. The backfill goes on; the turn keeps
+    the rest of its text."""
+    projects = tmp_path / "projects"
+    sid, cwd = "5d1c2a10-bbbb-4c21-9d0a-3e4f5a6b7c0\ud83d", "/home/dev/\ud83dsite"
+    envelope = {"sessionId": sid, "cwd": cwd, "gitBranch": "main", "timestamp": "2026-05-04T10:00:00.000Z"}
+    records = [{**envelope, "type": "user", "uuid": "u-1", "promptSource": "typed",
+                "message": {"role": "user", "content": "Ship the release notes \ud83d and tag it"}},
+               {**envelope, "type": "assistant", "uuid": "a-1", "message": {
+                   "role": "assistant", "model": "claude-sonnet-5", "content": [{"type": "text", "text": "Tagged v2.4 \ude00."}]}}]
+    folder = projects / "-home-dev-site"
+    folder.mkdir(parents=True)
+    (folder / "cut.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # \ud83d: an escape, as JSON writes it
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["turns_added"] == 2
+    turns = list(archive.all_turns(Layout.default()))
+    assert [x.text for x in turns] == ["Ship the release notes \ufffd and tag it", "Tagged v2.4 \ufffd."]
+    assert turns[0].project == "/home/dev/\ufffdsite" and turns[0].session.endswith("\ufffd")
+    assert [h.turn for h in search("release notes tag").hits][:1] == [0]
+
+
+def test_a_killed_later_backfill_is_redone_from_the_archive(tmp_path: Path) -> None:
+    """An index is in place; a later backfill is killed after archiving turns it had not indexed
+    yet. The next run finds the index marked as behind and rebuilds it from the archive: every
+    archived turn is searchable, once."""
+    projects = tmp_path / "projects"
+    write_sessions(projects, 0, 5)
+    assert quipu("history", "index", "--projects", str(projects), "--json").returncode == 0
+    layout = Layout.default()
+    write_sessions(projects, 5, 400)
+    child = subprocess.Popen([sys.executable, "-m", "quipu", "history", "index", "--projects", str(projects), "--json"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while child.poll() is None and time.monotonic() < deadline:
+        if len(archive.session_files(layout)) >= 60:  # archived, and not yet indexed (a flush is 4,096 turns)
+            child.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    child.wait()
+
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    turns = list(archive.all_turns(layout))
+    assert len(turns) == 405 * 24 and len({x.key for x in turns}) == len(turns)
+    assert sorted(k for k, _ in index_rows(layout)) == sorted(x.key for x in turns)
+    assert [h.text for h in search("build 1007 cache key").hits][:1] == [
+        "Build 1007 fails because the cache key changed in step 7."]
+    again = quipu("history", "index", "--projects", str(projects), "--json")  # the mark is gone: nothing to redo
+    assert json.loads(again.stdout)["turns_added"] == 0 and len(index_rows(layout)) == len(turns)
