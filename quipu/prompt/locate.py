@@ -96,7 +96,8 @@ def git_dir(root: str) -> str | None:
     return _fs.normpath(_fs.join(root, target))
 
 
-def _common_dir(gitdir: str) -> str:
+def common_dir(gitdir: str) -> str:
+    """The git folder a linked worktree shares with its main checkout (``commondir``), else ``gitdir``."""
     try:
         with open(_fs.join(gitdir, "commondir"), encoding="utf-8") as fh:
             return _fs.normpath(_fs.join(gitdir, fh.read().strip()))
@@ -113,8 +114,13 @@ def read_head(gitdir: str) -> str | None:
         return None
     if not head.startswith("ref:"):
         return head if _is_sha(head) else None
-    ref = head[4:].strip()
-    common = _common_dir(gitdir)
+    return read_ref(gitdir, head[4:].strip())
+
+
+def read_ref(gitdir: str, ref: str) -> str | None:
+    """The object id ``ref`` holds (its loose file, in the worktree's git folder then the common
+    one, then packed-refs), or None when it does not exist."""
+    common = common_dir(gitdir)
     for base in (gitdir, common):
         try:
             with open(_fs.join(base, ref), "rb") as fh:

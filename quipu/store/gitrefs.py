@@ -19,14 +19,7 @@ import os
 import time
 
 from quipu.errors import ConflictError, FatalError
-
-
-def common_dir(gitdir: str) -> str:
-    try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as fh:
-            return os.path.normpath(os.path.join(gitdir, fh.read().strip()))
-    except OSError:
-        return gitdir
+from quipu.prompt.locate import common_dir as common_dir, read_ref as read_ref  # one reader of refs, the hook's
 
 
 def _safe_ref(ref: str) -> bool:
@@ -45,31 +38,6 @@ def branch(gitdir: str) -> str | None:
         return None
     ref = head[4:].strip()
     return ref if _safe_ref(ref) else None
-
-
-def read_ref(gitdir: str, ref: str) -> str | None:
-    """The object id ``ref`` holds, or None when it does not exist."""
-    common = common_dir(gitdir)
-    for base in dict.fromkeys((gitdir, common)):
-        try:
-            with open(os.path.join(base, ref), "rb") as fh:
-                value = fh.read(128).decode("ascii", "replace").strip()
-        except OSError:
-            continue
-        return value if _is_hex(value) else None
-    try:
-        with open(os.path.join(common, "packed-refs"), encoding="utf-8") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) == 2 and parts[1] == ref and _is_hex(parts[0]):
-                    return parts[0]
-    except OSError:
-        return None
-    return None
-
-
-def _is_hex(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 def git_env() -> dict[str, str]:
