@@ -355,10 +355,9 @@ class Evidence:
             if len(named) < TITLE_WORDS:
                 why = (f"a question in everyday words speaks only for a memory whose title or aliases have "
                        f"{TITLE_WORDS} of them (this one has {', '.join(named) or 'none'})")
-        elif not topic and not self._rare_together(words):
-            why = "matches only generic words of the prompt (" + ", ".join(words) + ")"
         elif not topic:
-            pass
+            if not self._rare_together(words):
+                why = "matches only generic words of the prompt (" + ", ".join(words) + ")"
         elif value >= STRONG_EVIDENCE or (value >= EVIDENCE_NEEDED and share >= COVERAGE_NEEDED):
             pass
         elif self.question and (value >= QUESTION_EVIDENCE or (topic == 1 and share >= SOLE_TERM_SHARE)):
