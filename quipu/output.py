@@ -67,24 +67,31 @@ def progress(done: int, total: int, label: str = "") -> None:
 
 
 class Progress:
-    """``progress`` for a loop of many short steps: drawn at the first step, then at most ten times a
-    second, and at the last; ``done`` ends the line. Nothing when stderr is not a terminal."""
+    """``progress`` for a loop of many short steps: drawn at most ten times a second and at the
+    last step, and only once the work has taken ``after`` seconds (a short run prints nothing);
+    ``done`` ends a line that was drawn. ``update`` may say the total when it is known only then
+    (a callback given ``(done, total)``). Nothing when stderr is not a terminal."""
 
-    def __init__(self, total: int, label: str) -> None:
+    def __init__(self, total: int, label: str, after: float = 0.0) -> None:
         self.total, self.label = total, label
-        self._on = sys.stderr.isatty() and total > 0
-        self._next = 0.0
+        self._on = sys.stderr.isatty()
+        self._next = time.monotonic() + after
+        self._drawn = False
         self._last = 0
 
-    def update(self, done: int) -> None:
-        if not self._on or done < self.total and time.monotonic() < self._next:
+    def update(self, done: int, total: int | None = None) -> None:
+        if total is not None:
+            self.total = total
+        if not self._on or self.total <= 0:
             return
-        self._next = time.monotonic() + 0.1
-        self._last = done
+        now = time.monotonic()
+        if now < self._next and not (done >= self.total and self._drawn):
+            return
+        self._next, self._drawn, self._last = now + 0.1, True, done
         progress(done, self.total, self.label)
 
     def done(self) -> None:
-        if self._on and self._last < self.total:
+        if self._on and self._drawn and self._last < self.total:
             progress(self.total, self.total, self.label)
             self._last = self.total
 

@@ -11,12 +11,10 @@ import argparse
 import datetime as _dt
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from quipu.commands._common import add_json, count
-from quipu.output import print_json, progress
+from quipu.output import Progress, print_json, progress
 
 ENABLE_ENV = "QUIPU_HISTORY"  # "0" or "off": the session hooks archive nothing
 
@@ -132,22 +130,6 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _bar(label: str, after: float = 2.0) -> Callable[[int, int], None]:
-    """A progress bar on stderr (when it is a terminal) once the work has taken ``after``
-    seconds: a long backfill shows how far it is, a short one prints nothing. Whatever ``--json``
-    prints on stdout is the same either way."""
-    start = time.monotonic()
-    drawn = [start + after - 0.1]  # when the bar was last drawn (a tenth of a second apart at most)
-
-    def show(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - drawn[0] >= 0.1 or (done >= total and drawn[0] > start + after - 0.1):
-            drawn[0] = now
-            progress(done, total, label)
-
-    return show
-
-
 def run_index(args: argparse.Namespace) -> int:
     from quipu.history import feed, index
     from quipu.history.archive import Layout
@@ -155,14 +137,14 @@ def run_index(args: argparse.Namespace) -> int:
     layout = Layout.default()
     if args.rebuild:
         with layout.lock():
-            count = index.rebuild(layout, progress=_bar("sessions"))
+            count = index.rebuild(layout, progress=Progress(0, "sessions", after=2.0).update)
         if args.json:
             print_json({"rebuilt": True, "turns": count})
         else:
             print(f"Rebuilt the history index: {count} turns.")
         return 0
     roots = [Path(args.projects).expanduser()] if args.projects else feed.default_roots()
-    summary = feed.backfill(roots, layout=layout, progress=_bar("transcripts"))
+    summary = feed.backfill(roots, layout=layout, progress=Progress(0, "transcripts", after=2.0).update)
     if args.json:
         print_json({"projects": [str(r) for r in roots], **summary.to_json()})
         return 0

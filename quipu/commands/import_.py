@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-
 from quipu.index import index
+from quipu.index.rebuild import gc_paused
 from quipu.claude import memorymd
 from quipu.store import notes, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, open_store
@@ -43,7 +43,7 @@ from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, render_memory
 from quipu.output import print_json
 from quipu.store.store import Store
-from quipu.commands.import_folder import FolderImport, bulk_pass, import_markdown, secret_reason, stage
+from quipu.commands.import_folder import FolderImport, import_markdown, secret_reason, stage
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
@@ -243,7 +243,7 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
                   what: str = "note(s)") -> int:
     """Index what was committed and print the import's summary (or its JSON); the exit code."""
     if done.commit:
-        with bulk_pass():
+        with gc_paused():
             _index_and_vectors(store, done.known)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:

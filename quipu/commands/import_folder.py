@@ -10,23 +10,20 @@ Contract:
   scan again the bytes checked here (``quipu.store.scanned``). ``FolderImport.known`` maps each
   committed blob to the memory it was read back as, so the index refresh writes the rows without
   parsing them again.
-- Python's cycle collector is off during the pass (``bulk_pass``): it would walk every kept note
+- Python's cycle collector is off during the pass (``quipu.index.rebuild.gc_paused``): it would walk every kept note
   again at each collection. Progress is drawn on a terminal's stderr only.
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from quipu.errors import FatalError, InvalidMemory
+from quipu.index.rebuild import gc_paused
 from quipu.output import Progress
-from quipu.store import notes, scanned, secrets_scan
-from quipu.store import gitobj
+from quipu.store import gitobj, notes, scanned, secrets_scan
 from quipu.store.gitobj import object_id
 from quipu.store.memory import Memory, parse_memory, render_memory
 from quipu.store.store import Store, memory_fields
@@ -118,22 +115,9 @@ def _present_in_head(store: Store) -> Callable[[str], bool]:
     return lambda rel: tree.blob(rel) is not None
 
 
-@contextlib.contextmanager
-def bulk_pass() -> Iterator[None]:
-    """Python's cycle collector off for a pass that keeps every note it has read: each collection
-    would walk all of them again (half the reading time at 100,000 notes); a note makes no cycles."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, *,
                  dry_run: bool = False, allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
-    with bulk_pass():
+    with gc_paused():
         return _import_notes(store, found, source, dry_run, allow_secret_like)
 
 

@@ -17,16 +17,15 @@ Contract:
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from quipu.index import embed
+from quipu.index.rebuild import gc_paused
 from quipu.index.schema import discard_leftovers
 from quipu.history.archive import Layout, Turn, all_turns
 from quipu.prompt.stem import TOKENIZE
@@ -252,20 +251,6 @@ def _zero_rows(path: Path, ids: Iterable[int]) -> None:
                 os.pwrite(fd, bytes(width), (i - 1) * width)
     finally:
         os.close(fd)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection meanwhile: a bulk run makes millions of objects that live
-    until it ends (parsed records, turns, words), and the collector would walk them again and
-    again for nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,

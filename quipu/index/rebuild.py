@@ -6,6 +6,7 @@ removed, so none of them is ever applied to the new file."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sqlite3
@@ -37,6 +38,20 @@ def lexicon_words() -> list[str]:
 
     text = resources.files("quipu").joinpath("data", "lexicon.txt").read_text(encoding="utf-8")
     return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile: a bulk pass (an import, a history backfill) keeps
+    every record it has read until it ends, makes no cycles, and the collector would walk them all
+    again at each collection (half the reading time at 100,000 notes)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def rebuild_index(store: Store, head: str | None, path: Path) -> tuple[int, int]:

@@ -248,7 +248,7 @@ def write_files(
     with writer_lock(w.gitdir):
         pending = recover(w.gitdir, w.workdir)
         compact_index(w.gitdir, w.workdir)
-        landed = _land(w, build, message, pending)
+        landed = _land(w, build, message, pending, written=changes)
     if landed is None:
         return None
     _maybe_gc(w.gitdir)
@@ -309,7 +309,7 @@ def land(repo: pygit2.Repository, build: TreeBuilder, make_commit: CommitMaker) 
 
 
 def _land(w: Writer, build: Build, message: str, pending: list[str], *,
-          make_commit: MakeCommit | None = None) -> Landed | None:
+          make_commit: MakeCommit | None = None, written: Mapping[str, bytes | None] | None = None) -> Landed | None:
     """Build a commit on the branch tip and move the branch to it; call with the writer lock held.
 
     Order: write the touched worktree files; take git's ``index.lock`` and prepare the new index
@@ -317,7 +317,8 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *,
     lock across the swap means no ``git commit`` can sweep quipu's staged file into its own
     commit, and none can commit a tree without it on top of quipu's commit. A swap that fails
     because someone moved the branch starts over on the new tip. Returns None (and writes
-    nothing) when the tree would not change."""
+    nothing) when the tree would not change. ``written``: the bytes ``build`` put at its paths,
+    which the worktree takes as they are instead of reading them back from git."""
     paths = list(pending)
     try:
         for _attempt in range(MAX_CAS_RETRIES):
@@ -336,7 +337,7 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *,
             journal = Journal(w.gitdir, made, ref, paths)
             journal.write("worktree")
             tree = gitobj.Tree(w.objects, tree_id)
-            write_worktree(w.workdir, paths, tree.data)
+            write_worktree(w.workdir, paths, _files(tree, written))
             index_lock = GitIndexLock(w.gitdir, w.workdir, journal)
             try:
                 if index_lock.acquire():
@@ -363,6 +364,13 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *,
             ref, tip = w.tip()
             _settle(w, ref, paths, w.tree_of(tip))
         raise
+
+
+def _files(tree: gitobj.Tree, written: Mapping[str, bytes | None] | None) -> Callable[[str], bytes | None]:
+    """Each path's bytes in ``tree``: those of ``written`` as they are, the rest read from git."""
+    if not written:
+        return tree.data
+    return lambda rel: written[rel] if rel in written else tree.data(rel)
 
 
 def finish_unfinished_write(root: Path) -> list[str]:
