@@ -29,6 +29,9 @@ def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp
     imported = {line.split("|")[-1].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
     assert {"quipu.store.secrets_scan", "quipu.store.gitstore"} <= imported  # the tracing sees the writer
     assert not {m for m in imported if m.split(".")[0] in ("pygit2", "_pygit2")}, "quipu add loaded libgit2"
+    # Nothing an add does needs them at run time: typing (annotations only), dataclasses and the
+    # inspect module they load (Memory, the log entries and refresh results are plain classes).
+    assert not imported & {"typing", "dataclasses", "inspect"}
     added = json.loads(traced.stdout)
     assert git(store.root, "status", "--porcelain") == ""
     assert git(store.root, "rev-parse", "HEAD").strip() == added["commit"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from quipu.index import index
 from quipu.commands._common import add_allow_secret, add_json, amount, open_store
@@ -17,6 +16,10 @@ from quipu.errors import FatalError, InvalidMemory
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
 from quipu.store.notes import memory_document
 from quipu.output import print_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _EDITOR_TEMPLATE = """---
 title: ""

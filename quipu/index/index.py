@@ -37,23 +37,25 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
 from quipu.errors import FatalError
 from quipu.index.derive import fold_events
+from quipu.lite import NamedTuple
 from quipu.index.schema import SCHEMA, SCHEMA_VERSION, connect, leftovers, read_meta
 from quipu.prompt import locate
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory
 from quipu.store.store import CONFIG_NAME, Store
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RefreshResult:
+class RefreshResult(NamedTuple):
     action: str  # "fresh", "incremental", "rebuilt"
     head: str | None
     changed: int

@@ -19,10 +19,10 @@ Contract:
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from quipu.index import index
 from quipu.store.store import Store
+from quipu.lite import NamedTuple
 
 MIN_RATIO = 0.9
 QUERY_WORDS = 12

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from quipu.errors import FatalError, InvalidMemory
 from quipu.prompt.stem import TOKENIZE
 from quipu.store.memory import Memory, parse_created, parse_memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = "5"
 SCHEMA = """

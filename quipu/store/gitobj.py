@@ -22,13 +22,14 @@ import os
 import zlib
 from collections.abc import Mapping
 from hashlib import sha1
-from typing import IO, TYPE_CHECKING, Any
 
 from quipu.errors import InvalidMemory
 from quipu.store import gitrefs
 from quipu.store.gitrefs import common_dir, git_env
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, IO
     import subprocess
 
 TREE_MODE = 0o40000

@@ -45,7 +45,6 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from quipu.errors import ConflictError, NoStore
 from quipu.prompt import locate
@@ -54,7 +53,9 @@ from quipu.store.indexlock import GitIndexLock, compact_index
 from quipu.store.journal import Journal, recover, safe_worktree_path, write_worktree
 from quipu.store.locks import file_lock
 from quipu.store.trees import check_path, check_preconditions
+from quipu.lite import NamedTuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import pygit2
 

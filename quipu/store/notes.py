@@ -25,10 +25,14 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from quipu.errors import InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields
+from quipu.lite import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 

@@ -28,27 +28,17 @@ import os
 import threading
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 from quipu.prompt import locate
 from quipu.store.safepath import LINK_MODE  # a committed symlink is never read as a memory
-from quipu.store.memory import (
-    Memory,
-    check_id,
-    memory_path,
-    parse_memory,
-    render_memory,
-)
-from quipu.store.trailers import (
-    LogEntry,
-    cut_words,
-    event_dir,
-    format_message,
-    trailer_stamp,
-)
+from quipu.store.memory import Memory, check_id, memory_path, parse_memory, render_memory
+from quipu.store.trailers import LogEntry, cut_words, event_dir, format_message, trailer_stamp
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import pygit2
 
     from quipu.store import gitobj

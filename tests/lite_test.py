@@ -1,0 +1,59 @@
+"""quipu.lite's stand-ins build what the standard library's names build."""
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from quipu import lite
+
+
+def _pair(base: object) -> type:
+    class Point(base):  # type: ignore[misc,valid-type]
+        """A point."""
+
+        x: int
+        y: str = "a"
+        z: tuple[int, ...] = ()
+
+        def total(self) -> int:
+            return self.x + len(self.y)
+
+        @property
+        def doubled(self) -> int:
+            return 2 * self.x
+
+    return Point
+
+
+def test_named_tuple_builds_what_typing_builds() -> None:
+    ours, theirs = _pair(lite.NamedTuple), _pair(typing.NamedTuple)
+    assert ours.__mro__[1:] == theirs.__mro__[1:] == (tuple, object)
+    for name in ("_fields", "_field_defaults", "__doc__", "__name__", "__qualname__", "__module__"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert list(ours.__annotations__) == list(theirs.__annotations__) == ["x", "y", "z"]
+    a, b = ours(1), theirs(1)
+    assert a == b == (1, "a", ())
+    assert repr(a).replace("Point", "") == repr(b).replace("Point", "")
+    assert a.total() == b.total() == 2 and a.doubled == b.doubled == 2
+    assert a._replace(y="bcd")._asdict() == b._replace(y="bcd")._asdict() == {"x": 1, "y": "bcd", "z": ()}
+    assert ours._make([3, "q", (1,)]) == theirs._make([3, "q", (1,)])
+    assert hash(a) == hash(b)
+    with pytest.raises(TypeError):
+        ours()  # x has no default, as with typing
+
+
+def test_named_tuple_refuses_what_typing_refuses() -> None:
+    for base in (lite.NamedTuple, typing.NamedTuple):
+        with pytest.raises(TypeError):
+            class Bad(base):  # type: ignore[misc,valid-type]
+                x: int = 0
+                y: int
+        with pytest.raises(AttributeError):
+            class Clash(base):  # type: ignore[misc,valid-type]
+                x: int
+
+                def _asdict(self) -> dict[str, int]:
+                    return {}
+    with pytest.raises(TypeError):
+        lite.NamedTuple("Point", [("x", int)])  # only the class syntax
