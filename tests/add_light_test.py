@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from quipu.index import index, near
+from quipu.index.schema import fold_of, fold_words
+from quipu.prompt.stem import TOKENIZE
 from quipu.store.gitstore import FALLBACK_NAME
 from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
@@ -77,6 +80,12 @@ TEXTS = [
     ("snake", "use the foo bar helper"),
     ("a", "the"),
     ("A", "The"),
+    ("Pipeline", "deploy→prod runs nightly — see “ops”"),  # symbols and punctuation split words alike
+    ("Pipeline", "deploy prod runs nightly, see ops"),
+    ("Accent", "cafe\u0301 opens at nine"),  # a combining mark: folded text kept
+    ("Accent", "cafe opens at nine"),
+    ("Mood", "ship it 🚀️ today"),  # an emoji and its variation selector
+    ("Mood", "ship it today"),
 ]
 
 
@@ -145,3 +154,32 @@ def test_an_edited_settings_file_reaches_the_index_with_the_next_write(tmp_path:
     user.write_text("[recall]\nlimit = 3\n")  # same size: the mtime tells
     add_all(store, [memory("ffff00000003", "Queue", "The queue drains every minute.")])
     assert recorded()["limit"] == 3
+
+
+def test_a_memory_whose_text_the_tokenizer_splits_as_the_comparison_does_keeps_no_folded_copy() -> None:
+    """Every character beside ASCII words, one code point in three up to U+2FFFF: where ``fold_of``
+    keeps no folded text, SQLite's own tokenizer (the index's) finds each ASCII word the check folds."""
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    plain = [(cp, f"xq{chr(cp)}zv {chr(cp)}jw kp{chr(cp)}") for cp in range(0xA0, 0x30000, 3)
+             if not 0xD800 <= cp <= 0xDFFF]
+    plain = [(cp, text) for cp, text in plain if fold_of(text) is None]
+    assert 1000 < len(plain) < 20000  # punctuation, spaces and symbols Unicode 3.2 knew; nothing else
+    db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", plain)
+    tokens: dict[int, set[str]] = {}
+    for doc, term in db.execute("SELECT doc, term FROM v"):
+        tokens.setdefault(doc, set()).add(term)
+    for cp, text in plain:
+        assert set(fold_words(text).split()) <= tokens[cp], hex(cp)
+    assert fold_of("ﬁle") == "file" and fold_of("abc\ue000 x") == "abc x" and fold_of("plain text") is None
+
+
+def test_the_near_duplicate_check_reads_only_what_the_index_finds(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    others = [memory(f"eeee{i:08d}", f"Note {i} — “quoted”", f"Café {i} → déjà vu, ﬁle {i}") for i in range(30)]
+    add_all(store, [*others, memory("eeee99999999", "Staging ﬁle", "The staging ﬁle lives in /srv/app.conf")])
+    sql, words = near.candidates_query("Staging file", "The staging file lives in /srv/app.conf")
+    found = index.rows(store, sql, (near._match(words), *words))
+    assert [row["id"] for row in found] == ["eeee99999999"]  # not the thirty other folded memories
+    assert near.near_duplicate(store, "Staging file", "The staging file lives in /srv/app.conf").id == "eeee99999999"
