@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from quipu.index import index, near
+from quipu.index.derive import SUPERSEDING
 from quipu.index.schema import fold_of, fold_words
 from quipu.prompt.stem import TOKENIZE
 from quipu.store.gitstore import FALLBACK_NAME
@@ -33,8 +34,9 @@ def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp
     assert {"quipu.store.secrets_scan", "quipu.store.gitstore"} <= imported  # the tracing sees the writer
     assert not {m for m in imported if m.split(".")[0] in ("pygit2", "_pygit2")}, "quipu add loaded libgit2"
     # Nothing an add does needs them at run time: typing (annotations only), dataclasses and the
-    # inspect module they load (Memory, the log entries and refresh results are plain classes).
-    assert not imported & {"typing", "dataclasses", "inspect"}
+    # inspect module they load (Memory, the log entries and refresh results are plain classes),
+    # threading (a Store's per-thread state is threading.local itself, from _thread).
+    assert not imported & {"typing", "dataclasses", "inspect", "threading"}
     added = json.loads(traced.stdout)
     assert git(store.root, "status", "--porcelain") == ""
     assert git(store.root, "rev-parse", "HEAD").strip() == added["commit"]
@@ -183,3 +185,14 @@ def test_the_near_duplicate_check_reads_only_what_the_index_finds(tmp_path: Path
     found = index.rows(store, sql, (near._match(words), *words))
     assert [row["id"] for row in found] == ["eeee99999999"]  # not the thirty other folded memories
     assert near.near_duplicate(store, "Staging file", "The staging file lives in /srv/app.conf").id == "eeee99999999"
+
+
+def test_a_refresh_reads_the_superseding_memories_from_their_index_alone(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("ffff00000001", "Old port", "The API listens on port 8080.")])
+    store.add(memory("ffff00000002", "New port", "The API listens on port 9090.").with_changes(supersedes=("ffff00000001",)))
+    index.ensure_fresh(store)
+    assert index.rows(store, "SELECT status FROM memories WHERE id = 'ffff00000001'")[0]["status"] == "superseded"
+    db = sqlite3.connect(index.index_file(store))
+    plan = db.execute(f"EXPLAIN QUERY PLAN {SUPERSEDING}").fetchall()
+    assert [row[3] for row in plan] == ["SCAN memories USING COVERING INDEX memories_supersedes"]

@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE memories(
@@ -49,6 +49,8 @@ CREATE INDEX memories_created ON memories(created_ts, id);
 CREATE INDEX memories_thread ON memories(session, created_ts, id) WHERE session IS NOT NULL;
 -- The memories the near-duplicate check reads beside the full-text index's hits.
 CREATE INDEX memories_folded ON memories(status) WHERE fold IS NOT NULL;
+-- The memories that supersede others (quipu.index.derive reads them all on every refresh).
+CREATE INDEX memories_supersedes ON memories(supersedes, id) WHERE supersedes != '';
 -- External-content FTS5 over the text columns of `memories`; rowids are shared.
 -- porter: word-level matching with stemming, so "api" never matches "rapid" (no substrings)
 -- and "deploys" matches "deploy". unicode61 with diacritics removed folds "café" to "cafe".

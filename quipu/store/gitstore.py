@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
+from _thread import _local as thread_local  # threading.local itself, without the threading module
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
@@ -180,7 +180,7 @@ class Writer:
         return self.objects.write("commit", gitobj.commit_bytes(tree, parents, self.who(), message))
 
 
-_HELD = threading.local()  # the writer locks this thread holds: {lock path: depth}
+_HELD = thread_local()  # the writer locks this thread holds: {lock path: depth}
 
 
 @contextlib.contextmanager

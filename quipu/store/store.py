@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import threading
+from _thread import _local as thread_local  # threading.local itself, without the threading module
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
@@ -57,7 +57,7 @@ class Store:
         self.root = Path(root)
         self.how = how
         self.layer = ""  # "project" or "user" when read together with the other (``layers``)
-        self._repos = threading.local()  # each thread's own repository: libgit2's are not shared
+        self._repos = thread_local()  # each thread's own repository: libgit2's are not shared
         self._cache: Path | None = None
 
     # ------------------------------------------------------------ finding and creating
