@@ -104,7 +104,7 @@ def test_the_near_duplicate_check_through_the_index_finds_what_comparing_everyth
 def test_a_packed_store_takes_an_add_and_commits_as_the_identity_git_config_gives(tmp_path: Path) -> None:
     store = make_store(tmp_path / "s")
     add_all(store, [memory("dddd00000001", "Ports", "The API listens on port 8080.")])
-    git(store.root, "gc", "--quiet")  # every object packed: the writer reads them through git cat-file
+    git(store.root, "gc", "--quiet")  # every object packed: the writer reads them from the pack
     assert not [p for p in (store.root / ".git" / "objects").iterdir() if len(p.name) == 2]
     (tmp_path / "extra.gitconfig").write_text("[user]\n\tname = \"Ada \\\"Included\\\" Lovelace\" ; a comment\n")
     git(store.root, "config", "include.path", str(tmp_path / "extra.gitconfig"))  # asked of git config

@@ -7,8 +7,9 @@ Contract:
   moves the branch with git's compare-and-swap (``quipu.store.gitrefs.update_ref``: the ref's
   ``.lock``, the check, the reflog, as git does; a person's ``git commit`` at the same moment
   makes the swap fail, and the commit is rebuilt on the new tip and retried). Trees, blobs and the
-  commit are written as loose objects by ``quipu.store.gitobj`` (the standard library; objects it
-  cannot read from a loose file come from one ``git cat-file --batch``), so a write never loads
+  commit are written as loose objects by ``quipu.store.gitobj`` (the standard library: loose files
+  and the repository's own packs, ``quipu.store.gitpack``; anything else from one ``git cat-file
+  --batch``), so a write never loads
   libgit2: only ``revert_commits`` (git's revert) and a sync's merge use pygit2, to build their
   trees; they land the same way.
 - Paths are repository-relative, '/'-separated, and may not leave the store (no absolute paths,
