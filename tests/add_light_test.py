@@ -196,3 +196,20 @@ def test_a_refresh_reads_the_superseding_memories_from_their_index_alone(tmp_pat
     db = sqlite3.connect(index.index_file(store))
     plan = db.execute(f"EXPLAIN QUERY PLAN {SUPERSEDING}").fetchall()
     assert [row[3] for row in plan] == ["SCAN memories USING COVERING INDEX memories_supersedes"]
+
+
+def test_a_fresh_add_opens_the_index_once(tmp_path: Path) -> None:
+    """The near-duplicate check and the refresh after the commit share one checked connection."""
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("abab00000001", "Ports", "The API listens on port 8080.")])
+    index.ensure_fresh(store)
+    program = ("import sys\nopened = []\n"
+               "sys.addaudithook(lambda event, args: opened.append(args[0]) if event == 'sqlite3.connect' else None)\n"
+               "from quipu import cli\ncode = cli.main(sys.argv[1:])\nprint(len(opened), file=sys.stderr)\n"
+               "raise SystemExit(code)\n")
+    added = subprocess.run([sys.executable, "-c", program, "--store", str(store.root), "add", "-t", "Cron",
+                            "Cron runs at 02:00 every night.", "--json"], capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    assert added.stderr.strip().splitlines()[-1] == "1"
+    found = index.rows(store, "SELECT id FROM memories WHERE title = 'Cron'")
+    assert [row["id"] for row in found] == [json.loads(added.stdout)["id"]]

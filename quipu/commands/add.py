@@ -150,16 +150,17 @@ def run(args: argparse.Namespace) -> int:
     if fields.get("status") not in (None, "", "active"):
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
-    if not args.force:
-        from quipu.index import near
+    with index.one_connection():  # the check and the refresh open the index once
+        if not args.force:
+            from quipu.index import near
 
-        same = near.near_duplicate(store, memory.title, memory.body)
-        if same is not None:
-            raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
-                             f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
-                             f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
-    sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
-    index.refresh_after_write(store)
+            same = near.near_duplicate(store, memory.title, memory.body)
+            if same is not None:
+                raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
+                                 f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
+                                 f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
+        sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
+        index.refresh_after_write(store)
     if args.json:
         print_json({"id": memory.id, "commit": sha, "path": memory.path})
     else:
