@@ -1,6 +1,8 @@
 """quipu.lite's stand-ins build what the standard library's names build."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import typing
 
 import pytest
@@ -57,3 +59,20 @@ def test_named_tuple_refuses_what_typing_refuses() -> None:
                     return {}
     with pytest.raises(TypeError):
         lite.NamedTuple("Point", [("x", int)])  # only the class syntax
+
+
+def test_the_hashes_are_hashlibs() -> None:
+    import hashlib
+
+    for data in (b"", b"blob 3\x00abc", bytes(range(256)) * 40, b"x" * (lite.BUILTIN_SHA1_BYTES + 1)):
+        assert lite.sha1(data).digest() == hashlib.sha1(data).digest()
+        assert lite.sha1(data).hexdigest() == hashlib.sha1(data).hexdigest()
+        assert lite.blake2b(data, digest_size=20).digest() == hashlib.blake2b(data, digest_size=20).digest()
+
+
+def test_short_data_is_hashed_without_loading_openssl() -> None:
+    program = ("import sys\nfrom quipu import lite\nlite.sha1(b'x' * 1000).digest()\n"
+               "lite.blake2b(b'x', digest_size=20).digest()\nprint('_hashlib' in sys.modules)\n"
+               "lite.sha1(b'x' * (lite.BUILTIN_SHA1_BYTES + 1)).digest()\nprint('_hashlib' in sys.modules)\n")
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == ["False", "True"]  # long data: OpenSSL, faster per byte

@@ -22,9 +22,9 @@ import contextlib
 import os
 import zlib
 from collections.abc import Mapping
-from hashlib import sha1
 
 from quipu.errors import InvalidMemory
+from quipu.lite import sha1
 from quipu.store import gitrefs
 from quipu.store.gitrefs import common_dir, git_env
 

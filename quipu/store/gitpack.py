@@ -19,7 +19,8 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
-from hashlib import sha1
+
+from quipu.lite import sha1
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,7 +20,6 @@ Contract:
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -116,6 +115,8 @@ def read_note(path: Path, root: Path, rel: str | None = None) -> Note:
         raise InvalidMemory(f"{rel}: no title (no frontmatter title, heading or usable file name)")
     if not body.strip():
         raise InvalidMemory(f"{rel}: empty note")
+    import hashlib  # only here: an add does not load OpenSSL
+
     digest = hashlib.sha256(f"{rel}\n\n{text}".encode()).hexdigest()[:16]
     values: dict[str, Any] = {
         "id": digest,  # hex: spread over the 256 shard folders like any other id
