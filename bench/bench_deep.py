@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace, scratch: Path, env: dict[str, str]) -> str:
     corpus = C.Corpus(seed=15)
-    memories = [replace(m, session=f"bench-session-{n // SESSION}") for n, m in enumerate(corpus.memories(args.size))]
+    memories = [m.with_changes(session=f"bench-session-{n // SESSION}") for n, m in enumerate(corpus.memories(args.size))]
     store, _n = C.bulk_store(scratch / "store", memories, checkout=False, message="bench: deep")
     index.ensure_fresh(store)
     cache = index.index_file(store).parent

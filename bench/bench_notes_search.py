@@ -20,7 +20,6 @@ import datetime as dt
 import random
 import re
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace, scratch: Path, data: Path) -> str:
 def in_sessions(memories: list[Memory], source: dict[str, str]) -> list[Memory]:
     """Each note in its source file's session, a second after the note before it in the file."""
     start = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
-    return [replace(m, session=source[m.id], created=(start + dt.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return [m.with_changes(session=source[m.id], created=(start + dt.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ"))
             for n, m in enumerate(memories)]
 
 

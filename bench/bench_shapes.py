@@ -131,7 +131,7 @@ def locomo_shapes(count: int) -> list[Shape]:
         first = turns[0].speaker
         mine = {t.memory_id for t in turns if t.speaker == first}
         add("one speaker, sessions", [m for m in everything if m.id in mine], asks_of(questions, mine))
-        add("both speakers, no session", [replace(m, session=None) for m in everything], asks_of(questions))
+        add("both speakers, no session", [m.with_changes(session=None) for m in everything], asks_of(questions))
         add("reply after the evidence", reversed_sessions(turns, everything), asks_of(questions))
         docs, session_of = session_documents(turns)
         add("one memory a session", docs,
@@ -159,7 +159,7 @@ def reversed_sessions(turns: Sequence[L.Turn], memories: Sequence[Memory]) -> li
     for m in memories:
         t = by_id[m.id]
         created = (t.date + L.dt.timedelta(minutes=last[t.dia[0]] + 1 - t.dia[1])).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out.append(replace(m, created=created))
+        out.append(m.with_changes(created=created))
     return out
 
 
@@ -199,7 +199,7 @@ def notes_shapes(count: int) -> list[Shape]:
             at = rng.randrange(0, len(words) - 6)
             asks.append(Ask(" ".join(words[at:at + 6]), frozenset({m.id})))
     start = L.dt.datetime(2026, 11, 1, tzinfo=L.dt.timezone.utc)
-    threaded = [replace(m, session=source[m.id], created=(start + L.dt.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    threaded = [m.with_changes(session=source[m.id], created=(start + L.dt.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ"))
                 for n, m in enumerate(memories)]
     return [Shape("real notes, no session", memories, asks), Shape("real notes, a session a source file", threaded, asks)]
 

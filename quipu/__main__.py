@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from quipu.cli import main
+from quipu.cli import run
 
-raise SystemExit(main())
+run()

@@ -7,6 +7,12 @@ one message and exit 1, anything unexpected into one line and exit 3 with the tr
 to ``$QUIPU_HOME/logs/crash.log`` (never to the terminal), and ^C into 130. A command that did
 its work but left some inputs out returns ``EXIT_SOME_SKIPPED`` (4), after listing each with its
 reason (``quipu import``). argparse's usage errors exit 2.
+
+``run`` is the program's entry (the ``quipu`` script, ``python -m quipu``): ``main``, then the
+exit. When nothing waits for the interpreter's teardown (no ``atexit`` callback, no other
+thread that is not a daemon) it flushes the standard streams and ends the process at once: the
+teardown of every loaded module is a good part of a short command's cost, and a command has
+closed every file it wrote before it returns.
 """
 from __future__ import annotations
 
@@ -15,11 +21,14 @@ import errno
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from quipu import __version__
 from quipu.errors import FatalError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: a command does not load typing
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
 
 # Sub-command modules, in the order `quipu --help` lists them.
 COMMANDS = (
@@ -160,6 +169,33 @@ def check_dependencies(*, load: bool = True) -> None:
         raise ImportError("No module named 'pygit2' (the git library quipu writes with)")
 
 
+def run() -> NoReturn:
+    """The ``quipu`` program: ``main`` on ``sys.argv``, then the exit (see the module contract)."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: the interpreter's own exit reports it as it always has
+        raise SystemExit(code) from None
+    if _nothing_waits():
+        os._exit(code)
+    raise SystemExit(code)
+
+
+def _nothing_waits() -> bool:
+    """No ``atexit`` callback and no live thread the interpreter would join on its way out."""
+    import atexit
+
+    pending = getattr(atexit, "_ncallbacks", None)
+    if pending is None or pending():
+        return False
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return True
+    main_thread = threading.main_thread()
+    return not any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from quipu.output import CleanWriter
 
@@ -279,4 +315,4 @@ def _is_unwritable(exc: BaseException) -> bool:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

@@ -7,11 +7,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from quipu import __version__
 from quipu.prompt import fence
 from quipu.prompt import locate
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def print_json(value: Any) -> None:

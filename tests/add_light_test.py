@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from quipu.index import index, near
+from quipu.index.derive import SUPERSEDING
+from quipu.index.schema import fold_of, fold_words
+from quipu.prompt.stem import TOKENIZE
 from quipu.store.gitstore import FALLBACK_NAME
 from quipu.store.store import Store
 from testing.fixtures import add_all, git, make_store, memory, quipu
@@ -29,6 +33,11 @@ def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp
     imported = {line.split("|")[-1].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
     assert {"quipu.store.secrets_scan", "quipu.store.gitstore"} <= imported  # the tracing sees the writer
     assert not {m for m in imported if m.split(".")[0] in ("pygit2", "_pygit2")}, "quipu add loaded libgit2"
+    # Nothing an add does needs them at run time: typing (annotations only), dataclasses and the
+    # inspect module they load (Memory, the log entries and refresh results are plain classes),
+    # threading (a Store's per-thread state is threading.local itself, from _thread), and OpenSSL
+    # (_hashlib: a small store's few hashes are the interpreter's own, quipu.lite.sha1).
+    assert not imported & {"typing", "dataclasses", "inspect", "threading", "hashlib", "_hashlib"}
     added = json.loads(traced.stdout)
     assert git(store.root, "status", "--porcelain") == ""
     assert git(store.root, "rev-parse", "HEAD").strip() == added["commit"]
@@ -74,6 +83,12 @@ TEXTS = [
     ("snake", "use the foo bar helper"),
     ("a", "the"),
     ("A", "The"),
+    ("Pipeline", "deploy→prod runs nightly — see “ops”"),  # symbols and punctuation split words alike
+    ("Pipeline", "deploy prod runs nightly, see ops"),
+    ("Accent", "cafe\u0301 opens at nine"),  # a combining mark: folded text kept
+    ("Accent", "cafe opens at nine"),
+    ("Mood", "ship it 🚀️ today"),  # an emoji and its variation selector
+    ("Mood", "ship it today"),
 ]
 
 
@@ -90,7 +105,7 @@ def test_the_near_duplicate_check_through_the_index_finds_what_comparing_everyth
 def test_a_packed_store_takes_an_add_and_commits_as_the_identity_git_config_gives(tmp_path: Path) -> None:
     store = make_store(tmp_path / "s")
     add_all(store, [memory("dddd00000001", "Ports", "The API listens on port 8080.")])
-    git(store.root, "gc", "--quiet")  # every object packed: the writer reads them through git cat-file
+    git(store.root, "gc", "--quiet")  # every object packed: the writer reads them from the pack
     assert not [p for p in (store.root / ".git" / "objects").iterdir() if len(p.name) == 2]
     (tmp_path / "extra.gitconfig").write_text("[user]\n\tname = \"Ada \\\"Included\\\" Lovelace\" ; a comment\n")
     git(store.root, "config", "include.path", str(tmp_path / "extra.gitconfig"))  # asked of git config
@@ -142,3 +157,60 @@ def test_an_edited_settings_file_reaches_the_index_with_the_next_write(tmp_path:
     user.write_text("[recall]\nlimit = 3\n")  # same size: the mtime tells
     add_all(store, [memory("ffff00000003", "Queue", "The queue drains every minute.")])
     assert recorded()["limit"] == 3
+
+
+def test_a_memory_whose_text_the_tokenizer_splits_as_the_comparison_does_keeps_no_folded_copy() -> None:
+    """Every character beside ASCII words, one code point in three up to U+2FFFF: where ``fold_of``
+    keeps no folded text, SQLite's own tokenizer (the index's) finds each ASCII word the check folds."""
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    plain = [(cp, f"xq{chr(cp)}zv {chr(cp)}jw kp{chr(cp)}") for cp in range(0xA0, 0x30000, 3)
+             if not 0xD800 <= cp <= 0xDFFF]
+    plain = [(cp, text) for cp, text in plain if fold_of(text) is None]
+    assert 1000 < len(plain) < 20000  # punctuation, spaces and symbols Unicode 3.2 knew; nothing else
+    db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", plain)
+    tokens: dict[int, set[str]] = {}
+    for doc, term in db.execute("SELECT doc, term FROM v"):
+        tokens.setdefault(doc, set()).add(term)
+    for cp, text in plain:
+        assert set(fold_words(text).split()) <= tokens[cp], hex(cp)
+    assert fold_of("ﬁle") == "file" and fold_of("abc\ue000 x") == "abc x" and fold_of("plain text") is None
+
+
+def test_the_near_duplicate_check_reads_only_what_the_index_finds(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    others = [memory(f"eeee{i:08d}", f"Note {i} — “quoted”", f"Café {i} → déjà vu, ﬁle {i}") for i in range(30)]
+    add_all(store, [*others, memory("eeee99999999", "Staging ﬁle", "The staging ﬁle lives in /srv/app.conf")])
+    sql, words = near.candidates_query("Staging file", "The staging file lives in /srv/app.conf")
+    found = index.rows(store, sql, (near._match(words), *words))
+    assert [row["id"] for row in found] == ["eeee99999999"]  # not the thirty other folded memories
+    assert near.near_duplicate(store, "Staging file", "The staging file lives in /srv/app.conf").id == "eeee99999999"
+
+
+def test_a_refresh_reads_the_superseding_memories_from_their_index_alone(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("ffff00000001", "Old port", "The API listens on port 8080.")])
+    store.add(memory("ffff00000002", "New port", "The API listens on port 9090.").with_changes(supersedes=("ffff00000001",)))
+    index.ensure_fresh(store)
+    assert index.rows(store, "SELECT status FROM memories WHERE id = 'ffff00000001'")[0]["status"] == "superseded"
+    db = sqlite3.connect(index.index_file(store))
+    plan = db.execute(f"EXPLAIN QUERY PLAN {SUPERSEDING}").fetchall()
+    assert [row[3] for row in plan] == ["SCAN memories USING COVERING INDEX memories_supersedes"]
+
+
+def test_a_fresh_add_opens_the_index_once(tmp_path: Path) -> None:
+    """The near-duplicate check and the refresh after the commit share one checked connection."""
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("abab00000001", "Ports", "The API listens on port 8080.")])
+    index.ensure_fresh(store)
+    program = ("import sys\nopened = []\n"
+               "sys.addaudithook(lambda event, args: opened.append(args[0]) if event == 'sqlite3.connect' else None)\n"
+               "from quipu import cli\ncode = cli.main(sys.argv[1:])\nprint(len(opened), file=sys.stderr)\n"
+               "raise SystemExit(code)\n")
+    added = subprocess.run([sys.executable, "-c", program, "--store", str(store.root), "add", "-t", "Cron",
+                            "Cron runs at 02:00 every night.", "--json"], capture_output=True, text=True, timeout=60)
+    assert added.returncode == 0, added.stderr
+    assert added.stderr.strip().splitlines()[-1] == "1"
+    found = index.rows(store, "SELECT id FROM memories WHERE title = 'Cron'")
+    assert [row["id"] for row in found] == [json.loads(added.stdout)["id"]]

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "quipu"
 # Lowest first. A module may import its own part and the parts on lower rows, never a row above
 # nor (outside its own part) a part on its own row.
 LAYERS: list[set[str]] = [
-    {"quipu", "quipu.errors"},
+    {"quipu", "quipu.errors", "quipu.lite"},
     {"quipu.prompt", "quipu.model", "quipu.probes"},
     {"quipu.store"},
     {"quipu.index"},

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from quipu.index import index
 from quipu.commands._common import add_allow_secret, add_json, amount, open_store
@@ -17,6 +16,10 @@ from quipu.errors import FatalError, InvalidMemory
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
 from quipu.store.notes import memory_document
 from quipu.output import print_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _EDITOR_TEMPLATE = """---
 title: ""
@@ -147,16 +150,17 @@ def run(args: argparse.Namespace) -> int:
     if fields.get("status") not in (None, "", "active"):
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
-    if not args.force:
-        from quipu.index import near
+    with index.one_connection():  # the check and the refresh open the index once
+        if not args.force:
+            from quipu.index import near
 
-        same = near.near_duplicate(store, memory.title, memory.body)
-        if same is not None:
-            raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
-                             f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
-                             f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
-    sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
-    index.refresh_after_write(store)
+            same = near.near_duplicate(store, memory.title, memory.body)
+            if same is not None:
+                raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
+                                 f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
+                                 f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
+        sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
+        index.refresh_after_write(store)
     if args.json:
         print_json({"id": memory.id, "commit": sha, "path": memory.path})
     else:

@@ -21,7 +21,6 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -179,7 +178,7 @@ def basic_memory_note(note: notes.Note) -> notes.Note | notes.Skipped:
     kind = fields.get("type")
     if isinstance(kind, str) and kind.strip().lower() in TYPE_CLASSES:
         changes["cls"] = TYPE_CLASSES[kind.strip().lower()]
-    return notes.Note(note.path, note.text, dataclasses.replace(memory, **changes))
+    return notes.Note(note.path, note.text, memory.with_changes(**changes))
 
 
 def read_basic_memory(root: Path) -> list[notes.Note | notes.Skipped]:

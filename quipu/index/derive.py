@@ -48,6 +48,10 @@ def clean_text(text: str) -> str:
     return text[:2000].encode("utf-8", "replace").decode("utf-8")
 
 
+# The memories that supersede others, from their partial index alone (no other row is read).
+SUPERSEDING = "SELECT rowid, id, supersedes FROM memories INDEXED BY memories_supersedes WHERE supersedes != ''"
+
+
 def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
     """Recompute status, superseded_by and labels for ``ids`` (all when None)."""
     if ids is None:
@@ -56,7 +60,7 @@ def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
         targets = sorted(ids)
     existing = {r[0] for r in db.execute("SELECT id FROM memories")} if ids is None else None
     links: dict[str, str] = {}
-    for new_id, supersedes in db.execute("SELECT id, supersedes FROM memories WHERE supersedes != ''"):
+    for _rowid, new_id, supersedes in sorted(db.execute(SUPERSEDING)):  # a later memory's claim wins
         for old in supersedes.split():
             links[old] = new_id
     events: dict[str, list[str]] = {}

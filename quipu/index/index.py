@@ -36,24 +36,27 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from _thread import _local as thread_local
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
 
 from quipu.errors import FatalError
 from quipu.index.derive import fold_events
+from quipu.lite import NamedTuple
 from quipu.index.schema import SCHEMA, SCHEMA_VERSION, connect, leftovers, read_meta
 from quipu.prompt import locate
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory
 from quipu.store.store import CONFIG_NAME, Store
 
-T = TypeVar("T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RefreshResult:
+class RefreshResult(NamedTuple):
     action: str  # "fresh", "incremental", "rebuilt"
     head: str | None
     changed: int
@@ -63,6 +66,8 @@ class RefreshResult:
 
 # Stores whose own cache cannot be written: {store root: the private index file used instead}.
 _PRIVATE: dict[str, Path] = {}
+# Inside ``one_connection``: this thread's kept connection, as (index path, its stamp, connection).
+_KEPT = thread_local()
 _UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
@@ -118,6 +123,9 @@ def refresh_after_write(store: Store, known: Mapping[str, Memory] | None = None)
 def _open_valid(store: Store) -> sqlite3.Connection | None:
     """The existing index if it is ours and readable, else None (it will be rebuilt)."""
     path = index_file(store)
+    held = _take(path)
+    if held is not None:
+        return held  # validated by this thread, and the file has not changed since
     if not path.is_file():
         return None
     db: sqlite3.Connection | None = None
@@ -222,7 +230,7 @@ def _ensure_fresh(store: Store, force_rebuild: bool, known: Mapping[str, Memory]
             try:
                 indexed = read_meta(db).get("head")
                 if indexed == head:
-                    db.close()
+                    _release(db, index_file(store))
                     return RefreshResult("fresh", head, 0, 0, time.perf_counter() - start)
                 from quipu.index import refresh  # loaded only when the index must change
 
@@ -232,8 +240,8 @@ def _ensure_fresh(store: Store, force_rebuild: bool, known: Mapping[str, Memory]
                 else:
                     changed = refresh.refresh_changed(store, db, indexed, head, known)  # read from git
                 problems = db.execute("SELECT count(*) FROM problems").fetchone()[0]
-                db.close()
                 _write_stamp(store)
+                _release(db, index_file(store))
                 if changed is not None:
                     return RefreshResult("incremental", head, changed, problems, time.perf_counter() - start)
             except sqlite3.DatabaseError:
@@ -246,11 +254,49 @@ def _ensure_fresh(store: Store, force_rebuild: bool, known: Mapping[str, Memory]
         return RefreshResult("rebuilt", head, count, problems, time.perf_counter() - start)
 
 
+@contextlib.contextmanager
+def one_connection() -> Iterator[None]:
+    """Within it, this thread's reads of an index and its refreshes share one connection, checked
+    once: the connection each is done with is kept while the file stays as it left it (its inode,
+    size and mtime), and the next takes it instead of opening and checking the file again. A
+    command that reads the index, commits and refreshes it (``quipu add``) opens it once."""
+    _KEPT.on = True
+    try:
+        yield
+    finally:
+        _KEPT.on = False
+        held, _KEPT.held = getattr(_KEPT, "held", None), None
+        if held is not None:
+            held[2].close()
+
+
+def _take(path: Path) -> sqlite3.Connection | None:
+    """The kept connection to ``path`` if the file is still as it was left, else None (and it is closed)."""
+    held: tuple[str, str, sqlite3.Connection] | None = getattr(_KEPT, "held", None)
+    _KEPT.held = None
+    if held is None:
+        return None
+    if held[0] == str(path) and held[1] == _file_stamp(path):
+        return held[2]
+    held[2].close()
+    return None
+
+
+def _release(db: sqlite3.Connection, path: Path) -> None:
+    """Done with ``db``: kept inside ``one_connection``, else closed."""
+    if not getattr(_KEPT, "on", False):
+        db.close()
+        return
+    db.row_factory = None
+    _take(path)  # closes another kept connection
+    _KEPT.held = (str(path), _file_stamp(path), db)
+
+
 def open_fresh(store: Store) -> sqlite3.Connection:
     """A read connection to an index that matches HEAD."""
     ensure_fresh(store)
     try:
-        return connect(index_file(store))
+        return _take(index_file(store)) or connect(index_file(store))
     except sqlite3.DatabaseError as exc:  # pragma: no cover - the file was just rebuilt
         raise FatalError(f"cannot open the index {store.index_path}: {exc}\n- run `quipu index --rebuild`") from exc
 
@@ -260,12 +306,17 @@ def query(store: Store, read: Callable[[sqlite3.Connection], T]) -> T:
     for attempt in (1, 2):
         db = open_fresh(store)
         try:
-            return read(db)
+            result = read(db)
         except sqlite3.DatabaseError:
+            db.close()
             if attempt == 2:
                 raise
-        finally:
+        except BaseException:
             db.close()
+            raise
+        else:
+            _release(db, index_file(store))
+            return result
         ensure_fresh(store, force_rebuild=True)
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -11,31 +11,32 @@ Contract:
   the index, refreshed first, and never writes.
 - The index gives the candidates: a near-identical text holds every word of ``title`` + ``body``
   that is not a small word, so only the memories whose title or body FTS5 finds holding all of
-  them (the longest ``QUERY_WORDS`` plain ASCII ones) are compared. On ASCII text the tokenizer
-  splits words exactly as the comparison does; a memory with other characters ("ﬁle" folds to
-  "file") is compared when its case-folded text holds each of those words. With no such word,
-  every active memory is compared.
+  them (the longest ``QUERY_WORDS`` plain ASCII ones) are compared. Where the tokenizer splits
+  words exactly as the comparison does (ASCII, punctuation, spaces, symbols), FTS5 finds each of
+  those words; a memory with other characters ("ﬁle" folds to "file") keeps its folded text in
+  the index (``quipu.index.schema.fold_of``) and is compared when that holds each of them. No
+  memory is read unless one of the two finds it; with no such word, every active memory is compared.
 """
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from quipu.index import index
+from quipu.index.schema import fold_words
 from quipu.store.store import Store
+from quipu.lite import NamedTuple
 
 MIN_RATIO = 0.9
 QUERY_WORDS = 12
 SMALL = frozenset("a an the is are was were be been of to in on at for and or so it its this that these those "
                   "we our us you your they their there here also just then".split())
-_WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-_ACTIVE = "SELECT id, title, body, 1 AS hit FROM memories WHERE status = 'active' ORDER BY created_ts, id"
-# hit: FTS5 found every word. Rows with other than ASCII text come too, for the check in Python.
+_ACTIVE = "SELECT id, title, body FROM memories WHERE status = 'active' ORDER BY created_ts, id"
+# The full-text index's hits, and the folded memories holding every word ({held}: one instr each).
 _CANDIDATES = (
-    "SELECT id, title, body, rowid IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?) AS hit"
-    " FROM memories WHERE status = 'active' AND (hit OR length(title) != length(CAST(title AS BLOB))"
-    " OR length(body) != length(CAST(body AS BLOB))) ORDER BY created_ts, id"
+    "SELECT id, title, body FROM memories WHERE status = 'active' AND rowid IN ("
+    "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? UNION ALL"
+    " SELECT rowid FROM memories WHERE fold IS NOT NULL AND status = 'active' AND {held}) ORDER BY created_ts, id"
 )
 
 
@@ -44,8 +45,7 @@ class Near(NamedTuple):
     title: str
 
 
-def _fold(text: str) -> str:
-    return " ".join(_WORD.findall(text.casefold()))
+_fold = fold_words
 
 
 def same_claim(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
@@ -64,22 +64,18 @@ def same_claim(title_a: str, body_a: str, title_b: str, body_b: str) -> bool:
 
 def near_duplicate(store: Store, title: str, body: str) -> Near | None:
     sql, words = candidates_query(title, body)
-    for row in index.rows(store, sql, (_match(words),) if words else ()):
-        if not row["hit"]:
-            text = f"{row['title']} {row['body']}".casefold()
-            if not all(w in text for w in words):
-                continue
+    for row in index.rows(store, sql, (_match(words), *words) if words else ()):
         if same_claim(title, body, row["title"], row["body"]):
             return Near(row["id"], row["title"])
     return None
 
 
 def candidates_query(title: str, body: str) -> tuple[str, list[str]]:
-    """The SQL of the memories that may say the same as ``title`` + ``body``, and the words FTS5
-    looks for (none: the SQL reads every active memory)."""
+    """The SQL of the memories that may say the same as ``title`` + ``body``, and the words looked
+    for (none: the SQL reads every active memory); its parameters are ``_match(words)``, then the words."""
     words = sorted({w for w in _fold(f"{title} {body}").split() if w not in SMALL and _ASCII_WORD.fullmatch(w)},
                    key=lambda w: (-len(w), w))[:QUERY_WORDS]
-    return (_CANDIDATES if words else _ACTIVE), words
+    return (_CANDIDATES.format(held=" AND ".join(["instr(fold, ?)"] * len(words))) if words else _ACTIVE), words
 
 
 def _match(words: list[str]) -> str:

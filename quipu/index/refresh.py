@@ -7,7 +7,6 @@ from __future__ import annotations
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 from quipu.errors import FatalError
 from quipu.index.derive import derive_state
@@ -28,6 +27,10 @@ from quipu.store.gitobj import object_id
 from quipu.store.safepath import LINK_MODE
 from quipu.store.memory import Memory
 from quipu.store.store import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 OPTIMIZE_AFTER_ROWS = 200  # rows an incremental refresh changed since the FTS5 index was last merged
 

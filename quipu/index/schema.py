@@ -1,15 +1,19 @@
 """From a memory file to its index row: the schema, and the rows written and removed."""
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from quipu.errors import FatalError, InvalidMemory
 from quipu.prompt.stem import TOKENIZE
 from quipu.store.memory import Memory, parse_created, parse_memory
 
-SCHEMA_VERSION = "5"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SCHEMA_VERSION = "7"
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE memories(
@@ -33,13 +37,20 @@ CREATE TABLE memories(
     half_life_days REAL,            -- NULL: never decays
     session TEXT,
     project TEXT,
-    always_on INTEGER NOT NULL
+    always_on INTEGER NOT NULL,
+    -- The title and body as the near-duplicate check folds them (quipu.index.near), kept only for
+    -- a memory whose words the full-text tokenizer may split otherwise (``fold_of``); NULL for the rest.
+    fold TEXT
 );
 CREATE INDEX memories_class ON memories(class, status);
 -- Newest first, a page at a time (the viewer's memories list): read from the end, never sorted.
 CREATE INDEX memories_created ON memories(created_ts, id);
 -- The memories of a session in the order they were written.
 CREATE INDEX memories_thread ON memories(session, created_ts, id) WHERE session IS NOT NULL;
+-- The memories the near-duplicate check reads beside the full-text index's hits.
+CREATE INDEX memories_folded ON memories(status) WHERE fold IS NOT NULL;
+-- The memories that supersede others (quipu.index.derive reads them all on every refresh).
+CREATE INDEX memories_supersedes ON memories(supersedes, id) WHERE supersedes != '';
 -- External-content FTS5 over the text columns of `memories`; rowids are shared.
 -- porter: word-level matching with stemming, so "api" never matches "rapid" (no substrings)
 -- and "deploys" matches "deploy". unicode61 with diacritics removed folds "café" to "cafe".
@@ -68,7 +79,7 @@ CREATE TABLE lexicon(term TEXT PRIMARY KEY) WITHOUT ROWID;
 COLUMNS = (
     "id", "path", "title", "description", "aliases", "tags", "body", "class", "origin", "fm_status",
     "status", "superseded_by", "supersedes", "labels", "label_details", "created_ts", "half_life_days",
-    "session", "project", "always_on",
+    "session", "project", "always_on", "fold",
 )
 
 
@@ -97,7 +108,38 @@ def memory_row(memory: Memory, path: str) -> dict[str, Any]:
         "session": memory.session,
         "project": memory.project,
         "always_on": int(memory.always_on),
+        "fold": fold_of(f"{memory.title} {memory.body}"),
     }
+
+
+_WORD = re.compile(r"\w+")
+# Categories whose characters both split words alike: the tokenizer (unicode61's token characters
+# are letters, numbers, private use and whatever its Unicode 6.1 tables do not know, so a character
+# counts only when Unicode 3.2 had it too) and ``\w`` (letters, numbers, "_") take them as
+# separators, and case folding leaves them outside ASCII.
+_SEPARATORS_ALIKE = frozenset("PZS")
+
+
+def fold_words(text: str) -> str:
+    """``text``'s words, case-folded, one space between them: what the near-duplicate check compares."""
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def fold_of(text: str) -> str | None:
+    r"""``fold_words(text)`` when the full-text tokenizer may not find each of those words in
+    ``text`` (a letter, number, mark or control character outside ASCII: "ﬁle" folds to "file",
+    "abc\ue000" is one token to it and "abc" to ``\w``), else None: on ASCII text, and on text
+    whose other characters are punctuation, spaces or symbols, every ASCII word of ``fold_words``
+    is one of the tokenizer's."""
+    if text.isascii():
+        return None
+    import unicodedata  # only for text outside ASCII
+
+    now, old = unicodedata.category, unicodedata.ucd_3_2_0.category  # the tokenizer knows Unicode 6.1
+    if all(ch.isascii() or (now(ch)[0] in _SEPARATORS_ALIKE and old(ch)[0] in _SEPARATORS_ALIKE and not ch.isalnum()
+                            and not ch.casefold().isascii()) for ch in set(text)):
+        return None
+    return fold_words(text)
 
 
 def is_memory_path(rel: str) -> bool:

@@ -2,9 +2,10 @@
 write of one memory never loads libgit2.
 
 Contract:
-- ``Objects(gitdir)`` reads an object from its loose file, and any other (packed, or in an
-  alternate) through one ``git cat-file --batch`` process started on first need and kept for the
-  life of the ``Objects``; it writes loose objects as git does (zlib, a temporary file renamed
+- ``Objects(gitdir)`` reads an object from its loose file or the repository's own packs
+  (``quipu.store.gitpack``), and any other (in an alternate, or a pack that reader leaves to git)
+  through one ``git cat-file --batch`` process started on first need and kept for the life of the
+  ``Objects``; it writes loose objects as git does (zlib, a temporary file renamed
   into place, read-only). SHA-1 repositories only: ``Unsupported`` otherwise, and the caller
   uses libgit2.
 - ``build_tree(objects, base, changes)`` is the one tree builder of quipu's writes: the tree
@@ -21,14 +22,16 @@ import contextlib
 import os
 import zlib
 from collections.abc import Mapping
-from hashlib import sha1
-from typing import IO, TYPE_CHECKING, Any
 
 from quipu.errors import InvalidMemory
+from quipu.lite import sha1
 from quipu.store import gitrefs
 from quipu.store.gitrefs import common_dir, git_env
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from quipu.store import gitpack
+    from typing import Any, IO
     import subprocess
 
 TREE_MODE = 0o40000
@@ -50,6 +53,7 @@ class Objects:
         self.gitdir = gitdir
         self.folder = os.path.join(common_dir(gitdir), "objects")
         self._batch: subprocess.Popen[bytes] | None = None
+        self._packs: gitpack.Packs | None = None
         # Objects never change: the trees and commits read or written lately are kept (a writer
         # builds each commit on the trees its previous commit wrote).
         self._kept: dict[str, tuple[str, bytes]] = {}
@@ -82,17 +86,26 @@ class Objects:
             return kept
         if len(oid) != 40:
             raise Unsupported("object ids that are not SHA-1")
+        found = self._loose(oid)
+        if found is None:
+            if self._packs is None:
+                from quipu.store import gitpack
+
+                self._packs = gitpack.Packs(self.folder, self._loose)
+            found = self._packs.read(oid)
+        kind, data = found if found is not None else self._read_batch(oid)
+        if kind != "blob":
+            self._keep(oid, kind, data)
+        return kind, data
+
+    def _loose(self, oid: str) -> tuple[str, bytes] | None:
         try:
             with open(os.path.join(self.folder, oid[:2], oid[2:]), "rb") as fh:
                 raw = zlib.decompress(fh.read())
         except (OSError, zlib.error):
-            kind, data = self._read_batch(oid)
-        else:
-            header, _, data = raw.partition(b"\x00")
-            kind = header.decode("ascii", "replace").partition(" ")[0]
-        if kind != "blob":
-            self._keep(oid, kind, data)
-        return kind, data
+            return None
+        header, _, data = raw.partition(b"\x00")
+        return header.decode("ascii", "replace").partition(" ")[0], data
 
     def _read_batch(self, oid: str) -> tuple[str, bytes]:
         if self._batch is None:

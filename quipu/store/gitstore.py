@@ -7,8 +7,9 @@ Contract:
   moves the branch with git's compare-and-swap (``quipu.store.gitrefs.update_ref``: the ref's
   ``.lock``, the check, the reflog, as git does; a person's ``git commit`` at the same moment
   makes the swap fail, and the commit is rebuilt on the new tip and retried). Trees, blobs and the
-  commit are written as loose objects by ``quipu.store.gitobj`` (the standard library; objects it
-  cannot read from a loose file come from one ``git cat-file --batch``), so a write never loads
+  commit are written as loose objects by ``quipu.store.gitobj`` (the standard library: loose files
+  and the repository's own packs, ``quipu.store.gitpack``; anything else from one ``git cat-file
+  --batch``), so a write never loads
   libgit2: only ``revert_commits`` (git's revert) and a sync's merge use pygit2, to build their
   trees; they land the same way.
 - Paths are repository-relative, '/'-separated, and may not leave the store (no absolute paths,
@@ -41,11 +42,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
+from _thread import _local as thread_local  # threading.local itself, without the threading module
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
 from quipu.errors import ConflictError, NoStore
 from quipu.prompt import locate
@@ -54,7 +54,9 @@ from quipu.store.indexlock import GitIndexLock, compact_index
 from quipu.store.journal import Journal, recover, safe_worktree_path, write_worktree
 from quipu.store.locks import file_lock
 from quipu.store.trees import check_path, check_preconditions
+from quipu.lite import NamedTuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import pygit2
 
@@ -179,7 +181,7 @@ class Writer:
         return self.objects.write("commit", gitobj.commit_bytes(tree, parents, self.who(), message))
 
 
-_HELD = threading.local()  # the writer locks this thread holds: {lock path: depth}
+_HELD = thread_local()  # the writer locks this thread holds: {lock path: depth}
 
 
 @contextlib.contextmanager

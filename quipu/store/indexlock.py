@@ -6,12 +6,13 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from quipu.store import gitindex
 from quipu.store.journal import Journal
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     import pygit2
 
 INDEX_WAIT_SECONDS = 2.0  # a person's `git commit -a` holds index.lock while their editor is open

@@ -8,12 +8,15 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from quipu.errors import InvalidMemory
 from quipu.store import safepath
 from quipu.store.gitrefs import common_dir
 from quipu.store.trees import check_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 JOURNAL_NAME = "quipu-pending.json"
 CHILD_GRACE = 0.5  # seconds a git child of a dead writer gets to finish before its lock is taken for a leftover

@@ -15,7 +15,7 @@ Contract:
   ``InvalidMemory`` naming the file and the problem.
 - ``render_memory`` writes each frontmatter value as a JSON scalar or flow list (JSON is valid
   YAML), so files quipu wrote parse on a fast path without YAML; hand-written YAML is read with
-  the safe loader.
+  the safe loader (``quipu.store.frontmatter_yaml``).
 - ``Memory.create`` is the one place fields are validated; bad fields name the field and the
   allowed values. Every field is checked for type, range, size and encoding (text must be
   encodable as UTF-8: no lone surrogates; one-line fields hold no control characters), so a
@@ -29,10 +29,12 @@ import datetime as _dt
 import json
 import os
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
 
 from quipu.errors import InvalidMemory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: reading a memory does not load typing
+    from typing import Any
 
 MAX_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 300        # title, description
@@ -61,23 +63,8 @@ _TOPIC_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,80}\Z")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # every C0 control but the tab, and DEL
 
 # Frontmatter keys in the order they are written. Anything else is refused.
-FIELDS = (
-    "id",
-    "title",
-    "description",
-    "class",
-    "topics",
-    "entities",
-    "aliases",
-    "origin",
-    "created",
-    "half_life_days",
-    "status",
-    "supersedes",
-    "session",
-    "project",
-    "always_on",
-)
+FIELDS = ("id", "title", "description", "class", "topics", "entities", "aliases", "origin", "created",
+          "half_life_days", "status", "supersedes", "session", "project", "always_on")
 REQUIRED = ("id", "title", "class", "created")
 
 
@@ -114,25 +101,70 @@ def now_utc() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+_ATTRS = ("id", "title", "body", "description", "cls", "topics", "entities", "aliases", "origin", "created",
+          "half_life_days", "status", "supersedes", "session", "project", "always_on", "extra")
+_COMPARED = _ATTRS[:-1]  # ``extra`` is not compared
+
+
 class Memory:
+    """One memory's fields, immutable (``with_changes`` makes a changed copy); equal when every
+    field but ``extra`` is. ``Memory.create`` validates; the constructor takes fields as given.
+
+    A plain class, not a dataclass: every command that reads or writes a memory loads this
+    module, and ``dataclasses`` (with ``inspect``) would cost each of them several milliseconds."""
+
+    __slots__ = _ATTRS
     id: str
     title: str
-    body: str = ""
-    description: str = ""
-    cls: str = "project-note"
-    topics: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()
-    origin: str = "user"
-    created: str = ""
-    half_life_days: float | None = None
-    status: str = "active"
-    supersedes: tuple[str, ...] = ()
-    session: str | None = None
-    project: str | None = None
-    always_on: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    body: str
+    description: str
+    cls: str
+    topics: tuple[str, ...]
+    entities: tuple[str, ...]
+    aliases: tuple[str, ...]
+    origin: str
+    created: str
+    half_life_days: float | None
+    status: str
+    supersedes: tuple[str, ...]
+    session: str | None
+    project: str | None
+    always_on: bool
+    extra: dict[str, Any]
+
+    def __init__(  # the fields in a dataclass's order, positional or by name
+        self, id: str, title: str, body: str = "", description: str = "",  # noqa: A002 - the field's name
+        cls: str = "project-note", topics: tuple[str, ...] = (), entities: tuple[str, ...] = (),
+        aliases: tuple[str, ...] = (), origin: str = "user", created: str = "", half_life_days: float | None = None,
+        status: str = "active", supersedes: tuple[str, ...] = (), session: str | None = None,
+        project: str | None = None, always_on: bool = False, extra: dict[str, Any] | None = None,
+    ) -> None:
+        setter = object.__setattr__
+        for name, value in zip(_ATTRS, (id, title, body, description, cls, topics, entities, aliases, origin, created,
+                                        half_life_days, status, supersedes, session, project, always_on,
+                                        {} if extra is None else extra), strict=True):
+            setter(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: a Memory is immutable (use with_changes)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: a Memory is immutable")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _COMPARED)
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if type(other) is Memory else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Memory({', '.join(f'{name}={getattr(self, name)!r}' for name in _ATTRS)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle, past the immutable __setattr__
+        return Memory, tuple(getattr(self, name) for name in _ATTRS)
 
     @property
     def path(self) -> str:
@@ -228,7 +260,8 @@ class Memory:
         return data
 
     def with_changes(self, **changes: Any) -> Memory:
-        return replace(self, **changes)
+        """A copy with ``changes`` (field names as the constructor takes them)."""
+        return Memory(**{**{name: getattr(self, name) for name in _ATTRS}, **changes})
 
 
 def _half_life(value: object, source: str) -> float | None:
@@ -373,48 +406,14 @@ def _fast_fields(head: str) -> dict[str, Any] | None:
     return out
 
 
-def _yaml_fields(head: str, source: str) -> Any:
-    import yaml  # only here: never on the prompt path
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        for event in yaml.parse(head, Loader=loader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise InvalidMemory(f"{source}: YAML anchors and aliases are not allowed in frontmatter")
-            # Parser events carry a tag only when the text names one explicitly (!!python/...).
-            if getattr(event, "tag", None) is not None:
-                raise InvalidMemory(f"{source}: YAML tags are not allowed in frontmatter")
-        return yaml.load(head, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        problem = str(exc).replace("\n", " ")
-        raise InvalidMemory(f"{source}: frontmatter is not valid YAML: {problem}") from None
-    except (ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
-        # Well-formed YAML whose value cannot be built: a date like 2026-13-45, a number past
-        # Python's 4,300-digit limit. Build each field alone to name the one at fault.
-        raise InvalidMemory(f"{source}: {_unbuildable_field(head, loader)}: {_shown(str(exc), 120)}") from None
-
-
-def _unbuildable_field(head: str, loader: Any) -> str:
-    import yaml
-
-    try:
-        node = yaml.compose(head, Loader=loader)
-        for key_node, value_node in node.value if isinstance(node, yaml.MappingNode) else ():
-            try:
-                loader(yaml.serialize(value_node)).get_single_data()
-            except (ValueError, OverflowError, TypeError, RecursionError, MemoryError, yaml.YAMLError):
-                return f"field {_shown(getattr(key_node, 'value', '?'), 40)} has a value that cannot be read"
-    except (ValueError, OverflowError, TypeError, RecursionError, MemoryError, yaml.YAMLError):
-        pass
-    return "the frontmatter has a value that cannot be read"
-
-
 def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:
     """Split a memory's text into its frontmatter mapping (not yet validated) and body."""
     head, body = split_frontmatter(text, source)
     fields = _fast_fields(head)
     if fields is None:
-        fields = _yaml_fields(head, source)
+        from quipu.store.frontmatter_yaml import yaml_fields  # hand-written YAML only
+
+        fields = yaml_fields(head, source)
     if not isinstance(fields, dict):
         raise InvalidMemory(f"{source}: frontmatter must be a mapping of field: value")
     return fields, body

@@ -20,15 +20,18 @@ Contract:
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from quipu.errors import InvalidMemory
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields
+from quipu.lite import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -112,6 +115,8 @@ def read_note(path: Path, root: Path, rel: str | None = None) -> Note:
         raise InvalidMemory(f"{rel}: no title (no frontmatter title, heading or usable file name)")
     if not body.strip():
         raise InvalidMemory(f"{rel}: empty note")
+    import hashlib  # only here: an add does not load OpenSSL
+
     digest = hashlib.sha256(f"{rel}\n\n{text}".encode()).hexdigest()[:16]
     values: dict[str, Any] = {
         "id": digest,  # hex: spread over the 256 shard folders like any other id

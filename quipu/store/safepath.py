@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from quipu.errors import UnsafeStore
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import pygit2
 

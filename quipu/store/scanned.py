@@ -13,16 +13,16 @@ Contract:
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Mapping
 
+from quipu.lite import blake2b
 from quipu.store import secrets_scan
 
 _CLEAN: set[bytes] = set()
 
 
 def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=20).digest()
+    return blake2b(data, digest_size=20).digest()
 
 
 def find_secrets(data: bytes, allow: Collection[str] = (), *, marker: bool = False) -> list[secrets_scan.Secret]:

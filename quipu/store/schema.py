@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
 
 from quipu.errors import InvalidMemory
 from quipu.store.memory import ID_RE, MAX_FILE_BYTES, parse_memory
+from quipu.lite import NamedTuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import pygit2
 

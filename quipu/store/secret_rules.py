@@ -26,7 +26,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from quipu.lite import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Lazy:
@@ -56,7 +60,7 @@ class Lazy:
 
 def lazy(source: str, flags: int = 0) -> re.Pattern[str]:
     """A ``Lazy`` pattern, used wherever a compiled one is."""
-    return cast("re.Pattern[str]", Lazy(source, flags))
+    return Lazy(source, flags)  # type: ignore[return-value]  # a Pattern in all but name
 
 
 class Anchored:

@@ -31,12 +31,16 @@ import bisect
 import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, NamedTuple
 
 import ahocorasick
 
 from quipu.errors import SecretRefused
 from quipu.store import secret_prose, secret_rules
+from quipu.lite import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ALLOW_MARKER = "quipu:allow-secret"
 shannon_entropy = secret_rules.entropy

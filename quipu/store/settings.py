@@ -14,9 +14,13 @@ A store is someone else's input as soon as it is shared through git, so its comm
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple, TypeGuard
 
 from quipu.prompt import locate
+from quipu.lite import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeGuard
 
 USER_CONFIG = "config.toml"
 MODEL_ENV = "QUIPU_MODEL"

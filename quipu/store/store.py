@@ -25,30 +25,20 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import threading
+from _thread import _local as thread_local  # threading.local itself, without the threading module
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
 from quipu.prompt import locate
 from quipu.store.safepath import LINK_MODE  # a committed symlink is never read as a memory
-from quipu.store.memory import (
-    Memory,
-    check_id,
-    memory_path,
-    parse_memory,
-    render_memory,
-)
-from quipu.store.trailers import (
-    LogEntry,
-    cut_words,
-    event_dir,
-    format_message,
-    trailer_stamp,
-)
+from quipu.store.memory import Memory, check_id, memory_path, parse_memory, render_memory
+from quipu.store.trailers import LogEntry, cut_words, event_dir, format_message, trailer_stamp
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import pygit2
 
     from quipu.store import gitobj
@@ -67,7 +57,7 @@ class Store:
         self.root = Path(root)
         self.how = how
         self.layer = ""  # "project" or "user" when read together with the other (``layers``)
-        self._repos = threading.local()  # each thread's own repository: libgit2's are not shared
+        self._repos = thread_local()  # each thread's own repository: libgit2's are not shared
         self._cache: Path | None = None
 
     # ------------------------------------------------------------ finding and creating

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
-from quipu.store.memory import (
-    check_id,
-)
+from quipu.lite import NamedTuple
+from quipu.store.memory import check_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TRAILER_KEYS = (
     "Quipu-Action",
@@ -25,8 +26,9 @@ TRAILER_KEYS = (
 )
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
+    """One commit of the audit log: its id, time, first line and ``Quipu-*`` trailers."""
+
     commit: str
     time: str
     summary: str

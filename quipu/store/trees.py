@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
 
 from quipu.errors import ConflictError, InvalidMemory, NotFound
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from quipu.store.gitobj import Tree
 

@@ -1,0 +1,84 @@
+"""Stand-ins for standard-library names whose modules cost a short command more than they give it.
+
+A ``quipu add`` is a fresh process that must stay within a small multiple of ``git commit``:
+``typing`` alone is about 2 ms to import, and the modules every write loads need nothing from it
+at run time but ``NamedTuple``'s class syntax.
+
+Contract:
+- ``NamedTuple`` builds, from a class body, exactly what ``typing.NamedTuple`` builds (a
+  ``collections.namedtuple`` with the annotated fields in order, their defaults, the class's
+  docstring, methods and properties, ``__annotations__`` as written), without importing
+  ``typing``; only the class syntax, with no other base. ``tests/lite_test.py`` checks it against
+  ``typing.NamedTuple``. The type checker sees ``typing.NamedTuple`` itself.
+- ``sha1(data)`` and ``blake2b(data, digest_size=...)`` are ``hashlib``'s: the same digests.
+  ``hashlib`` loads OpenSSL (about 2.5 ms for a fresh process); a write hashes a few small
+  objects and git's index, so ``sha1`` uses the interpreter's own SHA-1 for data up to
+  ``BUILTIN_SHA1_BYTES`` until OpenSSL is loaded anyway, and OpenSSL's (several times faster on
+  long data) past it. ``blake2b`` is always the interpreter's own (``hashlib`` has no other).
+"""
+from __future__ import annotations
+
+import collections
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from hashlib import _Hash
+    from typing import NamedTuple as NamedTuple
+
+# Past this many bytes loading OpenSSL costs less than hashing with the interpreter's SHA-1 (git's
+# index of about 3,000 memories, hashed twice by a write).
+BUILTIN_SHA1_BYTES = 256 * 1024
+
+try:
+    from _blake2 import blake2b as blake2b  # what hashlib.blake2b is
+    from _sha1 import sha1 as _builtin_sha1  # type: ignore[import-not-found]  # hashlib's own fallback, no stub
+except ImportError:  # an interpreter built without them: hashlib's own
+    from hashlib import blake2b as blake2b
+    from hashlib import sha1 as _builtin_sha1
+
+
+def sha1(data: bytes = b"") -> _Hash:
+    """``hashlib.sha1(data)``, without loading OpenSSL for short data (see the module contract)."""
+    if len(data) <= BUILTIN_SHA1_BYTES and "_hashlib" not in sys.modules:
+        return _builtin_sha1(data)  # type: ignore[no-any-return]
+    import hashlib
+
+    return hashlib.sha1(data)
+
+
+if not TYPE_CHECKING:
+    # The names typing.NamedTuple refuses to overwrite, and those it does not copy.
+    _PROHIBITED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields", "_field_defaults",
+                             "_make", "_replace", "_asdict", "_source"})
+    _SPECIAL = frozenset({"__module__", "__name__", "__annotations__"})
+
+    class _NamedTupleMeta(type):
+        def __new__(mcs, typename, bases, ns):
+            if bases != (_NamedTupleBase,):
+                raise TypeError("can only inherit from NamedTuple")
+            types = ns.get("__annotations__", {})
+            default_names = []
+            for name in types:
+                if name in ns:
+                    default_names.append(name)
+                elif default_names:
+                    raise TypeError(f"Non-default namedtuple field {name} cannot follow default field"
+                                    f"{'s' if len(default_names) > 1 else ''} {', '.join(default_names)}")
+            made = collections.namedtuple(typename, list(types), defaults=[ns[n] for n in default_names],
+                                          module=ns["__module__"])
+            made.__annotations__ = made.__new__.__annotations__ = dict(types)
+            for key in ns:
+                if key in _PROHIBITED:
+                    raise AttributeError("Cannot overwrite NamedTuple attribute " + key)
+                if key not in _SPECIAL and key not in made._fields:
+                    setattr(made, key, ns[key])
+            return made
+
+    _NamedTupleBase = type.__new__(_NamedTupleMeta, "NamedTuple", (), {})
+
+    def NamedTuple(*args, **kwargs):  # noqa: N802 - typing's name
+        """Only as a base class: ``class Point(NamedTuple): x: int``."""
+        raise TypeError("quipu.lite.NamedTuple takes only the class syntax")
+
+    NamedTuple.__mro_entries__ = lambda bases: (_NamedTupleBase,)
