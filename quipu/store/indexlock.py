@@ -5,7 +5,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from quipu.store import gitindex
@@ -163,8 +163,11 @@ class GitIndexLock:
             return
         os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
-    def prepare(self, paths: list[str], entry_of: Callable[[str], tuple[int, str] | None]) -> None:
-        """Stage ``paths`` as the new tree has them (``entry_of``: a file's mode and blob id, or None)."""
+    def prepare(self, paths: list[str], entry_of: Callable[[str], tuple[int, str] | None],
+                stats: Mapping[str, os.stat_result] | None = None) -> None:
+        """Stage ``paths`` as the new tree has them (``entry_of``: a file's mode and blob id, or None;
+        ``stats``: the status of files this write made, taken as each was written)."""
+        stats = stats or {}
         staged = self._current(_INDEX_CACHE.pop(self.index, None))
         self.staged = None
         changes: dict[str, list[Any]] = {"set": [], "rm": []}
@@ -177,7 +180,7 @@ class GitIndexLock:
                 changes["rm"].append(rel)
                 continue
             mode, oid = entry
-            st = os.lstat(os.path.join(self.workdir, rel))
+            st = stats.get(rel) or os.lstat(os.path.join(self.workdir, rel))
             if isinstance(staged, gitindex.IndexFile):
                 changes["set"].append([rel, staged.set(rel, bytes.fromhex(oid), mode, st).hex()])
             else:

@@ -15,7 +15,8 @@ Contract:
   ``InvalidMemory`` naming the file and the problem.
 - ``render_memory`` writes each frontmatter value as a JSON scalar or flow list (JSON is valid
   YAML), so files quipu wrote parse on a fast path without YAML; hand-written YAML is read with
-  the safe loader.
+  the safe loader. What it renders of a memory ``Memory.create`` made, ``parse_memory`` reads back
+  as that memory once its bytes pass ``check_file_bytes`` (size, NUL): a bulk import parses once.
 - ``Memory.create`` is the one place fields are validated; bad fields name the field and the
   allowed values. Every field is checked for type, range, size and encoding (text must be
   encodable as UTF-8: no lone surrogates; one-line fields hold no control characters), so a
@@ -420,15 +421,18 @@ def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:
     return fields, body
 
 
-def parse_memory(data: bytes, source: str = "memory") -> Memory:
-    """Parse and validate a memory file's bytes."""
+def check_file_bytes(data: bytes, source: str = "memory") -> None:
+    """What ``parse_memory`` refuses of a file's bytes before it reads any field: its size, NUL."""
     if len(data) > MAX_FILE_BYTES:
-        raise InvalidMemory(
-            f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}\n"
-            "- split it into several smaller memories"
-        )
+        raise InvalidMemory(f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}\n"
+                            "- split it into several smaller memories")
     if b"\x00" in data:
         raise InvalidMemory(f"{source}: contains NUL bytes; a memory must be UTF-8 text")
+
+
+def parse_memory(data: bytes, source: str = "memory") -> Memory:
+    """Parse and validate a memory file's bytes."""
+    check_file_bytes(data, source)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -62,15 +62,28 @@ def lazy(source: str, flags: int = 0) -> re.Pattern[str]:
 class Anchored:
     """``head (alt1|alt2|...) tail`` run on a text as the alternatives that can match in it: those
     whose literal start (``_anchors``) the text holds, and those without one. An alternative left
-    out cannot match anywhere in the text, so every match is the one of the whole alternation."""
+    out cannot match anywhere in the text, so every match is the one of the whole alternation. The
+    anchors a text holds are found in one pass over it (an Aho-Corasick automaton)."""
 
     def __init__(self, head: str, alternatives: tuple[str, ...], tail: str) -> None:
         self.head, self.alternatives, self.tail = head, alternatives, tail
         self.anchors = tuple(_anchors(a) for a in alternatives)
         self._compiled: dict[tuple[int, ...], re.Pattern[str]] = {}
+        self._finder: Any = None  # each anchor -> the alternatives it starts, built at first use
+        self._free = frozenset(i for i, anchors in enumerate(self.anchors) if not anchors)
+
+    def _chosen(self, text: str) -> tuple[int, ...]:
+        if self._finder is None:
+            import ahocorasick
+
+            self._finder = ahocorasick.Automaton()
+            for anchor in {a for anchors in self.anchors for a in anchors}:
+                self._finder.add_word(anchor, frozenset(i for i, a in enumerate(self.anchors) if anchor in a))
+            self._finder.make_automaton()
+        return tuple(sorted(self._free.union(*(alternatives for _end, alternatives in self._finder.iter(text)))))
 
     def for_text(self, text: str) -> re.Pattern[str] | None:
-        chosen = tuple(i for i, anchors in enumerate(self.anchors) if not anchors or any(a in text for a in anchors))
+        chosen = self._chosen(text)
         if not chosen:
             return None
         if chosen not in self._compiled:
