@@ -62,23 +62,8 @@ _TOPIC_RE = re.compile(r"\A[^\x00-\x1f\x7f]{1,80}\Z")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # every C0 control but the tab, and DEL
 
 # Frontmatter keys in the order they are written. Anything else is refused.
-FIELDS = (
-    "id",
-    "title",
-    "description",
-    "class",
-    "topics",
-    "entities",
-    "aliases",
-    "origin",
-    "created",
-    "half_life_days",
-    "status",
-    "supersedes",
-    "session",
-    "project",
-    "always_on",
-)
+FIELDS = ("id", "title", "description", "class", "topics", "entities", "aliases", "origin", "created", "half_life_days",
+          "status", "supersedes", "session", "project", "always_on")
 REQUIRED = ("id", "title", "class", "created")
 
 
@@ -441,10 +426,24 @@ def parse_memory(data: bytes, source: str = "memory") -> Memory:
     return Memory.create(fields, body, source=source)
 
 
+def _plain(value: object) -> bool:
+    """Whether ``json.dumps`` writes this string as it is, between quotes."""
+    return type(value) is str and value.isprintable() and '"' not in value and "\\" not in value
+
+
+def _json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, without its machinery for a plain string or list of them."""
+    if _plain(value):
+        return f'"{value}"'
+    if type(value) is list and all(map(_plain, value)):
+        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def render_memory(memory: Memory) -> bytes:
     lines = ["---"]
     for key, value in memory.frontmatter().items():
-        lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+        lines.append(f"{key}: {_json(value)}")
     lines.append("---")
     body = memory.body if memory.body.endswith("\n") or not memory.body else memory.body + "\n"
     return ("\n".join(lines) + "\n" + body).encode("utf-8")
