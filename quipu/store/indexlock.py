@@ -172,6 +172,7 @@ class GitIndexLock:
         self.staged = None
         changes: dict[str, list[Any]] = {"set": [], "rm": []}
         start = staged.trailer.hex() if isinstance(staged, gitindex.IndexFile) else ""
+        setting: list[tuple[str, bytes, int, os.stat_result]] = []
         for rel in paths:
             entry = entry_of(rel)
             if entry is None:
@@ -182,10 +183,12 @@ class GitIndexLock:
             mode, oid = entry
             st = stats.get(rel) or os.lstat(os.path.join(self.workdir, rel))
             if isinstance(staged, gitindex.IndexFile):
-                changes["set"].append([rel, staged.set(rel, bytes.fromhex(oid), mode, st).hex()])
+                setting.append((rel, bytes.fromhex(oid), mode, st))
             else:
                 staged.add(_stat_entry(rel, oid, mode, st))
         if isinstance(staged, gitindex.IndexFile):
+            fixed = staged.set_many(setting)
+            changes["set"].extend([item[0], part.hex()] for item, part in zip(setting, fixed, strict=True))
             # Entries as new as the index being replaced may hide a same-tick edit (racy git).
             since = _mtime_seconds(self.index)
             if since is not None:
