@@ -9,7 +9,7 @@ import random
 import re
 from pathlib import Path
 
-from quipu.store import scanned, secret_rules, secrets_scan
+from quipu.store import scanned, secret_patterns, secret_rules, secrets_scan
 from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_memory, render_memory
 from quipu.store.store import memory_fields
 from testing.fixtures import git, make_store, quipu
@@ -63,9 +63,8 @@ def test_a_file_found_clean_in_parts_is_not_scanned_again_and_any_other_bytes_ar
 
 
 def test_the_prefixes_a_text_holds_are_found_in_one_pass_as_the_alternatives_it_can_match() -> None:
-    rule = next(r for r in secret_rules.RULES if isinstance(r.pattern, secret_rules.Anchored))
-    anchored = rule.pattern
-    assert isinstance(anchored, secret_rules.Anchored)
+    anchored = next(r.pattern for r in secret_rules.RULES if isinstance(r.pattern, secret_patterns.Anchored))
+    assert isinstance(anchored, secret_patterns.Anchored)
     rng = random.Random(5)
     anchors = [a for group in anchored.anchors for a in group]
     texts = [case.text for case in [*secret_cases(), *benign_cases()]]
@@ -74,6 +73,29 @@ def test_the_prefixes_a_text_holds_are_found_in_one_pass_as_the_alternatives_it_
     for text in texts:
         naive = tuple(i for i, group in enumerate(anchored.anchors) if not group or any(a in text for a in group))
         assert anchored._chosen(text) == naive, text[:80]
+
+
+def test_every_match_of_a_token_family_holds_one_of_its_literals() -> None:
+    """The literals an alternative is chosen by are in every match of it: over the corpus, each
+    alternative alone finds nothing in a text that holds none of its literals."""
+    anchored = next(r.pattern for r in secret_rules.RULES if isinstance(r.pattern, secret_patterns.Anchored))
+    assert isinstance(anchored, secret_patterns.Anchored)
+    texts = [case.text for case in [*secret_cases(), *benign_cases()]]
+    matched = 0
+    for alternative, literals in zip(anchored.alternatives, anchored.anchors, strict=True):
+        if not literals:
+            continue
+        pattern = re.compile(anchored.head + alternative + anchored.tail)
+        for text in texts:
+            for found in pattern.finditer(text):
+                assert any(literal in found.group() for literal in literals), (alternative, found.group())
+                matched += 1
+    assert matched >= 40 and sum(1 for a in anchored.anchors if a) >= len(anchored.alternatives) - 2
+    assert secret_patterns.literals(r"[A-Fa-f0-9]{20,}NRAL") == ("NRAL",)
+    assert secret_patterns.literals(r"(?:AKIA|A3T[A-Z0-9])[A-Z0-9]{16}") == ("AKIA", "A3T")
+    assert secret_patterns.literals(r"[ps]k\.eyJ[\w\-]{20,}") == ("k.eyJ",)
+    assert secret_patterns.literals(r"ab?c") == ("a",) and secret_patterns.literals(r"x[0-9]+yz|q") == ()
+    assert secret_patterns.literals(r"(?i)[0-9]{4}secret") == () == secret_patterns.literals(r"[0-9]+(?:a|b)")
 
 
 def _awkward_notes(folder: Path) -> dict[str, str]:
