@@ -135,12 +135,15 @@ def test_awkward_notes_are_committed_as_they_read_back_and_git_s_index_has_their
     assert len(report["imported"]) == 306
     assert git(store.root, "status", "--porcelain") == ""
     assert git(store.root, "diff-files", "--name-only") == ""  # the index's status of each file is exact
+    packs = list((store.root / ".git" / "objects" / "pack").glob("*.idx"))
+    assert len(packs) == 1  # git packed the notes while they were read; the commit wrote no second pack
+    packed = {line.split()[0] for line in git(store.root, "verify-pack", "-v", str(packs[0])).splitlines()}
     listed = {m["id"]: m for m in json.loads(quipu("--store", str(store.root), "list", "--limit", "0",
                                                    "--json").stdout)}
     for line in git(store.root, "ls-tree", "-r", "HEAD", "memories").splitlines():
         _mode, _kind, blob, rel = line.split(maxsplit=3)
         data = (store.root / rel).read_bytes()
-        assert git(store.root, "hash-object", rel).strip() == blob
+        assert git(store.root, "hash-object", rel).strip() == blob and blob in packed
         memory = parse_memory(data, rel)
         assert render_memory(memory) == data  # what was rendered is what reads back, byte for byte
         assert listed[memory.id]["title"] == memory.title
