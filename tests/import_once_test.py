@@ -90,12 +90,14 @@ def test_every_match_of_a_token_family_holds_one_of_its_literals() -> None:
             for found in pattern.finditer(text):
                 assert any(literal in found.group() for literal in literals), (alternative, found.group())
                 matched += 1
-    assert matched >= 40 and sum(1 for a in anchored.anchors if a) >= len(anchored.alternatives) - 2
+    assert matched >= 40 and sum(1 for a in anchored.anchors if a) >= len(anchored.alternatives) - 1
     assert secret_patterns.literals(r"[A-Fa-f0-9]{20,}NRAL") == ("NRAL",)
     assert secret_patterns.literals(r"(?:AKIA|A3T[A-Z0-9])[A-Z0-9]{16}") == ("AKIA", "A3T")
     assert secret_patterns.literals(r"[ps]k\.eyJ[\w\-]{20,}") == ("k.eyJ",)
     assert secret_patterns.literals(r"ab?c") == ("a",) and secret_patterns.literals(r"x[0-9]+yz|q") == ()
     assert secret_patterns.literals(r"(?i)[0-9]{4}secret") == () == secret_patterns.literals(r"[0-9]+(?:a|b)")
+    assert secret_patterns.literals(r"[a-z]{3}_(?:live|prod)_\d+") == ("live", "prod")
+    assert secret_patterns.literals(r"[a-z]+(?:live|prod)?_\d+") == () == secret_patterns.literals(r"[a-z]+(?:ab|c.d)x")
 
 
 def _awkward_notes(folder: Path) -> dict[str, str]:

@@ -12,8 +12,9 @@ Contract:
 - ``literals(pattern)`` is literal text every match of ``pattern`` holds (any one of them), or ()
   when none is known: its leading plain characters; else a leading group whose alternatives each
   start with plain characters (``(?:AKIA|A3T[A-Z0-9])``); else its longest run of plain characters
-  outside any group (``[A-Fa-f0-9]{20,}NRAL``). A pattern with inline flags or an alternation at
-  its top level has none.
+  outside any group (``[A-Fa-f0-9]{20,}NRAL``), or when that is shorter than three, the words of
+  its first group of plain words (``[a-z]{3}_(?:live|prod)_``). A pattern with inline flags or an
+  alternation at its top level has none.
 """
 from __future__ import annotations
 
@@ -93,8 +94,12 @@ def literals(pattern: str) -> tuple[str, ...]:
             if starts and all(starts):
                 return tuple(dict.fromkeys(starts))
     lead = _leading(pattern)
-    run = lead or _longest_run(pattern)
-    return (run,) if len(run) >= (1 if lead else 2) else ()
+    if lead:
+        return (lead,)
+    run, group = _longest_run(pattern)
+    if len(run) < 3 and group and min(map(len, group)) >= 3:
+        return group
+    return (run,) if len(run) >= 2 else ()
 
 
 def _leading(pattern: str) -> str:
@@ -119,9 +124,11 @@ def _leading(pattern: str) -> str:
     return "".join(out)
 
 
-def _longest_run(pattern: str) -> str:
-    """The longest run of plain characters, each once and in order, of every match (outside groups)."""
+def _longest_run(pattern: str) -> tuple[str, tuple[str, ...]]:
+    """The longest run of plain characters, each once and in order, of every match (outside groups),
+    and the alternatives of its first group of plain words that every match holds (or ())."""
     best, run, i = "", "", 0
+    group: tuple[str, ...] = ()
     while i < len(pattern):
         ch = pattern[i]
         lit: str | None = None
@@ -132,15 +139,18 @@ def _longest_run(pattern: str) -> str:
         elif ch == "[":
             end = _class_end(pattern, i)
             if end is None:
-                return ""
+                return "", ()
             i = end + 1
         elif ch == "(":
             end = _group_end(pattern, i)
             if end is None:
-                return ""
+                return "", ()
+            words = _top_split(pattern[i + 3:end]) if pattern.startswith("(?:", i) else []
+            if not group and words and all(w.isalnum() for w in words) and not _QUANTIFIER.match(pattern, end + 1):
+                group = tuple(words)
             i = end + 1
         elif ch == "|" or ch in ")]{}?*+":
-            return ""  # an alternation at the top level, or something not understood
+            return "", ()  # an alternation at the top level, or something not understood
         else:
             lit = None if ch in ".^$" else ch
             i += 1
@@ -154,7 +164,7 @@ def _longest_run(pattern: str) -> str:
             best, run = max(best, run, key=len), ""
         else:
             run += lit
-    return max(best, run, key=len)
+    return max(best, run, key=len), group
 
 
 def _class_end(pattern: str, i: int) -> int | None:
