@@ -155,3 +155,26 @@ def test_awkward_notes_are_committed_as_they_read_back_and_git_s_index_has_their
                                                   "--json").stdout)} == listed
     titles = {m["title"] for m in listed.values()}
     assert 'He said "ship it" \\ then left' in titles and any(re.match(r"Caf\u00e9", t) for t in titles)
+
+
+def test_a_bulk_write_that_fails_after_its_new_files_were_made_leaves_the_worktree_as_the_branch(tmp_path: Path) -> None:
+    """The new files are made while the tree is built; a tree that cannot be built (a file and a
+    folder of one name) leaves no file behind, git's index and the branch as they were."""
+    from quipu.errors import InvalidMemory
+    from quipu.store import gitstore
+
+    store = make_store(tmp_path / "store")
+    head = store.head()
+    changes: dict[str, bytes | None] = {f"memories/{n % 256:02x}/{n % 256:02x}{n:04d}.md": b"x\n" for n in range(400)}
+    changes["memories/00/clash.md"] = b"a file\n"
+    changes["memories/00/clash.md/inner.md"] = b"and a folder\n"
+    try:
+        gitstore.write_files(store.root, changes, "quipu: bulk", create_only=list(changes))
+    except InvalidMemory as exc:
+        assert "a file and a folder of one name" in str(exc)
+    else:
+        raise AssertionError("a tree with a file and a folder of one name was built")
+    assert store.head() == head
+    assert not list((store.root / "memories").rglob("*.md"))
+    assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert not (store.root / ".git" / "quipu-pending.json").exists()

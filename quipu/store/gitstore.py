@@ -360,7 +360,8 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *, make_com
     except BaseException:
         # Whatever stopped us, put the worktree and git's index back in line with the branch.
         with contextlib.suppress(Exception):
-            _ = early.join() if early is not None else None
+            if early is not None:
+                early.undo(w.workdir)  # then the branch's files are written
         with contextlib.suppress(Exception):
             ref, tip = w.tip()
             _settle(w, ref, paths, w.tree_of(tip))

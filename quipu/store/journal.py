@@ -244,6 +244,16 @@ class NewFiles:
             raise self._error
         return self.made
 
+    def undo(self, workdir: str) -> None:
+        """Remove the files made here (a write that did not land; each was made new, ``O_EXCL``)."""
+        for thread in self._threads:
+            thread.join()
+        for rel in self.made:
+            full = os.path.join(workdir, rel)
+            with contextlib.suppress(OSError):
+                os.unlink(full)
+            _prune_empty_dirs(workdir, os.path.dirname(full))
+
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 

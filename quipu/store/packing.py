@@ -24,8 +24,8 @@ Contract:
 - ``BlobStream(gitdir)`` is that ``git fast-import`` fed while a bulk writer still makes its files
   (an import streams each note's file once it passed its checks, and git packs them on another
   core while the rest are read); the blobs are in no tree until a commit names them. Once its
-  ``finish`` saw git succeed, ``write_blobs`` of this process skips those exact blobs (by id, as
-  git names them); a stream that failed leaves them to ``write_blobs``.
+  ``finish`` saw git succeed, the next ``write_blobs`` of this process into that git dir skips
+  those exact blobs (by id, as git names them); a stream that failed leaves them to it.
 """
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def _blob_id(data: bytes) -> bytes:
 def write_blobs(gitdir: str, datas: list[bytes]) -> bool:
     """Store ``datas`` as blobs in one pack through one ``git fast-import``; False when that could not
     be done (no git, a failed run), and the caller writes them as loose objects."""
-    streamed = _STREAMED.get(os.path.normpath(gitdir))
+    streamed = _STREAMED.pop(os.path.normpath(gitdir), None)  # these blobs are now named by a tree
     if streamed:
         datas = [data for data in datas if _blob_id(data) not in streamed]
     if not datas:
@@ -208,8 +208,8 @@ class BlobStream:
             assert child.stdin is not None
             child.stdin.close()
         ok = child.wait() == 0 and not self._failed
-        if ok:
-            _STREAMED.setdefault(self.gitdir, set()).update(self._ids)
+        if ok and self._ids:
+            _STREAMED.setdefault(self.gitdir, self._ids).update(self._ids)
         return ok
 
     def abandon(self) -> None:
