@@ -12,6 +12,8 @@ Contract:
   cache tree, the untracked cache, offset tables) are dropped on write; git rebuilds them.
 - ``set(path, ...)`` stages a blob entry with the file's stat data exactly as ``git add`` would;
   ``remove(path)`` unstages; both keep the entries sorted as git sorts them (bytewise).
+  ``set_many(items)`` is ``set`` of each, merged into the sorted entries at once (a bulk write's
+  100,000 files are not inserted one by one).
 - ``serialize()`` gives the whole file: header, entries in the version read, trailing SHA-1.
   ``trailer`` is the SHA-1 of the file last parsed or serialized (git's checksum of the file).
 - ``set`` returns the entry's fixed part; ``set_fixed`` stages such a part again (replaying
@@ -149,7 +151,7 @@ class IndexFile:
     def set_many(self, items: list[tuple[str, bytes, int, os.stat_result]]) -> list[bytes]:
         """``set`` of each item (distinct paths), merged into the entries at once: a bulk write's
         100,000 files are not inserted one by one into the sorted entries."""
-        if len(items) < 64 or len(set(self.paths)) != len(self.paths):  # few, or the stages of a merge
+        if len(items) < 64 or len(set(self.paths)) != len(self.paths):  # few, or a path entered twice
             return [self.set(*item) for item in items]
         made = [self._fixed_part(*item) for item in items]
         merged = dict(zip(self.paths, self.fixed, strict=True))

@@ -1,4 +1,5 @@
-"""The writer's crash journal, and recovery after a writer that died mid-commit."""
+"""The writer's crash journal, recovery after a writer that died mid-commit, and the worktree files of
+a write (``write_worktree``; a bulk write's new files made in two threads while its tree is built: ``NewFiles``)."""
 from __future__ import annotations
 
 import contextlib
