@@ -138,7 +138,7 @@ def test_awkward_notes_are_committed_as_they_read_back_and_git_s_index_has_their
     assert git(store.root, "status", "--porcelain") == ""
     assert git(store.root, "diff-files", "--name-only") == ""  # the index's status of each file is exact
     packs = list((store.root / ".git" / "objects" / "pack").glob("*.idx"))
-    assert len(packs) == 1  # git packed the notes while they were read; the commit wrote no second pack
+    assert len(packs) == 1  # the notes' blobs in one pack, not a loose file each
     packed = {line.split()[0] for line in git(store.root, "verify-pack", "-v", str(packs[0])).splitlines()}
     listed = {m["id"]: m for m in json.loads(quipu("--store", str(store.root), "list", "--limit", "0",
                                                    "--json").stdout)}

@@ -8,9 +8,8 @@ Contract:
   (``checked_note``: a bad field, a file too large or holding NUL, a secret in the file or in any
   field it is made from, each byte scanned once (``scanned.rendered_holds_secret``), named by rule
   and line, never shown) is skipped with its reason; one note never stops the rest. The rest is
-  one commit (``Store.commit``: one tree, its blobs in one pack, which git writes while the notes
-  are still read: ``packing.BlobStream``), which does not scan again the bytes checked here
-  (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so the
+  one commit (``Store.commit``: one tree, its blobs in one pack), which does not scan again the
+  bytes checked here (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so the
   index refresh writes the rows without parsing them again.
 - Python's cycle collector is off during the pass (``quipu.index.rebuild.gc_paused``): it would walk every kept note
   again at each collection. Progress is drawn on a terminal's stderr only.
@@ -25,7 +24,7 @@ from pathlib import Path
 from quipu.errors import FatalError, InvalidMemory
 from quipu.index.rebuild import gc_paused
 from quipu.output import Progress
-from quipu.store import gitobj, notes, packing, scanned, secrets_scan
+from quipu.store import gitobj, notes, scanned, secrets_scan
 from quipu.store.gitobj import object_id
 from quipu.store.memory import Memory, check_file_bytes, render_memory
 from quipu.store.store import Store, memory_fields
@@ -135,33 +134,19 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     skipped: list[notes.Skipped] = []
     head = _present_in_head(store)
     shown = Progress(len(found) if isinstance(found, Sized) else 0, "Reading notes")
-    stream: packing.BlobStream | None = None  # from BULK_BLOBS notes on, git packs them while the rest are read
-    try:
-        for n, item in enumerate(found, start=1):
-            shown.update(n)
-            if isinstance(item, notes.Skipped):
-                skipped.append(item)
-            elif item.memory.id in fresh or head(item.memory.path):
-                existing.append(item.memory)
+    for n, item in enumerate(found, start=1):
+        shown.update(n)
+        if isinstance(item, notes.Skipped):
+            skipped.append(item)
+        elif item.memory.id in fresh or head(item.memory.path):
+            existing.append(item.memory)
+        else:
+            reason, data, memory = checked_note(item, allow_secret_like)
+            if reason or memory is None:
+                skipped.append(notes.Skipped(item.path, reason or "it cannot be read"))
             else:
-                reason, data, memory = checked_note(item, allow_secret_like)
-                if reason or memory is None:
-                    skipped.append(notes.Skipped(item.path, reason or "it cannot be read"))
-                    continue
                 fresh[item.memory.id] = data
                 parsed[item.memory.id] = memory
-                if stream is not None:
-                    stream.add(data)
-                elif len(fresh) == packing.BULK_BLOBS and not dry_run:
-                    stream = packing.BlobStream(store.gitdir)
-                    for earlier in fresh.values():
-                        stream.add(earlier)
-        if stream is not None:
-            stream.finish()  # what it could not pack, the commit packs (``packing.write_blobs``)
-    except BaseException:
-        if stream is not None:
-            stream.abandon()
-        raise
     shown.done()
     commit = None
     if fresh and not dry_run:

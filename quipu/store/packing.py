@@ -21,23 +21,13 @@ Contract:
   into one pack, not one loose file each. It says whether that run succeeded; when it did not
   (no git, a failed run) the caller writes them loose (``quipu.store.gitobj.build_tree`` does,
   from ``BULK_BLOBS`` new blobs on).
-- ``BlobStream(gitdir)`` is that ``git fast-import`` fed while a bulk writer still makes its files
-  (an import streams each note's file once it passed its checks, and git packs them on another
-  core while the rest are read); the blobs are in no tree until a commit names them. Once its
-  ``finish`` saw git succeed, the next ``write_blobs`` of this process into that git dir skips
-  those exact blobs (by id, as git names them); a stream that failed leaves them to it.
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import subprocess
 
 LOOSE_LIMIT = 6700  # git's gc.auto default
 PACK_LIMIT = 50  # git's gc.autoPackLimit default
@@ -133,89 +123,29 @@ def _git_env(git: str) -> dict[str, str]:
     }
 
 
-_STREAMED: dict[str, set[bytes]] = {}  # git dir -> ids of the blobs a finished BlobStream packed there
-
-
-def _blob_id(data: bytes) -> bytes:
-    found = hashlib.sha1(b"blob %d\x00" % len(data))
-    found.update(data)
-    return found.digest()
-
-
 def write_blobs(gitdir: str, datas: list[bytes]) -> bool:
     """Store ``datas`` as blobs in one pack through one ``git fast-import``; False when that could not
     be done (no git, a failed run), and the caller writes them as loose objects."""
-    streamed = _STREAMED.pop(os.path.normpath(gitdir), None)  # these blobs are now named by a tree
-    if streamed:
-        datas = [data for data in datas if _blob_id(data) not in streamed]
-    if not datas:
-        return True
-    stream = BlobStream(gitdir)
-    for data in datas:
-        stream.add(data, named=False)
-    return stream.finish()
+    import shutil
+    import subprocess
 
-
-class BlobStream:
-    """One ``git fast-import`` fed blobs as they are made (see the contract)."""
-
-    def __init__(self, gitdir: str) -> None:
-        self.gitdir = os.path.normpath(gitdir)
-        self._child: subprocess.Popen[bytes] | None = None
-        self._pending: list[bytes] = []
-        self._ids: set[bytes] = set()
-        self._failed = False
-
-    def add(self, data: bytes, *, named: bool = True) -> None:
-        if named:
-            self._ids.add(_blob_id(data))
-        self._pending.append(b"blob\ndata %d\n%s\n" % (len(data), data))
-        if len(self._pending) >= 256:  # one write of 256 blobs' commands
-            self._flush()
-
-    def _flush(self) -> None:
-        chunk, self._pending = b"".join(self._pending), []
-        if self._failed:
-            return
-        import shutil  # at the first blobs only: a write that packs nothing does not load them
-        import subprocess
-
-        try:
-            if self._child is None:
-                git = shutil.which("git")
-                if git is None:
-                    self._failed = True
-                    return
-                git = os.path.abspath(git)
-                argv = [git, "--git-dir", self.gitdir, *(x for flag in _FLAGS for x in ("-c", flag)),
-                        "-c", "fastimport.unpackLimit=100", "fast-import", "--quiet", "--depth=0"]
-                self._child = subprocess.Popen(argv, cwd=self.gitdir, env=_git_env(git), stdin=subprocess.PIPE,
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            assert self._child.stdin is not None
-            self._child.stdin.write(chunk)
-        except (OSError, subprocess.SubprocessError):  # BrokenPipeError included: git stopped
-            self._failed = True
-            self.abandon()
-
-    def finish(self) -> bool:
-        """Wait for the pack; whether git wrote it (and then ``write_blobs`` skips these blobs)."""
-        if self._pending:
-            self._flush()
-        child, self._child = self._child, None
-        if child is None:
-            return not self._failed and not self._ids
-        with contextlib.suppress(OSError):
+    git = shutil.which("git")
+    if git is None:
+        return False
+    git = os.path.abspath(git)
+    argv = [git, "--git-dir", gitdir, *(x for flag in _FLAGS for x in ("-c", flag)),
+            "-c", "fastimport.unpackLimit=100", "fast-import", "--quiet", "--depth=0"]
+    try:
+        with subprocess.Popen(argv, cwd=gitdir, env=_git_env(git), stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as child:
             assert child.stdin is not None
-            child.stdin.close()
-        ok = child.wait() == 0 and not self._failed
-        if ok and self._ids:
-            _STREAMED.setdefault(self.gitdir, self._ids).update(self._ids)
-        return ok
-
-    def abandon(self) -> None:
-        """Stop git without a pack (what it wrote so far is a temporary file it removes)."""
-        if self._child is not None:
-            with contextlib.suppress(OSError):
-                self._child.kill()
-            self._child.wait()
-            self._child = None
+            try:
+                for start in range(0, len(datas), 256):  # one write of 256 blobs' commands
+                    child.stdin.write(b"".join(b"blob\ndata %d\n%s\n" % (len(data), data)
+                                               for data in datas[start:start + 256]))
+                child.stdin.close()
+            except BrokenPipeError:
+                pass
+            return child.wait() == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
