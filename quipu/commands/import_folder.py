@@ -3,15 +3,15 @@
 Contract:
 - ``import_notes(store, found, source)`` takes notes as they are read (``quipu.store.notes``: a
   ``FolderNotes`` is counted first and read as iterated, here ``READ_BATCH`` notes before they are
-  checked) and keeps of each only the file it
-  becomes and its memory, parsed once (``Memory.create`` validated it, and what ``render_memory``
-  writes of it reads back as it: the file is not parsed again). A note that may not enter
-  (``checked_note``: a bad field, a file too large or holding NUL, a secret in the file or in any
-  field it is made from, each byte scanned once (``scanned.rendered_holds_secret``), named by rule
-  and line, never shown) is skipped with its reason; one note never stops the rest. The rest is
-  one commit (``Store.commit``: one tree, its blobs in one pack), which does not scan again the
-  bytes checked here (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so the
-  index refresh writes the rows without parsing them again.
+  checked) and keeps of each only the file it becomes and its memory, parsed once
+  (``Memory.create`` validated it, and what ``render_memory`` writes of it reads back as it: the
+  file is not parsed again). A note that may not enter (``checked_note``: a bad field, a file too
+  large or holding NUL, a secret in the file or in any field it is made from, each byte scanned
+  once (``scanned.rendered_holds_secret``), named by rule and line, never shown) is skipped with
+  its reason; one note never stops the rest. The rest is one commit (``Store.commit``: one tree,
+  its blobs in one pack), which does not scan again the bytes checked here
+  (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so
+  the index refresh writes the rows without parsing them again.
 - Python's cycle collector is off during the pass (``quipu.index.rebuild.gc_paused``): it would walk every kept note
   again at each collection. Progress is drawn on a terminal's stderr only.
 """

@@ -16,8 +16,8 @@ Contract:
   ``require`` paths must exist in the parent commit; both are checked under the lock, against
   the tip the commit is built on.
 - The worktree files of the touched paths are written first (a bulk write's new files while its
-  tree and pack are built, in a thread, once journalled; git's index takes each file's status as
-  it was written); then quipu takes git's own
+  tree and pack are built, in two threads, once journalled, and removed again if the write does not
+  land; git's index takes each file's status as it was written); then quipu takes git's own
   ``index.lock`` (O_EXCL, as git does), prepares the new index in it from ``.git/index`` read under
   that lock (so a person's ``git add`` is never undone), swaps the branch, and renames the
   prepared index into place. Holding git's index lock across the swap means a person's

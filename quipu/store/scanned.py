@@ -10,8 +10,9 @@ Contract:
   is exactly the file's tail; each other non-empty field alone (few bytes: a frontmatter value is
   JSON-escaped in the file, so the raw string is checked as well). No rule's match runs across
   the closing line: no pattern takes both ``-`` and a line break, but a private key's header,
-  which is found in the frontmatter alone. The file's bytes are then remembered as clean, as if
-  scanned whole.
+  which is found in the frontmatter alone (``tests/import_once_test.py`` compares this with the
+  whole file and each field scanned apart, over the secret corpus). The file's bytes are then
+  remembered as clean, as if scanned whole.
 - ``refuse_secrets(changes, message, allow, fields=...)`` is ``secrets_scan.refuse_secrets`` over
   the fields and files whose exact bytes were not found clean here already, and always over the message; it returns the
   vouched rules that were needed. A bulk writer (an import of thousands of notes) that checked each
