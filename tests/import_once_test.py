@@ -178,3 +178,17 @@ def test_a_bulk_write_that_fails_after_its_new_files_were_made_leaves_the_worktr
     assert not list((store.root / "memories").rglob("*.md"))
     assert git(store.root, "status", "--porcelain", "--untracked-files=all") == ""
     assert not (store.root / ".git" / "quipu-pending.json").exists()
+
+
+def test_a_frontmatter_value_is_written_as_json_writes_it() -> None:
+    """The renderer skips json for a plain string or a list of them: the bytes are json's."""
+    from quipu.store import memory
+
+    rng = random.Random(9)
+    alphabet = ["a", "Z", " ", '"', "\\", "\n", "\t", "\x7f", "\x01", "\u2028", "\xa0", "\u00e9", "\u4e2d", "\U0001f600"]
+    values: list[object] = [150.0, None, True, 3, [], [1, "a"], "", "plain words"]
+    for _ in range(3_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        values += [text, [text, text[::-1]]]
+    for value in values:
+        assert memory._json(value) == json.dumps(value, ensure_ascii=False), value
