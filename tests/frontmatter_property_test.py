@@ -157,7 +157,7 @@ def test_a_bad_hand_committed_file_is_skipped_named_and_listed_never_breaking_a_
 def test_a_field_read_without_json_reads_as_json_would(value: str) -> None:
     """The frontmatter reader takes a plain quoted string as it is, without json.loads: for any
     value at all it must read what json.loads reads, or send the file to YAML as before."""
-    from quipu.store.memory import _fast_fields
+    from quipu.store.frontmatter import _fast_fields
 
     if "\n" in value:
         return

@@ -111,3 +111,27 @@ def test_indexes_it_must_not_rewrite_are_refused(tmp_path: Path) -> None:
     subprocess.run(["git", "-C", str(root), "merge", "-q", "other"], capture_output=True)
     with pytest.raises(Unsupported, match="unmerged"):
         IndexFile.parse(_index(root).read_bytes())
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_many_entries_set_at_once_are_the_index_setting_each_makes(tmp_path: Path, version: int) -> None:
+    """A bulk write's files merged into the entries at once: the same bytes as one ``set`` each
+    (new paths among the old ones, and old paths staged again), and git sees a clean tree."""
+    root = _repo(tmp_path / "r", version)
+    repo = pygit2.Repository(str(root))
+    names = [f"memories/{n % 7}{n % 3}/note-{n:04d}.md" for n in range(300)] + ["memories/ab/abc-one.md", "README.md"]
+    items = []
+    for n, rel in enumerate(names):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"note {n}\n")
+        items.append((rel, repo.create_blob_fromworkdir(rel).raw, 0o100644, os.lstat(path)))
+    one_by_one = IndexFile.parse(_index(root).read_bytes())
+    parts = [one_by_one.set(*item) for item in items]
+    at_once = IndexFile.parse(_index(root).read_bytes())
+    assert at_once.set_many(items) == parts
+    assert at_once.serialize() == one_by_one.serialize()
+    _index(root).write_bytes(at_once.serialize())
+    git(root, "commit", "-q", "-m", "many")
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(root, "diff-files", "--name-only") == ""

@@ -13,7 +13,8 @@ import sys
 from quipu.index import index
 from quipu.commands._common import add_allow_secret, add_json, amount, open_store
 from quipu.errors import FatalError, InvalidMemory
-from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc, parse_fields
+from quipu.store.frontmatter import parse_fields
+from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc
 from quipu.store.notes import memory_document
 from quipu.output import print_json
 

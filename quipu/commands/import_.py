@@ -40,7 +40,8 @@ from quipu.claude import memorymd
 from quipu.store import notes, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
-from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_fields, render_memory
+from quipu.store.frontmatter import parse_fields
+from quipu.store.memory import MAX_FILE_BYTES, Memory, render_memory
 from quipu.output import print_json
 from quipu.store.store import Store
 from quipu.commands.import_folder import FolderImport, import_markdown, secret_reason, stage

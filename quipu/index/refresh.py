@@ -90,10 +90,19 @@ def _apply(store: Store, db: sqlite3.Connection, head: str, gone: list[str], lan
         affected: set[str] = set()
         _start_changed_terms(db)
         forget_paths(db, [*gone, *(rel for rel, _, _ in landed)], affected)
-        apply_changes(db, landed, affected)
+        # A write that at least doubles the rows (a bulk import): the terms are counted again from
+        # the FTS5 index, as a rebuild counts them, instead of indexing its text a second time.
+        recount = len(landed) >= db.execute("SELECT count(*) FROM memories").fetchone()[0]
+        apply_changes(db, landed, affected, note_terms=not recount)
         if affected:
             derive_state(db, affected)
-        note_fts_changes(db, _recount_changed_terms(db))
+        if recount:
+            optimize_fts(db)
+            db.execute("DELETE FROM term_df")
+            db.execute("INSERT INTO term_df SELECT term, doc FROM memory_vocab")
+            _recount_changed_terms(db)  # empties the scratch tables; the counts were taken whole
+        else:
+            note_fts_changes(db, _recount_changed_terms(db))
         write_meta(db, store, head)
         db.execute("COMMIT")
     except BaseException:
@@ -106,13 +115,18 @@ def forget_paths(db: sqlite3.Connection, paths: list[str], affected: set[str]) -
     """Remove the rows of ``paths`` (a memory file or an event file), each found through an index:
     a row's path is always its id's path (``indexable_memory``), so its id is the file's name."""
     memory_paths = [rel for rel in paths if rel.startswith("memories/")]
-    for rel in memory_paths:
-        old = db.execute("SELECT rowid, id, supersedes FROM memories WHERE id = ? AND path = ?",
-                         (rel.rsplit("/", 1)[-1].removesuffix(".md"), rel)).fetchone()
-        if old:
-            delete_row(db, old[0])
-            affected.add(old[1])
-            affected.update(old[2].split())
+    ids = {rel.rsplit("/", 1)[-1].removesuffix(".md"): rel for rel in memory_paths}
+    found: list[tuple[int, str, str, str]] = []
+    keys = list(ids)
+    for chunk in range(0, len(keys), 500):  # 500 ids a statement, each found through the id's index
+        part = keys[chunk:chunk + 500]
+        found += db.execute(f"SELECT rowid, id, supersedes, path FROM memories WHERE id IN ({', '.join('?' * len(part))})",
+                            part).fetchall()
+    for rowid, row_id, supersedes, path in found:
+        if ids.get(row_id) == path:
+            delete_row(db, rowid)
+            affected.add(row_id)
+            affected.update(supersedes.split())
     db.executemany("DELETE FROM problems WHERE path = ?", ((rel,) for rel in memory_paths))
     for rel in paths:
         if not rel.startswith("memories/") and (mid := memory_id_of_event(rel)) is not None:
@@ -159,9 +173,11 @@ def note_fts_changes(db: sqlite3.Connection, rows: int) -> None:
         db.execute("INSERT OR REPLACE INTO meta VALUES ('fts_changes', ?)", (str(total),))
 
 
-def apply_changes(db: sqlite3.Connection, changes: Iterable[Landed], affected: set[str]) -> None:
+def apply_changes(db: sqlite3.Connection, changes: Iterable[Landed], affected: set[str], *,
+                  note_terms: bool = True) -> None:
     """Index the files ``changes`` names (see ``Landed``), whose old rows are gone: the rows in one
-    batch, their full text in one statement."""
+    batch, their full text in one statement (and in the scratch table of added terms, with
+    ``note_terms``)."""
     events: list[tuple[str, str, str]] = []
     problems: list[tuple[str, str]] = []
 
@@ -191,4 +207,5 @@ def apply_changes(db: sqlite3.Connection, changes: Iterable[Landed], affected: s
     db.executemany("INSERT OR REPLACE INTO problems VALUES (?, ?)", problems)
     cols = ", ".join(FTS_COLUMNS)
     db.execute(f"INSERT INTO memory_fts(rowid, {cols}) SELECT rowid, {cols} FROM memories WHERE rowid > ?", (last,))
-    db.execute(f"INSERT INTO temp.added_text({cols}) SELECT {cols} FROM memories WHERE rowid > ?", (last,))
+    if note_terms:
+        db.execute(f"INSERT INTO temp.added_text({cols}) SELECT {cols} FROM memories WHERE rowid > ?", (last,))

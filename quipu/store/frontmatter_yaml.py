@@ -20,7 +20,8 @@ def yaml_fields(head: str, source: str) -> Any:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        for event in yaml.parse(head, Loader=loader):
+        # An anchor, an alias and a tag each begin with one of these; without them no event has one.
+        for event in yaml.parse(head, Loader=loader) if any(c in head for c in "&*!") else ():
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise InvalidMemory(f"{source}: YAML anchors and aliases are not allowed in frontmatter")
             # Parser events carry a tag only when the text names one explicitly (!!python/...).

@@ -16,7 +16,9 @@ Contract:
   no '.' or '..' parts, no NUL, nothing under ``.git``). ``create_only`` paths must not exist and
   ``require`` paths must exist in the parent commit; both are checked under the lock, against
   the tip the commit is built on.
-- The worktree files of the touched paths are written first; then quipu takes git's own
+- The worktree files of the touched paths are written first (a bulk write's new files while its
+  tree and pack are built, in two threads, once journalled, and removed again if the write does not
+  land; git's index takes each file's status as it was written); then quipu takes git's own
   ``index.lock`` (O_EXCL, as git does), prepares the new index in it from ``.git/index`` read under
   that lock (so a person's ``git add`` is never undone), swaps the branch, and renames the
   prepared index into place. Holding git's index lock across the swap means a person's
@@ -51,7 +53,7 @@ from quipu.errors import ConflictError, NoStore
 from quipu.prompt import locate
 from quipu.store import gitobj, gitrefs, packing
 from quipu.store.indexlock import GitIndexLock, compact_index
-from quipu.store.journal import Journal, recover, safe_worktree_path, write_worktree
+from quipu.store.journal import Journal, NewFiles, recover, safe_worktree_path, write_worktree
 from quipu.store.locks import file_lock
 from quipu.store.trees import check_path, check_preconditions
 from quipu.lite import NamedTuple
@@ -64,6 +66,7 @@ LOCK_NAME = "quipu.lock"
 MAX_CAS_RETRIES = 50
 LOCK_WAIT_SECONDS = 5.0  # git holds a ref lock for milliseconds; longer means a stuck program
 REFLOG_MESSAGE = "quipu: commit"
+NEW_FILES = 256  # from this many new files on, they are created while the tree is built
 
 # (parent commit id, its tree) -> (new tree id, repository paths the new tree changes)
 Build = Callable[[str, gitobj.Tree], "tuple[str, list[str]]"]
@@ -209,15 +212,8 @@ def writer_lock(where: str | pygit2.Repository) -> Iterator[None]:
 # ---------------------------------------------------------------- writing
 
 
-def commit_files(
-    root: Path,
-    changes: Mapping[str, bytes | None],
-    message: str,
-    *,
-    objects: gitobj.Objects | None = None,
-    create_only: Collection[str] = (),
-    require: Collection[str] = (),
-) -> str | None:
+def commit_files(root: Path, changes: Mapping[str, bytes | None], message: str, *, objects: gitobj.Objects | None = None,
+                 create_only: Collection[str] = (), require: Collection[str] = ()) -> str | None:
     """Commit ``changes`` on the current branch; returns the new commit id, or None if nothing changed.
 
     ``create_only``: paths that must not exist yet (ConflictError if they do); ``require``: paths
@@ -226,15 +222,8 @@ def commit_files(
     return landed.commit if landed is not None else None
 
 
-def write_files(
-    root: Path,
-    changes: Mapping[str, bytes | None],
-    message: str,
-    *,
-    objects: gitobj.Objects | None = None,
-    create_only: Collection[str] = (),
-    require: Collection[str] = (),
-) -> Landed | None:
+def write_files(root: Path, changes: Mapping[str, bytes | None], message: str, *, objects: gitobj.Objects | None = None,
+                create_only: Collection[str] = (), require: Collection[str] = ()) -> Landed | None:
     """``commit_files``, returning the landed write (None when nothing changed)."""
     for rel in [*changes, *create_only, *require]:
         check_path(rel)
@@ -244,13 +233,13 @@ def write_files(
         safe_worktree_path(w.workdir, rel, checked)
 
     def build(parent: str, base: gitobj.Tree) -> tuple[str, list[str]]:
-        check_preconditions(base, create_only, require)
         return gitobj.build_tree(w.objects, base.id, changes), list(changes)
 
     with writer_lock(w.gitdir):
         pending = recover(w.gitdir, w.workdir)
         compact_index(w.gitdir, w.workdir)
-        landed = _land(w, build, message, pending, written=changes)
+        landed = _land(w, build, message, pending, written=changes, check=lambda base: check_preconditions(
+            base, create_only, require), new={rel: data for rel in create_only if (data := changes.get(rel))})
     if landed is None:
         return None
     _maybe_gc(w.gitdir)
@@ -310,8 +299,9 @@ def land(repo: pygit2.Repository, build: TreeBuilder, make_commit: CommitMaker) 
     return landed.commit
 
 
-def _land(w: Writer, build: Build, message: str, pending: list[str], *,
-          make_commit: MakeCommit | None = None, written: Mapping[str, bytes | None] | None = None) -> Landed | None:
+def _land(w: Writer, build: Build, message: str, pending: list[str], *, make_commit: MakeCommit | None = None,
+          written: Mapping[str, bytes | None] | None = None, check: Callable[[gitobj.Tree], None] | None = None,
+          new: Mapping[str, bytes] | None = None) -> Landed | None:
     """Build a commit on the branch tip and move the branch to it; call with the writer lock held.
 
     Order: write the touched worktree files; take git's ``index.lock`` and prepare the new index
@@ -320,12 +310,20 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *,
     commit, and none can commit a tree without it on top of quipu's commit. A swap that fails
     because someone moved the branch starts over on the new tip. Returns None (and writes
     nothing) when the tree would not change. ``written``: the bytes ``build`` put at its paths,
-    which the worktree takes as they are instead of reading them back from git."""
+    which the worktree takes as they are. ``check``: the preconditions, on the tip's tree; ``new``:
+    files it says are not there, from ``NEW_FILES`` on created while the tree is built (``NewFiles``)."""
     paths = list(pending)
+    early: NewFiles | None = None
     try:
         for _attempt in range(MAX_CAS_RETRIES):
             ref, parent = w.tip()
             base = w.tree_of(parent)
+            if check is not None:
+                check(base)
+            if early is None and new is not None and len(new) >= NEW_FILES:
+                paths = list(dict.fromkeys([*pending, *new]))
+                Journal(w.gitdir, "", ref, paths).write("worktree")
+                early = NewFiles(w.workdir, new)
             tree_id, touched = build(parent, base)
             paths = list(dict.fromkeys([*pending, *touched]))
             made = (
@@ -339,11 +337,12 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *,
             journal = Journal(w.gitdir, made, ref, paths)
             journal.write("worktree")
             tree = gitobj.Tree(w.objects, tree_id)
-            write_worktree(w.workdir, paths, _files(tree, written))
+            made_early = early.join() if early is not None else {}
+            stats = write_worktree(w.workdir, [p for p in paths if p not in made_early], _files(tree, written))
             index_lock = GitIndexLock(w.gitdir, w.workdir, journal)
             try:
                 if index_lock.acquire():
-                    index_lock.prepare(paths, tree.blob)
+                    index_lock.prepare(paths, tree.blob, {**made_early, **stats})
                 swapped = _swap(w, ref, parent, made, journal)
             except BaseException:
                 index_lock.rollback()
@@ -362,6 +361,9 @@ def _land(w: Writer, build: Build, message: str, pending: list[str], *,
         )
     except BaseException:
         # Whatever stopped us, put the worktree and git's index back in line with the branch.
+        with contextlib.suppress(Exception):
+            if early is not None:
+                early.undo(w.workdir)  # then the branch's files are written
         with contextlib.suppress(Exception):
             ref, tip = w.tip()
             _settle(w, ref, paths, w.tree_of(tip))

@@ -5,7 +5,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from quipu.store import gitindex
 from quipu.store.journal import Journal
@@ -164,12 +164,16 @@ class GitIndexLock:
             return
         os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
-    def prepare(self, paths: list[str], entry_of: Callable[[str], tuple[int, str] | None]) -> None:
-        """Stage ``paths`` as the new tree has them (``entry_of``: a file's mode and blob id, or None)."""
+    def prepare(self, paths: list[str], entry_of: Callable[[str], tuple[int, str] | None],
+                stats: Mapping[str, os.stat_result] | None = None) -> None:
+        """Stage ``paths`` as the new tree has them (``entry_of``: a file's mode and blob id, or None;
+        ``stats``: the status of files this write made, taken as each was written)."""
+        stats = stats or {}
         staged = self._current(_INDEX_CACHE.pop(self.index, None))
         self.staged = None
         changes: dict[str, list[Any]] = {"set": [], "rm": []}
         start = staged.trailer.hex() if isinstance(staged, gitindex.IndexFile) else ""
+        setting: list[tuple[str, bytes, int, os.stat_result]] = []
         for rel in paths:
             entry = entry_of(rel)
             if entry is None:
@@ -178,12 +182,14 @@ class GitIndexLock:
                 changes["rm"].append(rel)
                 continue
             mode, oid = entry
-            st = os.lstat(os.path.join(self.workdir, rel))
+            st = stats.get(rel) or os.lstat(os.path.join(self.workdir, rel))
             if isinstance(staged, gitindex.IndexFile):
-                changes["set"].append([rel, staged.set(rel, bytes.fromhex(oid), mode, st).hex()])
+                setting.append((rel, bytes.fromhex(oid), mode, st))
             else:
                 staged.add(_stat_entry(rel, oid, mode, st))
         if isinstance(staged, gitindex.IndexFile):
+            fixed = staged.set_many(setting)
+            changes["set"].extend([item[0], part.hex()] for item, part in zip(setting, fixed, strict=True))
             # Entries as new as the index being replaced may hide a same-tick edit (racy git).
             since = _mtime_seconds(self.index)
             if since is not None:

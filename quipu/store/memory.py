@@ -15,7 +15,9 @@ Contract:
   ``InvalidMemory`` naming the file and the problem.
 - ``render_memory`` writes each frontmatter value as a JSON scalar or flow list (JSON is valid
   YAML), so files quipu wrote parse on a fast path without YAML; hand-written YAML is read with
-  the safe loader (``quipu.store.frontmatter_yaml``).
+  the safe loader (``quipu.store.frontmatter_yaml``). What it renders of a memory ``Memory.create``
+  made, ``parse_memory`` reads back as that memory once its bytes pass ``check_file_bytes`` (size,
+  NUL): a bulk import parses once.
 - ``Memory.create`` is the one place fields are validated; bad fields name the field and the
   allowed values. Every field is checked for type, range, size and encoding (text must be
   encodable as UTF-8: no lone surrogates; one-line fields hold no control characters), so a
@@ -31,6 +33,7 @@ import os
 import re
 
 from quipu.errors import InvalidMemory
+from quipu.store.frontmatter import parse_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: reading a memory does not load typing
@@ -369,65 +372,18 @@ def parse_created(text: str) -> _dt.datetime:
 # ---------------------------------------------------------------- reading and writing
 
 
-def split_frontmatter(text: str, source: str) -> tuple[str, str]:
-    """Split ``---`` frontmatter from the body."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.startswith("---"):
-        raise InvalidMemory(f"{source}: no frontmatter: the file must start with a '---' line")
-    lines = text.split("\n")
-    if lines[0].strip() != "---":
-        raise InvalidMemory(f"{source}: the first line must be exactly '---'")
-    for n, line in enumerate(lines[1:], start=1):
-        if line.rstrip("\r") == "---":
-            head = "\n".join(lines[1:n])
-            body = "\n".join(lines[n + 1 :])
-            return head, body.lstrip("\n")
-    raise InvalidMemory(f"{source}: the frontmatter is never closed by a '---' line")
-
-
-def _fast_fields(head: str) -> dict[str, Any] | None:
-    """Parse frontmatter written by ``render_memory`` (``key: <json>`` lines) without YAML."""
-    out: dict[str, Any] = {}
-    for line in head.split("\n"):
-        if not line.strip():
-            continue
-        key, sep, value = line.partition(": ")
-        if not sep or not key.isidentifier():
-            return None
-        if value[:1] == '"' and value[-1:] == '"' and len(value) > 1 and value.isprintable() \
-                and '"' not in value[1:-1] and "\\" not in value:
-            out[key] = value[1:-1]  # a plain JSON string, as most are: what json.loads would give
-            continue
-        try:
-            out[key] = json.loads(value)
-        except (ValueError, RecursionError):
-            return None
-    return out
-
-
-def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:
-    """Split a memory's text into its frontmatter mapping (not yet validated) and body."""
-    head, body = split_frontmatter(text, source)
-    fields = _fast_fields(head)
-    if fields is None:
-        from quipu.store.frontmatter_yaml import yaml_fields  # hand-written YAML only
-
-        fields = yaml_fields(head, source)
-    if not isinstance(fields, dict):
-        raise InvalidMemory(f"{source}: frontmatter must be a mapping of field: value")
-    return fields, body
+def check_file_bytes(data: bytes, source: str = "memory") -> None:
+    """What ``parse_memory`` refuses of a file's bytes before it reads any field: its size, NUL."""
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}\n"
+                            "- split it into several smaller memories")
+    if b"\x00" in data:
+        raise InvalidMemory(f"{source}: contains NUL bytes; a memory must be UTF-8 text")
 
 
 def parse_memory(data: bytes, source: str = "memory") -> Memory:
     """Parse and validate a memory file's bytes."""
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidMemory(
-            f"{source}: {len(data):,} bytes; a memory file may hold at most {MAX_FILE_BYTES:,}\n"
-            "- split it into several smaller memories"
-        )
-    if b"\x00" in data:
-        raise InvalidMemory(f"{source}: contains NUL bytes; a memory must be UTF-8 text")
+    check_file_bytes(data, source)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -436,10 +392,24 @@ def parse_memory(data: bytes, source: str = "memory") -> Memory:
     return Memory.create(fields, body, source=source)
 
 
+def _plain(value: object) -> bool:
+    """Whether ``json.dumps`` writes this string as it is, between quotes."""
+    return type(value) is str and value.isprintable() and '"' not in value and "\\" not in value
+
+
+def _json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, without its machinery for a plain string or list of them."""
+    if _plain(value):
+        return f'"{value}"'
+    if type(value) is list and all(map(_plain, value)):
+        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def render_memory(memory: Memory) -> bytes:
     lines = ["---"]
     for key, value in memory.frontmatter().items():
-        lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+        lines.append(f"{key}: {_json(value)}")
     lines.append("---")
     body = memory.body if memory.body.endswith("\n") or not memory.body else memory.body + "\n"
     return ("\n".join(lines) + "\n" + body).encode("utf-8")

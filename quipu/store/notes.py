@@ -22,11 +22,13 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from quipu.errors import InvalidMemory
-from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_created, parse_fields
+from quipu.store.frontmatter import parse_fields
+from quipu.store.memory import MAX_FILE_BYTES, Memory, parse_created
 from quipu.lite import NamedTuple
 
 TYPE_CHECKING = False
@@ -70,8 +72,9 @@ def _one_line(value: object, limit: int = 300) -> str:
     return text[:limit] if text.isprintable() else ""
 
 
-def created_of(fields: dict[str, Any], path: Path) -> str:
-    """A note's ``created`` (or ``date``, ``modified``) when it is a date, else the file's mtime."""
+def created_of(fields: dict[str, Any], path: Path, mtime: float | None = None) -> str:
+    """A note's ``created`` (or ``date``, ``modified``) when it is a date, else the file's mtime
+    (``mtime``, when the caller has it)."""
     for key in ("created", "date", "modified"):
         value = fields.get(key)
         try:
@@ -85,19 +88,25 @@ def created_of(fields: dict[str, Any], path: Path) -> str:
                 return value.strip()
         except (ValueError, OverflowError):
             continue
-    when = _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+    when = _dt.datetime.fromtimestamp(path.stat().st_mtime if mtime is None else mtime, _dt.timezone.utc)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def read_note(path: Path, root: Path, rel: str | None = None) -> Note:
+def read_note(path: Path, root: Path, rel: str | None = None, status: os.stat_result | None = None) -> Note:
     """One note and the memory it becomes; InvalidMemory (naming the file) when it cannot be one.
-    ``rel``: the note's path in the folder, when the caller knows it."""
+    ``rel``: the note's path in the folder, when the caller knows it; ``status``: its ``lstat``."""
     rel = rel or path.relative_to(root).as_posix()
-    size = os.stat(path).st_size
-    if size > MAX_FILE_BYTES:
-        raise InvalidMemory(f"{rel}: {size:,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_FILE_BYTES + 1)
+    status = status or os.stat(path)
+    if status.st_size > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{rel}: {status.st_size:,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = [os.read(fd, status.st_size + 1)]
+        while chunks[-1] and sum(map(len, chunks)) <= MAX_FILE_BYTES:
+            chunks.append(os.read(fd, MAX_FILE_BYTES + 1))
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > MAX_FILE_BYTES:
         raise InvalidMemory(f"{rel}: {len(data):,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
     try:
@@ -126,7 +135,7 @@ def read_note(path: Path, root: Path, rel: str | None = None) -> Note:
         "topics": _short_list(fields.get("tags") if "tags" in fields else fields.get("topics")),
         "aliases": _short_list(fields.get("aliases")),
         "origin": "import",
-        "created": created_of(fields, path),
+        "created": created_of(fields, path, status.st_mtime),
     }
     return Note(rel, text, Memory.create(values, body + "\n", source=rel))
 
@@ -168,10 +177,11 @@ class FolderNotes:
 def _read_one(path: Path, root: Path, rel: str, link: bool) -> Note | Skipped:
     if link:
         return Skipped(rel, "not a regular folder (links are not followed): a link to a folder")
-    if path.is_symlink() or not path.is_file():
-        return Skipped(rel, "not a regular file (links are not followed)")
     try:
-        return read_note(path, root, rel)
+        status = os.lstat(path)
+        if not stat.S_ISREG(status.st_mode):
+            return Skipped(rel, "not a regular file (links are not followed)")
+        return read_note(path, root, rel, status)
     except InvalidMemory as exc:
         return Skipped(rel, str(exc).split("\n", 1)[0].removeprefix(f"{rel}: "))
     except OSError as exc:

@@ -140,10 +140,9 @@ def write_blobs(gitdir: str, datas: list[bytes]) -> bool:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as child:
             assert child.stdin is not None
             try:
-                for data in datas:
-                    child.stdin.write(b"blob\ndata %d\n" % len(data))
-                    child.stdin.write(data)
-                    child.stdin.write(b"\n")
+                for start in range(0, len(datas), 256):  # one write of 256 blobs' commands
+                    child.stdin.write(b"".join(b"blob\ndata %d\n%s\n" % (len(data), data)
+                                               for data in datas[start:start + 256]))
                 child.stdin.close()
             except BrokenPipeError:
                 pass

@@ -4,6 +4,15 @@ Contract:
 - ``find_secrets(data, allow)`` is ``secrets_scan.find_secrets`` on the bytes ``data`` (decoded as a
   commit's files are); when it finds nothing with no rule vouched for, a digest of exactly those
   bytes is remembered for the life of the process, and those bytes are not scanned again.
+- ``rendered_holds_secret(data, fields, allow)`` checks a memory file and the fields it was
+  rendered from (``render_memory``) with each byte scanned once: its frontmatter (up to the line
+  ``---`` that closes it), then its body as a text of its own, which is the body field when that
+  is exactly the file's tail; each other non-empty field alone (few bytes: a frontmatter value is
+  JSON-escaped in the file, so the raw string is checked as well). No rule's match runs across
+  the closing line: no pattern takes both ``-`` and a line break, but a private key's header,
+  which is found in the frontmatter alone (``tests/import_once_test.py`` compares this with the
+  whole file and each field scanned apart, over the secret corpus). The file's bytes are then
+  remembered as clean, as if scanned whole.
 - ``refuse_secrets(changes, message, allow, fields=...)`` is ``secrets_scan.refuse_secrets`` over
   the fields and files whose exact bytes were not found clean here already, and always over the message; it returns the
   vouched rules that were needed. A bulk writer (an import of thousands of notes) that checked each
@@ -35,11 +44,25 @@ def find_secrets(data: bytes, allow: Collection[str] = (), *, marker: bool = Fal
     return spans
 
 
+def rendered_holds_secret(data: bytes, fields: Mapping[str, str], allow: Collection[str] = (), *,
+                          marker: bool = False) -> bool:
+    """Whether a rendered memory file or a field it was made from holds a secret (see the contract)."""
+    cut = data.find(b"\n---\n") + 5 if data.startswith(b"---\n") else 0
+    parts = [data[:cut], data[cut:]] if cut > 4 else [data]
+    tail = parts[-1]
+    parts += [raw for value in fields.values() if value and (raw := value.encode("utf-8")) != tail]
+    if any(find_secrets(part, allow, marker=marker) for part in parts if part):
+        return True
+    if not allow and not (marker and secrets_scan.ALLOW_MARKER.encode() in data):
+        _CLEAN.add(_digest(data))
+    return False
+
+
 def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = (), *,
                    marker: bool = False, fields: Mapping[str, str] | None = None) -> list[str]:
     """``fields``: the raw strings the files were rendered from, encoded one at a time (the fields
     of 100,000 notes are never all copied at once) and checked before the files."""
     unseen = {name: data for name, text in (fields or {}).items()
-              if _digest(data := text.encode("utf-8")) not in _CLEAN}
+              if text and _digest(data := text.encode("utf-8")) not in _CLEAN}
     unseen.update((rel, data) for rel, data in changes.items() if data is not None and _digest(data) not in _CLEAN)
     return secrets_scan.refuse_secrets(unseen, message, allow, marker=marker)

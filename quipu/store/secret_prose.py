@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from quipu.store.secret_rules import keyword_of, lazy, secretish
+from quipu.store.secret_patterns import lazy
+from quipu.store.secret_rules import keyword_of, secretish
 
 # A password in prose: the word for it in many languages, a few joining words, then the value.
 PASSWORD_WORDS = (

@@ -14,7 +14,7 @@ Contract:
   found in one pass over the lower-cased text (an Aho-Corasick automaton, ``pyahocorasick``), and
   only the rules whose keywords it found run: the cost of a text does not grow with the number of
   rules. Patterns compile at their first use (importing the scanner compiles none), and of the
-  provider-token rule only the prefixes a text holds (``secret_rules.Anchored``); what is found is
+  provider-token rule only the families whose literals a text holds (``secret_patterns.Anchored``); what is found is
   exactly what the whole rule set finds. ``find_secrets_many(texts)`` searches many texts (an
   archived session's turns) in one pass and scans only those with a keyword or a long run.
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the

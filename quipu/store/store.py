@@ -424,11 +424,11 @@ class Store:
 
 def memory_fields(memory: Memory) -> dict[str, str]:
     """Every string a memory file is rendered from, named ``<path> (<field>)`` for a refusal."""
-    out = {f"{memory.path} ({name})": getattr(memory, name) for name in ("title", "description", "body")}
-    for name in ("topics", "entities", "aliases"):
-        out[f"{memory.path} ({name})"] = "\n".join(getattr(memory, name))
-    out[f"{memory.path} (other fields)"] = "\n".join(str(v) for v in memory.extra.values() if isinstance(v, str))
-    return out
+    path = memory.path
+    return {f"{path} (title)": memory.title, f"{path} (description)": memory.description, f"{path} (body)": memory.body,
+            f"{path} (topics)": "\n".join(memory.topics), f"{path} (entities)": "\n".join(memory.entities),
+            f"{path} (aliases)": "\n".join(memory.aliases),
+            f"{path} (other fields)": "\n".join(str(v) for v in memory.extra.values() if isinstance(v, str))}
 
 
 def _now() -> str:

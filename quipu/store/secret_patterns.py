@@ -1,0 +1,226 @@
+"""The patterns of the secret rules: compiled at first use, and an alternation run as only the
+alternatives that can match in a text.
+
+Contract:
+- ``Lazy(source)`` (and ``lazy``, typed as a compiled pattern) compiles on first use: importing the
+  scanner compiles nothing, and a text runs (and compiles) only the rules whose keywords it holds.
+- ``Anchored(head, alternatives, tail)`` is ``head (alt1|alt2|...) tail``; ``for_text(text)`` is
+  that pattern with only the alternatives that can match somewhere in ``text``: those holding a
+  literal (``literals``) the text holds, and those of which no literal is known. The literals a
+  text holds are found in one pass over it (an Aho-Corasick automaton). An alternative left out
+  cannot match anywhere in the text, so every match is the one of the whole alternation.
+- ``literals(pattern)`` is literal text every match of ``pattern`` holds (any one of them), or ()
+  when none is known: its leading plain characters; else a leading group whose alternatives each
+  start with plain characters (``(?:AKIA|A3T[A-Z0-9])``); else its longest run of plain characters
+  outside any group (``[A-Fa-f0-9]{20,}NRAL``), or when that is shorter than three, the words of
+  its first group of plain words (``[a-z]{3}_(?:live|prod)_``). A pattern with inline flags or an
+  alternation at its top level has none.
+"""
+from __future__ import annotations
+
+import re
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Lazy:
+    """A regular expression compiled on its first use."""
+
+    __slots__ = ("source", "flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def for_text(self, text: str) -> re.Pattern[str] | None:
+        """The pattern to run on ``text``."""
+        return self.compiled
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.compiled, name)
+
+
+def lazy(source: str, flags: int = 0) -> re.Pattern[str]:
+    """A ``Lazy`` pattern, used wherever a compiled one is."""
+    return Lazy(source, flags)  # type: ignore[return-value]  # a Pattern in all but name
+
+
+class Anchored:
+    """``head (alt1|alt2|...) tail`` run on a text as the alternatives that can match in it."""
+
+    def __init__(self, head: str, alternatives: tuple[str, ...], tail: str) -> None:
+        self.head, self.alternatives, self.tail = head, alternatives, tail
+        self.anchors = tuple(literals(a) for a in alternatives)
+        self._compiled: dict[tuple[int, ...], re.Pattern[str]] = {}
+        self._finder: Any = None  # each literal -> the alternatives it is found in, built at first use
+        self._free = frozenset(i for i, anchors in enumerate(self.anchors) if not anchors)
+
+    def _chosen(self, text: str) -> tuple[int, ...]:
+        if self._finder is None:
+            import ahocorasick
+
+            self._finder = ahocorasick.Automaton()
+            for anchor in {a for anchors in self.anchors for a in anchors}:
+                self._finder.add_word(anchor, frozenset(i for i, a in enumerate(self.anchors) if anchor in a))
+            self._finder.make_automaton()
+        return tuple(sorted(self._free.union(*(alternatives for _end, alternatives in self._finder.iter(text)))))
+
+    def for_text(self, text: str) -> re.Pattern[str] | None:
+        chosen = self._chosen(text)
+        if not chosen:
+            return None
+        if chosen not in self._compiled:
+            self._compiled[chosen] = re.compile(self.head + "|".join(self.alternatives[i] for i in chosen) + self.tail)
+        return self._compiled[chosen]
+
+
+_QUANTIFIER = re.compile(r"(?:[?*+]|\{\d*(?:,\d*)?\})[?+]?")
+
+
+def literals(pattern: str) -> tuple[str, ...]:
+    """Literal text every match of ``pattern`` holds (any one of them), or () (see the contract)."""
+    if re.search(r"\(\?[a-zA-Z-]+[):]", pattern) or len(_top_split(pattern)) != 1:
+        return ()  # inline flags (case-insensitive, scoped or not), or alternatives: no literal is sure
+    if pattern.startswith("(?:"):
+        end = _group_end(pattern, 0)
+        if end is not None and not re.match(r"[?*{]", pattern[end + 1:end + 2]):
+            starts = [_leading(a) for a in _top_split(pattern[3:end])]
+            if starts and all(starts):
+                return tuple(dict.fromkeys(starts))
+    lead = _leading(pattern)
+    if lead:
+        return (lead,)
+    run, group = _longest_run(pattern)
+    if len(run) < 3 and group and min(map(len, group)) >= 3:
+        return group
+    return (run,) if len(run) >= 2 else ()
+
+
+def _leading(pattern: str) -> str:
+    """The plain characters every match of ``pattern`` starts with."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch, step = pattern[i], 1
+        if ch == "\\":
+            if pattern[i + 1:i + 2] not in (".", "-", "$", "/", "~"):
+                break
+            ch, step = pattern[i + 1], 2
+        elif ch in "[](){}?*+|.^$":
+            break
+        after = pattern[i + step:i + step + 1]
+        if after in ("?", "*", "{"):
+            break  # this character may be absent or repeated: the anchor ends before it
+        out.append(ch)
+        i += step
+        if after == "+":
+            break
+    return "".join(out)
+
+
+def _longest_run(pattern: str) -> tuple[str, tuple[str, ...]]:
+    """The longest run of plain characters, each once and in order, of every match (outside groups),
+    and the alternatives of its first group of plain words that every match holds (or ())."""
+    best, run, i = "", "", 0
+    group: tuple[str, ...] = ()
+    while i < len(pattern):
+        ch = pattern[i]
+        lit: str | None = None
+        if ch == "\\":
+            escaped = pattern[i + 1:i + 2]
+            lit = None if escaped.isalnum() or not escaped else escaped  # \d \w \b ...: no literal
+            i += 2
+        elif ch == "[":
+            end = _class_end(pattern, i)
+            if end is None:
+                return "", ()
+            i = end + 1
+        elif ch == "(":
+            end = _group_end(pattern, i)
+            if end is None:
+                return "", ()
+            words = _top_split(pattern[i + 3:end]) if pattern.startswith("(?:", i) else []
+            if not group and words and all(w.isalnum() for w in words) and not _QUANTIFIER.match(pattern, end + 1):
+                group = tuple(words)
+            i = end + 1
+        elif ch == "|" or ch in ")]{}?*+":
+            return "", ()  # an alternation at the top level, or something not understood
+        else:
+            lit = None if ch in ".^$" else ch
+            i += 1
+        quantified = _QUANTIFIER.match(pattern, i)
+        if quantified:
+            i = quantified.end()
+            if lit is not None and quantified.group().startswith("+"):
+                run += lit  # at least once: the run holds it, and ends after it
+            best, run = max(best, run, key=len), ""
+        elif lit is None:
+            best, run = max(best, run, key=len), ""
+        else:
+            run += lit
+    return max(best, run, key=len), group
+
+
+def _class_end(pattern: str, i: int) -> int | None:
+    j = i + 1
+    j += pattern[j:j + 1] == "^"
+    j += pattern[j:j + 1] == "]"
+    while j < len(pattern):
+        if pattern[j] == "\\":
+            j += 2
+        elif pattern[j] == "]":
+            return j
+        else:
+            j += 1
+    return None
+
+
+def _group_end(pattern: str, i: int) -> int | None:
+    """The index of the ``)`` closing the group opened at ``i``."""
+    depth, j = 0, i
+    while j < len(pattern):
+        ch = pattern[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == "[":
+            end = _class_end(pattern, j)
+            if end is None:
+                return None
+            j = end
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return None
+
+
+def _top_split(pattern: str) -> list[str]:
+    """``pattern``'s alternatives at its top level."""
+    parts, start, j = [], 0, 0
+    while j < len(pattern):
+        ch = pattern[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch in "[(":
+            end = _class_end(pattern, j) if ch == "[" else _group_end(pattern, j)
+            if end is None:
+                return []
+            j = end
+        elif ch == "|":
+            parts.append(pattern[start:j])
+            start = j + 1
+        j += 1
+    return [*parts, pattern[start:]]
