@@ -48,7 +48,7 @@ DIM = 256
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 _SPACE = "\u2581"  # SentencePiece's word-start mark
-_GROUP = 1024  # texts summed at once while embedding many (a 1 MB buffer of float32 rows)
+_GROUP = 256  # texts summed at once while embedding many (a 1 MB buffer of float32 rows)
 # Measured once on LoCoMo's turns (text without speaker names), dense only within each
 # conversation, 1,982 questions: R@5 0.238 with plain means, 0.256 with ZIPF_C = 3000; 1000 and
 # 10000 were no better, and removing stop words or the common direction made it worse.
