@@ -328,7 +328,7 @@ def test_the_history_archive_keeps_each_turn_with_its_secret_redacted(tmp_path: 
     home = Path(os.environ["QUIPU_HOME"]) / "history"
     data = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file() and p.name != "pieces.sqlite")
     assert leaked(data, forms) == []
-    turns = b"".join(p.read_bytes() for p in (home / "sessions").rglob("*.jsonl"))
+    turns = b"".join(p.read_bytes() for p in (home / "shelves").rglob("*.jsonl"))
     assert turns.count(b"Remember this for later") == len(forms)  # the turns are kept, redacted, not refused
     assert turns.count(b"[REDACTED:") >= len(forms)
 

@@ -78,7 +78,6 @@ def _keywords_in(low: str) -> set[str]:
     return {word for _end, word in _FINDER.iter(low)}
 
 
-_LONG_RUN = re.compile(rf"\S{{{secret_rules.MIN_RUN},}}")  # \s is str.split's whitespace
 
 
 def _long_run(low: str) -> bool:
@@ -160,15 +159,31 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
     return merged
 
 
+# Bytes to b" " (ASCII whitespace) or b"x" (anything else, and every byte of a non-ASCII character).
+_RUNS = bytes(32 if chr(b).isspace() and b < 128 else 120 for b in range(256))
+
+
 def find_secrets_many(texts: Sequence[str]) -> list[list[Secret]]:
     """``find_secrets`` of each text: the keywords and the long runs are searched once over all
     the texts joined (so a text with neither, most prose, costs no call of its own), and only the
-    texts with one are scanned."""
+    texts with one are scanned. Long runs are looked for in the UTF-8 bytes with every
+    non-whitespace byte made one letter (a few ``find`` calls over the whole batch): a run of
+    ``MIN_RUN`` bytes there is only a candidate (a non-ASCII character is several bytes, non-ASCII
+    whitespace counts as a letter), so a text is scanned whenever it holds a long run, and
+    ``find_secrets`` decides."""
     lows = [t.lower() for t in texts]
     joined = "\n".join(lows)  # no keyword holds a line break, and it ends every run
     ends = list(itertools.accumulate(len(low) + 1 for low in lows))
     due = {bisect.bisect_right(ends, end) for end, _word in _FINDER.iter(joined)}
-    due.update(bisect.bisect_right(ends, m.start()) for m in _LONG_RUN.finditer(joined))
+    encoded = [low.encode("utf-8", "surrogatepass") for low in lows]
+    byte_ends = list(itertools.accumulate(len(b) + 1 for b in encoded))
+    letters = b"\n".join(encoded).translate(_RUNS)
+    run = b"x" * secret_rules.MIN_RUN
+    at = letters.find(run)
+    while at >= 0:
+        n = bisect.bisect_right(byte_ends, at)
+        due.add(n)
+        at = letters.find(run, byte_ends[n]) if n < len(byte_ends) else -1
     return [find_secrets(text) if n in due else [] for n, text in enumerate(texts)]
 
 
