@@ -237,7 +237,7 @@ def _write_rows(path: Path, ids: Sequence[int], rows: object) -> None:
     try:
         # Rowids of one batch are consecutive: one write for the run, else one per row.
         if ids and ids[-1] - ids[0] == len(ids) - 1:
-            os.pwrite(fd, matrix.tobytes(), (ids[0] - 1) * width)
+            os.pwrite(fd, matrix.data, (ids[0] - 1) * width)  # the array's own bytes, not a copy of them
         else:
             for i, row in zip(ids, matrix, strict=True):
                 os.pwrite(fd, row.tobytes(), (i - 1) * width)

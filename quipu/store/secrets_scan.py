@@ -140,8 +140,12 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
     if "[REDACTED:" in text:  # what redact wrote is no secret, and its rule name no password word
         text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
-    present = _keywords_in(low)
-    long_run = _long_run(low)
+    return _found(text, low, _keywords_in(low), _long_run(low), allow, marker=marker)
+
+
+def _found(text: str, low: str, present: set[str], long_run: bool, allow: Collection[str] = (), *,
+           marker: bool = False) -> list[Secret]:
+    """``find_secrets`` of a text with no ``[REDACTED:`` in it, its keywords and long run known."""
     if not present and not long_run:
         return []
     spans = [s for s in _spans(text, low, present, long_run) if s.kind not in allow and s.end > s.start]
@@ -174,7 +178,10 @@ def find_secrets_many(texts: Sequence[str]) -> list[list[Secret]]:
     lows = [t.lower() for t in texts]
     joined = "\n".join(lows)  # no keyword holds a line break, and it ends every run
     ends = list(itertools.accumulate(len(low) + 1 for low in lows))
-    due = {bisect.bisect_right(ends, end) for end, _word in _FINDER.iter(joined)}
+    keywords: dict[int, set[str]] = {}  # each text's keywords, as _keywords_in finds them (none holds a line break)
+    for end, word in _FINDER.iter(joined):
+        keywords.setdefault(bisect.bisect_right(ends, end), set()).add(word)
+    due = set(keywords)
     encoded = [low.encode("utf-8", "surrogatepass") for low in lows]
     byte_ends = list(itertools.accumulate(len(b) + 1 for b in encoded))
     letters = b"\n".join(encoded).translate(_RUNS)
@@ -184,7 +191,8 @@ def find_secrets_many(texts: Sequence[str]) -> list[list[Secret]]:
         n = bisect.bisect_right(byte_ends, at)
         due.add(n)
         at = letters.find(run, byte_ends[n]) if n < len(byte_ends) else -1
-    return [find_secrets(text) if n in due else [] for n, text in enumerate(texts)]
+    return [[] if n not in due else find_secrets(text) if "[REDACTED:" in text
+            else _found(text, lows[n], keywords.get(n, set()), _long_run(lows[n])) for n, text in enumerate(texts)]
 
 
 def has_secret(text: str) -> bool:
