@@ -295,8 +295,15 @@ class Embedder:
             self._summed = grown
         rows = self._summed[:size]
         rows[first:] = 0.0
+        # The new words' pieces, weighed and widened here (a few thousand rows, once each):
+        # the bulk table would be written all over for them.
         word_pieces = [self.pieces.word(w) for w in fresh]
-        _gather_sum(self._bulk_rows(word_pieces), word_pieces, rows[first:-1])
+        counts = np.fromiter(map(len, word_pieces), dtype=np.int64, count=len(word_pieces))
+        flat = np.fromiter(itertools.chain.from_iterable(word_pieces), dtype=np.int64, count=int(counts.sum()))
+        ids, where = np.unique(flat, return_inverse=True)
+        source = np.zeros((len(ids) + 1, self.dim), dtype=np.float32)  # a zero row last: the padding
+        source[:-1] = self._weighted(self._table[ids], ids)
+        _sum_runs(source, where.reshape(-1), counts, rows[first:-1])
         return rows
 
     def weighed(self, weights: npt.NDArray[np.float32]) -> Embedder:
