@@ -228,3 +228,42 @@ def test_a_line_cut_by_a_crash_takes_no_turn_of_another_session_with_it(tmp_path
     assert sorted(x.text for x in archive.session_turns(layout, other).values()) == [
         f"Session {other[9:13]} waits on the lock held by the migration.", f"Why does session {other[9:13]} time out?"]
     assert len(list(archive.all_turns(layout))) == 4
+
+
+LINE = st.lists(st.sampled_from(['{"type": "user", "n": 1}', '{"a": [1, 2.5, null, true]}', ' ', '\t', '\r', 'x', '}',
+                                 '{', '"s"', 'NaN', '[1]', '{"k": "\\u00e9\\ud83d"}', '\\', '"', ',', '1e400', '\u2028',
+                                 'é']), max_size=6).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=6))
+def test_a_transcript_line_is_read_as_json_loads_reads_it(lines: list[str]) -> None:
+    """The reader's own scan of each line keeps what json.loads keeps (an object) and counts
+    what it cannot read, whatever surrounds the value."""
+    from quipu.history import reader
+
+    folder = Path(os.environ["HOME"]) / "lines"
+    folder.mkdir(exist_ok=True)
+    path = folder / "t.jsonl"
+    path.write_bytes(b"".join(line.encode("utf-8", "surrogatepass") + b"\n" for line in lines))
+    expected, bad = [], 0
+    with path.open("rb") as fh:  # split as the reader's file is: at each b"\n" only
+        raws = list(fh)
+    for raw in raws:
+        if raw.isspace():
+            continue
+        try:
+            value = json.loads(raw)
+        except UnicodeDecodeError:
+            try:
+                value = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                bad += 1
+                continue
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            expected.append(value)
+    counter = [0]
+    assert json.dumps(list(reader._records(path, counter))) == json.dumps(expected) and counter[0] == bad
