@@ -250,6 +250,7 @@ def import_export(kind: str, path: Path, *, layout: Layout | None = None, dry_ru
         archive.upgrade(layout)  # an archive in the layout before shelves is read from them
     with contextlib.nullcontext() if dry_run else layout.lock():  # a dry run creates not even the lock file
         forgotten = archive.forgotten_keys(layout)
+        known = archive.Known(layout)  # each shelf read once, not once per conversation on it
         turns: list[Turn] = []
         for n, conv in enumerate(conversations):
             try:
@@ -266,7 +267,7 @@ def import_export(kind: str, path: Path, *, layout: Layout | None = None, dry_ru
                 summary.sessions += 1
                 _would_add(layout, session, forgotten, summary)
             else:
-                result = archive.append_session(layout, session, forgotten)
+                result = archive.append_session(layout, session, forgotten, known)
                 summary.sessions += 1
                 summary.added += len(result.added)
                 summary.updated += len(result.updated)
