@@ -29,6 +29,8 @@ TEXT = st.text(st.sampled_from(['a', 'Z', ' ', '"', '\\', '/', '\n', '\t', '\x00
 def test_an_archive_line_is_what_json_writes(key: str, text: str, number: int, project: str) -> None:
     turn = Turn(key, "s-1", number, "user", text, "2026-05-04T10:00:00Z", project, "main", "claude")
     assert turn.line() == json.dumps(turn.to_json(), ensure_ascii=False)
+    shared = (json.dumps("s-1", ensure_ascii=False), json.dumps(project, ensure_ascii=False), '"claude"')
+    assert turn.line(shared) == turn.line()  # a session's shared fields written once for all its turns
     assert Turn.create(json.loads(turn.line())) == turn
 
 

@@ -158,14 +158,14 @@ class Turn(NamedTuple):  # a tuple: a backfill makes one per turn, five times fa
     branch: str
     agent: str = "claude"
 
-    def line(self, same: Callable[[str], str] = _STR) -> str:
+    def line(self, shared: tuple[str, str, str] | None = None) -> str:
         """``json.dumps(self.to_json(), ensure_ascii=False)``, written out field by field (an
-        archive line: five times faster than the encoder for a backfill's many turns); ``same``:
-        how the fields a session's turns share (session, role, project, branch, agent) are
-        written, ``_STR`` or a memo of it."""
-        return (f'{{"key": {_STR(self.key)}, "session": {same(self.session)}, "turn": {int(self.turn)}, '
-                f'"role": {same(self.role)}, "text": {_STR(self.text)}, "ts": {_STR(self.ts)}, '
-                f'"project": {same(self.project)}, "branch": {same(self.branch)}, "agent": {same(self.agent)}}}')
+        archive line: five times faster than the encoder for a backfill's many turns); ``shared``:
+        the session, project and agent already written so (the same for all of a session's turns)."""
+        session, project, agent = shared or (_STR(self.session), _STR(self.project), _STR(self.agent))
+        return (f'{{"key": {_STR(self.key)}, "session": {session}, "turn": {int(self.turn)}, '
+                f'"role": {_STR(self.role)}, "text": {_STR(self.text)}, "ts": {_STR(self.ts)}, '
+                f'"project": {project}, "branch": {_STR(self.branch)}, "agent": {agent}}}')
 
     def to_json(self) -> dict[str, object]:
         return {"key": self.key, "session": self.session, "turn": self.turn, "role": self.role, "text": self.text,
@@ -342,15 +342,8 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
         turn = Turn(raw.key, sid, number, raw.role, text, raw.ts, project, raw.branch, agent)
         (updated if old is not None else added).append(turn)
     if added or updated:
-        written: dict[str, str] = {}
-
-        def same(field: str) -> str:
-            found = written.get(field)
-            if found is None:
-                found = written[field] = _STR(field)
-            return found
-
-        data = "".join(t.line(same) + "\n" for t in [*updated, *added]).encode("utf-8")
+        shared = (_STR(sid), _STR(project), _STR(agent))
+        data = "".join(t.line(shared) + "\n" for t in [*updated, *added]).encode("utf-8")
         _append(layout.shelf(sid), data)
     return AppendResult(sid, added, updated, redactions, skipped)
 
