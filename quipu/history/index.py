@@ -96,6 +96,7 @@ class Writer:
     def create(cls, path: Path, layout: Layout) -> Writer:
         """A new, empty index at ``path``, recording whether it will hold vectors."""
         db = connect(path)
+        db.execute("PRAGMA page_size = 16384")  # a quarter of the pages to write of 4 KB ones; a search reads few rows
         db.executescript(_DDL)
         files = embed.locate()
         db.execute("BEGIN")
