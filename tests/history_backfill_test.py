@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quipu.history import archive
+from quipu.history import archive, feed
 from quipu.history.archive import Layout, Turn
 from quipu.history.search import search
 from testing.transcripts import Transcript
@@ -29,6 +29,8 @@ TEXT = st.text(st.sampled_from(['a', 'Z', ' ', '"', '\\', '/', '\n', '\t', '\x00
 def test_an_archive_line_is_what_json_writes(key: str, text: str, number: int, project: str) -> None:
     turn = Turn(key, "s-1", number, "user", text, "2026-05-04T10:00:00Z", project, "main", "claude")
     assert turn.line() == json.dumps(turn.to_json(), ensure_ascii=False)
+    shared = (json.dumps("s-1", ensure_ascii=False), json.dumps(project, ensure_ascii=False), '"claude"')
+    assert turn.line(shared) == turn.line()  # a session's shared fields written once for all its turns
     assert Turn.create(json.loads(turn.line())) == turn
 
 
@@ -163,3 +165,107 @@ def test_a_killed_later_backfill_is_redone_from_the_archive(tmp_path: Path) -> N
         "Build 1007 fails because the cache key changed in step 7."]
     again = quipu("history", "index", "--projects", str(projects), "--json")  # the mark is gone: nothing to redo
     assert json.loads(again.stdout)["turns_added"] == 0 and len(index_rows(layout)) == len(turns)
+
+
+def test_an_archive_of_one_file_per_session_is_read_then_moved_onto_shelves(tmp_path: Path) -> None:
+    """The layout before shelves: `show` reads it, the next writer moves it onto the shelves, a
+    session in it goes on growing with its turn numbers, and forgetting it removes it for good."""
+    layout = Layout.default()
+    old = "5d1c2a10-cccc-4c21-9d0a-3e4f5a6b7c01"
+    lines = [Turn(f"{old}/u-{n}", old, n, "user" if n % 2 == 0 else "assistant", f"Turn {n} about the pgbouncer pool",
+                  f"2026-05-0{n + 1}T10:00:00Z", "/home/dev/db", "main").line() for n in range(3)]
+    lines.append(Turn(f"{old}/u-1", old, 1, "assistant", "Turn 1, grown: raise pgbouncer's pool to 40",
+                      "2026-05-02T10:00:00Z", "/home/dev/db", "main").line())  # the later line wins
+    folder = layout.root / "sessions" / old[:2]
+    folder.mkdir(parents=True)
+    (folder / f"{old}.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    (folder / f"{old}.tmp").write_text("a rewrite a crash cut short")
+
+    shown = quipu("history", "show", old[:13], "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert [t["text"] for t in json.loads(shown.stdout)["turns"]] == [
+        "Turn 0 about the pgbouncer pool", "Turn 1, grown: raise pgbouncer's pool to 40", "Turn 2 about the pgbouncer pool"]
+    assert not (layout.root / "sessions").exists() and len(archive.session_files(layout)) == 1
+
+    projects = tmp_path / "projects"
+    t = Transcript(old, "/home/dev/db")
+    t.user("And the statement timeout?")
+    t.write(projects)
+    write_sessions(projects, 0, 3)
+    done = quipu("history", "index", "--projects", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["turns_added"] == 1 + 3 * 24
+    mine = sorted((x.turn, x.text) for x in archive.session_turns(layout, old).values())
+    assert mine[1:] == [(1, "Turn 1, grown: raise pgbouncer's pool to 40"), (2, "Turn 2 about the pgbouncer pool"),
+                        (3, "And the statement timeout?")]
+    assert [h.turn for h in search("pgbouncer pool 40").hits][:1] == [1]
+
+    gone = quipu("history", "forget", old, "--json")
+    assert gone.returncode == 0, gone.stderr
+    assert json.loads(gone.stdout)["removed_turns"] == 4
+    assert not any(b"pgbouncer" in p.read_bytes() for p in archive.session_files(layout))
+    assert len(list(archive.all_turns(layout))) == 3 * 24
+
+
+def test_a_line_cut_by_a_crash_takes_no_turn_of_another_session_with_it(tmp_path: Path) -> None:
+    """Sessions share a shelf: a write cut short by a crash leaves a part line, and the next
+    session's append still puts every one of its turns on lines of their own."""
+    first, other = (f"5d1c2a10-{n:04d}-4c21-9d0a-3e4f5a6b7c01" for n in range(2))
+    ids = (f"5d1c2a10-{n:04d}-4c21-9d0a-3e4f5a6b7c01" for n in range(2, 10_000))
+    other = next(i for i in ids if archive.shelf_name(i) == archive.shelf_name(first))
+    projects = tmp_path / "projects"
+    layout = Layout.default()
+    for sid in (first, other):
+        t = Transcript(sid, "/home/dev/app")
+        t.user(f"Why does session {sid[9:13]} time out?")
+        t.assistant(f"Session {sid[9:13]} waits on the lock held by the migration.")
+        path = t.write(projects)
+        if sid == first:
+            assert feed.append_transcript(path).added == 2
+            with layout.shelf(first).open("ab") as fh:
+                fh.write(b'{"key": "' + first.encode() + b'/cut", "session": "')  # what a killed write left
+        else:
+            assert feed.append_transcript(path).added == 2
+    assert len(archive.session_files(layout)) == 1
+    assert sorted(x.text for x in archive.session_turns(layout, other).values()) == [
+        f"Session {other[9:13]} waits on the lock held by the migration.", f"Why does session {other[9:13]} time out?"]
+    assert len(list(archive.all_turns(layout))) == 4
+
+
+LINE = st.lists(st.sampled_from(['{"type": "user", "n": 1}', '{"a": [1, 2.5, null, true]}', ' ', '\t', '\r', 'x', '}',
+                                 '{', '"s"', 'NaN', '[1]', '{"k": "\\u00e9\\ud83d"}', '\\', '"', ',', '1e400', '\u2028',
+                                 'é']), max_size=6).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=6))
+def test_a_transcript_line_is_read_as_json_loads_reads_it(lines: list[str]) -> None:
+    """The reader's own scan of each line keeps what json.loads keeps (an object) and counts
+    what it cannot read, whatever surrounds the value."""
+    from quipu.history import reader
+
+    folder = Path(os.environ["HOME"]) / "lines"
+    folder.mkdir(exist_ok=True)
+    path = folder / "t.jsonl"
+    path.write_bytes(b"".join(line.encode("utf-8", "surrogatepass") + b"\n" for line in lines))
+    expected, bad = [], 0
+    with path.open("rb") as fh:  # split as the reader's file is: at each b"\n" only
+        raws = list(fh)
+    for raw in raws:
+        if raw.isspace():
+            continue
+        try:
+            value = json.loads(raw)
+        except UnicodeDecodeError:
+            try:
+                value = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                bad += 1
+                continue
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            expected.append(value)
+    counter = [0]
+    assert json.dumps(list(reader._records(path, counter))) == json.dumps(expected) and counter[0] == bad

@@ -131,9 +131,10 @@ def test_backfill_of_a_realistic_projects_tree(projects: Path, capsys: pytest.Ca
         assert machine not in everything
     assert b"Seq Scan" not in everything  # tool output is never archived
 
+    shelves = tree_bytes(home / "shelves")
     again = run_json(capsys, "history", "index")
     assert isinstance(again, dict) and again["turns_added"] == 0 and again["turns_updated"] == 0
-    assert tree_bytes(home / "sessions") == tree_bytes(home / "sessions")  # stable
+    assert tree_bytes(home / "shelves") == shelves  # stable
     assert archived() == turns
 
 
@@ -193,7 +194,7 @@ def test_twenty_session_end_hooks_at_once_archive_every_turn_once(tmp_path: Path
     layout = Layout.default()
     deadline = time.monotonic() + 300  # the detached workers finish on their own
     while time.monotonic() < deadline:
-        counts = {sid: len(archive.read_file(layout.session_file(sid))) for sid in expected}
+        counts = {sid: len(archive.session_turns(layout, sid)) for sid in expected}
         if counts == expected:
             break
         time.sleep(0.5)
@@ -204,7 +205,7 @@ def test_twenty_session_end_hooks_at_once_archive_every_turn_once(tmp_path: Path
         db = index.connect(layout.index)
         rows = db.execute("SELECT session, count(*), count(DISTINCT turn) FROM turns GROUP BY session").fetchall()
         db.close()
-    assert {sid: len(archive.read_file(layout.session_file(sid))) for sid in expected} == expected
+    assert {sid: len(archive.session_turns(layout, sid)) for sid in expected} == expected
     assert lines == 240
     assert {r[0]: (r[1], r[2]) for r in rows} == {sid: (12, 12) for sid in expected}
 

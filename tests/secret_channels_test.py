@@ -109,7 +109,8 @@ def test_the_pre_filter_finds_exactly_the_texts_holding_a_keyword_or_a_long_run(
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.sampled_from([*(c.text for c in SECRETS[::9]), *(c.text for c in BENIGN[::9]), " ", "\n",
-                                          "\x1f", "x" * 14, "[REDACTED:password-prose]", "pass", "İ"]), max_size=4)
+                                          "\x1f", "x" * 14, "[REDACTED:password-prose]", "pass", "İ", "\xa0", "\u3000",
+                                          "é" * 7, "日本語"]), max_size=4)
                 .map("".join), max_size=8))
 def test_many_texts_scanned_at_once_find_what_each_alone_finds(texts: list[str]) -> None:
     assert secrets_scan.find_secrets_many(texts) == [secrets_scan.find_secrets(t) for t in texts]
@@ -328,7 +329,7 @@ def test_the_history_archive_keeps_each_turn_with_its_secret_redacted(tmp_path: 
     home = Path(os.environ["QUIPU_HOME"]) / "history"
     data = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file() and p.name != "pieces.sqlite")
     assert leaked(data, forms) == []
-    turns = b"".join(p.read_bytes() for p in (home / "sessions").rglob("*.jsonl"))
+    turns = b"".join(p.read_bytes() for p in (home / "shelves").rglob("*.jsonl"))
     assert turns.count(b"Remember this for later") == len(forms)  # the turns are kept, redacted, not refused
     assert turns.count(b"[REDACTED:") >= len(forms)
 

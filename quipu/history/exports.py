@@ -229,7 +229,7 @@ def claude_session(conv: object) -> tuple[Session | None, int, str]:
 
 
 def _would_add(layout: Layout, session: Session, forgotten: set[str], summary: Summary) -> None:
-    known = archive.read_file(layout.session_file(session.session_id))
+    known = archive.session_turns(layout, session.session_id)
     for raw in session.turns:
         if archive.is_forgotten(raw.key, session.session_id, forgotten):
             summary.forgotten += 1
@@ -246,8 +246,11 @@ def import_export(kind: str, path: Path, *, layout: Layout | None = None, dry_ru
     read = chatgpt_session if kind == "chatgpt" else claude_session
     conversations = _conversations(read_export(path), path)
     summary = Summary(files=1)
+    if dry_run:
+        archive.upgrade(layout)  # an archive in the layout before shelves is read from them
     with contextlib.nullcontext() if dry_run else layout.lock():  # a dry run creates not even the lock file
         forgotten = archive.forgotten_keys(layout)
+        known = archive.Known(layout)  # each shelf read once, not once per conversation on it
         turns: list[Turn] = []
         for n, conv in enumerate(conversations):
             try:
@@ -264,7 +267,7 @@ def import_export(kind: str, path: Path, *, layout: Layout | None = None, dry_ru
                 summary.sessions += 1
                 _would_add(layout, session, forgotten, summary)
             else:
-                result = archive.append_session(layout, session, forgotten)
+                result = archive.append_session(layout, session, forgotten, known)
                 summary.sessions += 1
                 summary.added += len(result.added)
                 summary.updated += len(result.updated)

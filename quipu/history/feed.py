@@ -68,7 +68,7 @@ def _is_subagent(path: Path) -> bool:
 
 
 def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[str],
-                 session_id: str | None = None) -> list[Turn]:
+                 session_id: str | None = None, known: archive.Known | None = None) -> list[Turn]:
     summary.files += 1
     if path.is_symlink():
         summary.skipped.append((str(path), "a symbolic link: not followed"))
@@ -94,7 +94,7 @@ def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[st
     if not session.turns:
         summary.skipped.append((str(path), NO_TURNS))
         return []
-    result = archive.append_session(layout, session, forgotten)
+    result = archive.append_session(layout, session, forgotten, known)
     summary.sessions += 1
     summary.added += len(result.added)
     summary.updated += len(result.updated)
@@ -133,10 +133,11 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
     with layout.lock():
         forgotten = archive.forgotten_keys(layout)
         fresh = not index.is_current(layout)
+        known = archive.Known(layout)  # each shelf read once, not once per session on it
 
         def archived() -> Iterator[Turn]:
             for n, path in enumerate(files, 1):
-                yield from _archive_one(layout, path, summary, forgotten)
+                yield from _archive_one(layout, path, summary, forgotten, known=known)
                 if progress:
                     progress(n, len(files))
 

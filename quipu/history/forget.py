@@ -4,7 +4,7 @@ Contract:
 - ``forget`` selects turns by session (an id or a unique prefix), project folder (and the folders
   under it), time (``before``) or text (``matching``, case-insensitive, on the archived, redacted
   text); several selectors must all hold. With no selector it refuses.
-- The selected turns leave the archive files (rewritten atomically), the FTS index (with
+- The selected turns leave the archive's shelves (rewritten atomically), the FTS index (with
   ``secure_delete`` and an FTS5 merge) and the vector file (rows zeroed), in one locked section,
   and their keys go to ``forgotten``, so a later backfill of a transcript still on disk never
   brings them back; a whole forgotten session stays forgotten as it grows.
@@ -38,21 +38,15 @@ class ForgetReport:
 
 def resolve_session(layout: Layout, text: str) -> str:
     """A session id from an id or a unique prefix of one."""
-    names = {p.stem: p for p in archive.session_files(layout)}
-    if archive.file_name(text) in names:
-        return _session_of(names[archive.file_name(text)], text)
-    found = sorted(n for n in names if n.startswith(text))
+    archive.upgrade(layout)
+    if archive.session_turns(layout, text):
+        return text
+    found = sorted(archive.session_ids(layout, text))
     if len(found) == 1:
-        return _session_of(names[found[0]], found[0])
+        return found[0]
     if not found:
         raise NotFound(f"no archived session {text!r}\n- find one with `quipu history search WORDS`")
     raise FatalError(f"{text!r} names {len(found)} sessions ({', '.join(found[:5])}...)\n- give more of the id")
-
-
-def _session_of(path: Any, fallback: str) -> str:
-    for turn in archive.read_file(path).values():
-        return turn.session
-    return fallback
 
 
 def forget(layout: Layout | None = None, *, session: str | None = None, project: str | None = None,
@@ -77,7 +71,7 @@ def forget(layout: Layout | None = None, *, session: str | None = None, project:
                     return False
             return not (needle is not None and needle not in t.text.casefold())
 
-        paths = [layout.session_file(sid)] if sid else archive.session_files(layout)
+        paths = [layout.shelf(sid)] if sid else archive.session_files(layout)
         for path in paths:
             if dry_run:
                 report.turns += sorted((t for t in archive.read_file(path).values() if drop(t)), key=lambda t: t.turn)
@@ -102,7 +96,7 @@ def turns_around(layout: Layout, session: str, turn: int | None, context: int) -
     """The session's id and its turns in order, or only the ``context`` turns either side of
     ``turn``; NotFound names a session or turn the archive does not hold."""
     sid = resolve_session(layout, session)
-    turns = sorted(archive.read_file(layout.session_file(sid)).values(), key=lambda t: t.turn)
+    turns = sorted(archive.session_turns(layout, sid).values(), key=lambda t: t.turn)
     if turn is None:
         return sid, turns
     at = [i for i, t in enumerate(turns) if t.turn == turn]

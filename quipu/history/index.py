@@ -37,7 +37,7 @@ _DDL = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE turns(
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    key TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL,
     session TEXT NOT NULL,
     turn INTEGER NOT NULL,
     role TEXT NOT NULL,
@@ -47,11 +47,12 @@ CREATE TABLE turns(
     ts TEXT NOT NULL,
     text TEXT NOT NULL
 );
-CREATE INDEX turns_session ON turns(session, turn);
-CREATE INDEX turns_project ON turns(project);
 -- External content: the text is stored once (in turns); the FTS table keeps only the index.
 CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='turns', content_rowid='id', tokenize='{TOKENIZE}');
 """
+# Made once the rows are in (sorting them is faster than keeping the b-trees in step row by row).
+_INDEXES = ("CREATE UNIQUE INDEX turns_key ON turns(key)", "CREATE INDEX turns_session ON turns(session, turn)",
+            "CREATE INDEX turns_project ON turns(project)")
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -89,11 +90,13 @@ class Writer:
         self._embedder: embed.Embedder | None = None
         self._vectors_on = self._meta("vectors") not in (None, "none")
         self._next_id = 1
+        self._ids: dict[str, int] = {}  # a fresh index's rows by key, until ``commit`` makes the key index
 
     @classmethod
     def create(cls, path: Path, layout: Layout) -> Writer:
         """A new, empty index at ``path``, recording whether it will hold vectors."""
         db = connect(path)
+        db.execute("PRAGMA page_size = 16384")  # a quarter of the pages to write of 4 KB ones; a search reads few rows
         db.executescript(_DDL)
         files = embed.locate()
         db.execute("BEGIN")
@@ -140,7 +143,9 @@ class Writer:
             if self._fresh:  # one transaction for all; a key read again (a session in two files) replaces its row
                 if not self.db.in_transaction:
                     self.db.execute("BEGIN IMMEDIATE")
-                _zero_rows(path, self._delete_keys([t.key for t in batch], fts=False))
+                again = [self._ids[t.key] for t in batch if t.key in self._ids]
+                self.db.executemany("DELETE FROM turns WHERE id = ?", [(i,) for i in again])
+                _zero_rows(path, again)
                 self._insert(batch, path)
                 continue
             self.db.execute("BEGIN IMMEDIATE")
@@ -158,6 +163,7 @@ class Writer:
             first = self._next_id
             ids = list(range(first, first + len(batch)))
             self._next_id += len(batch)
+            self._ids.update(zip((t.key for t in batch), ids, strict=True))
             self.db.executemany(
                 "INSERT INTO turns(id, key, session, turn, role, project, branch, agent, ts, text) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -179,24 +185,26 @@ class Writer:
             _write_rows(path, ids, embedder.many([t.text for t in batch]))
 
     def commit(self) -> None:
-        """End the one transaction of a fresh index's writes, its full-text index built from
-        all the rows at once and merged (nothing to do otherwise)."""
+        """End the one transaction of a fresh index's writes, its indexes made and its full-text
+        index built from all the rows at once and merged (nothing to do otherwise)."""
         if self._fresh:
             if not self.db.in_transaction:
                 self.db.execute("BEGIN IMMEDIATE")
+            for statement in _INDEXES:
+                self.db.execute(statement)
+            self._ids.clear()
             self.db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('rebuild')")
             self.optimize()  # merged in the same transaction: no page of it is journalled
             self.db.execute("COMMIT")
             self._fresh = False
 
-    def _delete_keys(self, keys: Iterable[str], *, fts: bool = True) -> list[int]:
-        """Remove the rows of ``keys`` that are there (found with one query, however many keys);
-        ``fts``: from the full-text index too (not while it is still to be built)."""
+    def _delete_keys(self, keys: Iterable[str]) -> list[int]:
+        """Remove the rows of ``keys`` that are there, and their full-text entries (found with one
+        query, however many keys)."""
         rows = self.db.execute("SELECT id, text FROM turns WHERE key IN (SELECT value FROM json_each(?))",
                                (json.dumps(list(keys)),)).fetchall()
-        if fts:
-            self.db.executemany("INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', ?, ?)",
-                                [(r["id"], r["text"]) for r in rows])
+        self.db.executemany("INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', ?, ?)",
+                            [(r["id"], r["text"]) for r in rows])
         self.db.executemany("DELETE FROM turns WHERE id = ?", [(r["id"],) for r in rows])
         return [int(r["id"]) for r in rows]
 
@@ -230,7 +238,7 @@ def _write_rows(path: Path, ids: Sequence[int], rows: object) -> None:
     try:
         # Rowids of one batch are consecutive: one write for the run, else one per row.
         if ids and ids[-1] - ids[0] == len(ids) - 1:
-            os.pwrite(fd, matrix.tobytes(), (ids[0] - 1) * width)
+            os.pwrite(fd, matrix.data, (ids[0] - 1) * width)  # the array's own bytes, not a copy of them
         else:
             for i, row in zip(ids, matrix, strict=True):
                 os.pwrite(fd, row.tobytes(), (i - 1) * width)
@@ -259,8 +267,9 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
     renamed into place). The caller holds the archive lock. Returns the number of turns;
     ``progress(done, total)`` is told of each session file read from the archive.
 
-    The file is new, so all of it is one transaction: rows and vectors in batches, then the
-    full-text index built once from the rows ("rebuild") and merged ("optimize")."""
+    The file is new, so all of it is one transaction: rows and vectors in batches (a key read
+    again found in memory), then the indexes on the rows made, and the full-text index built once
+    from them ("rebuild") and merged ("optimize")."""
     layout.root.mkdir(parents=True, exist_ok=True)
     tmp_index = layout.index.with_name(layout.index.name + ".new")
     tmp_vectors = layout.vectors.with_name(layout.vectors.name + ".new")

@@ -43,7 +43,7 @@ def find_turn(layout: Layout, ref: str) -> Turn:
     if parsed.turn is None:
         raise FatalError(f"{ref!r} names no turn\n- write SESSION:TURN, as `quipu history search` prints it")
     sid = resolve_session(layout, parsed.session)
-    for turn in archive.read_file(layout.session_file(sid)).values():
+    for turn in archive.session_turns(layout, sid).values():
         if turn.turn == parsed.turn:
             return turn
     raise NotFound(f"session {sid} has no turn {parsed.turn}\n- see its turns with `quipu history show {sid}`")

@@ -239,7 +239,7 @@ def search(query: str, *, project: str | None = None, since: str | _dt.datetime 
     from quipu.history import index
 
     if not index.is_current(layout):
-        if not layout.sessions.is_dir():
+        if not layout.exists():
             return result
         with layout.lock():
             if not index.is_current(layout):

@@ -24,7 +24,9 @@ Contract:
   thread that opened it and ``Pieces.from_db`` reads it under a lock of its own; an
   ``Embedder`` is never changed by a query (``weighed`` gives a view with other weights), except
   that a bulk one widens each row of the table the first time a text needs it (the same values,
-  whichever thread writes them).
+  whichever thread writes them). A bulk embedder's ``many`` keeps the summed rows of up to
+  ``WORDS_KEPT`` words between calls (a backfill's batches share most of their words): it is for
+  one thread at a time.
 - numpy is imported here and by the history index only: never on the prompt path.
 """
 from __future__ import annotations
@@ -48,13 +50,14 @@ DIM = 256
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 _SPACE = "\u2581"  # SentencePiece's word-start mark
-_GROUP = 1024  # texts summed at once while embedding many (a 1 MB buffer of float32 rows)
+_GROUP = 256  # texts summed at once while embedding many (a 256 KB buffer of float32 rows: it stays in the cache)
 # Measured once on LoCoMo's turns (text without speaker names), dense only within each
 # conversation, 1,982 questions: R@5 0.238 with plain means, 0.256 with ZIPF_C = 3000; 1000 and
 # 10000 were no better, and removing stop words or the common direction made it worse.
 ZIPF_C = 3000.0
 _NO_RANK = 1 << 62  # a pair with no merge
 MAX_WORDS = 2_000  # words of one text that count (a pasted log says nothing more after that)
+WORDS_KEPT = 50_000  # distinct words whose summed rows a bulk embedder keeps between calls (50 MB at most)
 BULK_AFTER = 2_000  # look-ups of one Pieces.from_db after which its tables are read whole (about 40 ms)
 
 Vector = npt.NDArray[np.float32]
@@ -256,6 +259,8 @@ class Embedder:
         # Plus one zero row, the padding of _gather_sum. Filling a row twice writes the same values.
         self._bulk: npt.NDArray[np.float32] | None = None
         self._widened = np.zeros(0, dtype=bool)
+        self._words: dict[str, int] = {}  # a bulk embedder's words by number, their rows summed in _summed
+        self._summed = np.zeros((0, self.dim), dtype=np.float32)
         if bulk:
             self._bulk = np.zeros((self.rows + 1, self.dim), dtype=np.float32)
             self._widened = np.zeros(self.rows + 1, dtype=bool)
@@ -270,6 +275,36 @@ class Embedder:
             self._bulk[todo] = self._weighted(self._table[todo], todo)
             self._widened[todo] = True
         return self._bulk
+
+    def _word_rows(self, every: list[str]) -> npt.NDArray[np.float32]:
+        """A bulk embedder's sum of each word's rows, by the word's number in ``_words``, with a
+        zero row last (the padding of ``_sum_runs``): the words of ``every`` not summed yet are
+        summed now. Past ``WORDS_KEPT`` words, the ones kept are let go first."""
+        new = set(every)
+        new.difference_update(self._words)
+        if len(self._words) + len(new) > WORDS_KEPT:
+            self._words = {}
+            new = set(every)
+        first = len(self._words)
+        fresh = list(new)
+        self._words.update(zip(fresh, itertools.count(first)))
+        size = first + len(fresh) + 1
+        if self._summed.shape[0] < size:
+            grown = np.zeros((max(size, 2 * self._summed.shape[0], 4096), self.dim), dtype=np.float32)
+            grown[:first] = self._summed[:first]
+            self._summed = grown
+        rows = self._summed[:size]
+        rows[first:] = 0.0
+        # The new words' pieces, weighed and widened here (a few thousand rows, once each):
+        # the bulk table would be written all over for them.
+        word_pieces = [self.pieces.word(w) for w in fresh]
+        counts = np.fromiter(map(len, word_pieces), dtype=np.int64, count=len(word_pieces))
+        flat = np.fromiter(itertools.chain.from_iterable(word_pieces), dtype=np.int64, count=int(counts.sum()))
+        ids, where = np.unique(flat, return_inverse=True)
+        source = np.zeros((len(ids) + 1, self.dim), dtype=np.float32)  # a zero row last: the padding
+        source[:-1] = self._weighted(self._table[ids], ids)
+        _sum_runs(source, where.reshape(-1), counts, rows[first:-1])
+        return rows
 
     def weighed(self, weights: npt.NDArray[np.float32]) -> Embedder:
         """This embedder with one weight per piece id (shares the table and the pieces; never bulk)."""
@@ -296,16 +331,15 @@ class Embedder:
         """Unit vectors of ``texts`` (rows in the same order); ``pieces``: their pieces, when known."""
         if self._bulk is not None and pieces is None:
             # Every word of every text numbered in one flat array (no list per text): each
-            # distinct word's rows are added up once, then each text's words.
-            split = [t.split()[:MAX_WORDS] for t in texts]
+            # distinct word's rows are added up once for all the calls, then each text's words.
+            split = [t.split() for t in texts]
+            split = [words if len(words) <= MAX_WORDS else words[:MAX_WORDS] for words in split]
             counts = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
             every = list(itertools.chain.from_iterable(split))
-            number = dict(zip(dict.fromkeys(every), itertools.count()))
-            words = np.zeros((len(number) + 1, self.dim), dtype=np.float32)  # a zero row last: the padding
-            word_pieces = [self.pieces.word(w) for w in number]
-            _gather_sum(self._bulk_rows(word_pieces), word_pieces, words[:-1])
+            rows = self._word_rows(every)
             out = np.zeros((len(texts), self.dim), dtype=np.float32)
-            _sum_runs(words, np.fromiter(map(number.__getitem__, every), dtype=np.int64, count=len(every)), counts, out)
+            _sum_runs(rows, np.fromiter(map(self._words.__getitem__, every), dtype=np.int64, count=len(every)),
+                      counts, out)
             return _unit(out)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if pieces is None:

@@ -82,7 +82,6 @@ def _keywords_in(low: str) -> set[str]:
     return {word for _end, word in _FINDER.iter(low)}
 
 
-_LONG_RUN = re.compile(rf"\S{{{secret_rules.MIN_RUN},}}")  # \s is str.split's whitespace
 
 
 def _long_run(low: str) -> bool:
@@ -145,8 +144,12 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
     if "[REDACTED:" in text:  # what redact wrote is no secret, and its rule name no password word
         text = _REDACTED.sub(lambda m: "[" + "_" * (len(m.group()) - 2) + "]", text)
     low = text.lower()
-    present = _keywords_in(low)
-    long_run = _long_run(low)
+    return _found(text, low, _keywords_in(low), _long_run(low), allow, marker=marker)
+
+
+def _found(text: str, low: str, present: set[str], long_run: bool, allow: Collection[str] = (), *,
+           marker: bool = False) -> list[Secret]:
+    """``find_secrets`` of a text with no ``[REDACTED:`` in it, its keywords and long run known."""
     if not present and not long_run:
         return []
     spans = [s for s in _spans(text, low, present, long_run) if s.kind not in allow and s.end > s.start]
@@ -164,16 +167,36 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
     return merged
 
 
+# Bytes to b" " (ASCII whitespace) or b"x" (anything else, and every byte of a non-ASCII character).
+_RUNS = bytes(32 if chr(b).isspace() and b < 128 else 120 for b in range(256))
+
+
 def find_secrets_many(texts: Sequence[str]) -> list[list[Secret]]:
     """``find_secrets`` of each text: the keywords and the long runs are searched once over all
     the texts joined (so a text with neither, most prose, costs no call of its own), and only the
-    texts with one are scanned."""
+    texts with one are scanned. Long runs are looked for in the UTF-8 bytes with every
+    non-whitespace byte made one letter (a few ``find`` calls over the whole batch): a run of
+    ``MIN_RUN`` bytes there is only a candidate (a non-ASCII character is several bytes, non-ASCII
+    whitespace counts as a letter), so a text is scanned whenever it holds a long run, and
+    ``find_secrets`` decides."""
     lows = [t.lower() for t in texts]
     joined = "\n".join(lows)  # no keyword holds a line break, and it ends every run
     ends = list(itertools.accumulate(len(low) + 1 for low in lows))
-    due = {bisect.bisect_right(ends, end) for end, _word in _FINDER.iter(joined)}
-    due.update(bisect.bisect_right(ends, m.start()) for m in _LONG_RUN.finditer(joined))
-    return [find_secrets(text) if n in due else [] for n, text in enumerate(texts)]
+    keywords: dict[int, set[str]] = {}  # each text's keywords, as _keywords_in finds them (none holds a line break)
+    for end, word in _FINDER.iter(joined):
+        keywords.setdefault(bisect.bisect_right(ends, end), set()).add(word)
+    due = set(keywords)
+    encoded = [low.encode("utf-8", "surrogatepass") for low in lows]
+    byte_ends = list(itertools.accumulate(len(b) + 1 for b in encoded))
+    letters = b"\n".join(encoded).translate(_RUNS)
+    run = b"x" * secret_rules.MIN_RUN
+    at = letters.find(run)
+    while at >= 0:
+        n = bisect.bisect_right(byte_ends, at)
+        due.add(n)
+        at = letters.find(run, byte_ends[n]) if n < len(byte_ends) else -1
+    return [[] if n not in due else find_secrets(text) if "[REDACTED:" in text
+            else _found(text, lows[n], keywords.get(n, set()), _long_run(lows[n])) for n, text in enumerate(texts)]
 
 
 def has_secret(text: str) -> bool:
