@@ -95,3 +95,22 @@ def test_a_reader_that_listed_the_packs_finds_what_a_later_repack_packed(tmp_pat
     git(store.root, "repack", "-a", "-d")
     git(store.root, "prune-packed")
     assert packs.read(head) == _objects(store.root)[head]
+
+
+def test_an_object_that_inflates_past_its_header_size_is_refused_without_inflating_it_all() -> None:
+    import tracemalloc
+    import zlib
+
+    from quipu.store.gitpack import _inflate
+
+    stream = zlib.compress(b"a" * 50_000_000, 9) + b"\0" * 64  # 50 MB in about 50 KB, claiming 100 bytes
+    tracemalloc.start()
+    try:
+        with pytest.raises(zlib.error):
+            _inflate(stream, 0, 100)  # type: ignore[arg-type]  # a mapping or bytes alike
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000  # it stopped past 100 bytes instead of inflating 50 MB
+    assert _inflate(zlib.compress(b"") + b"\0" * 64, 0, 0) == b""  # type: ignore[arg-type]
+    assert _inflate(zlib.compress(b"tree") + b"\0" * 64, 0, 4) == b"tree"  # type: ignore[arg-type]

@@ -160,20 +160,28 @@ def _object(packs: Packs, pack: _Pack, at: int, depth: int) -> tuple[str, bytes]
 
 
 def _inflate(data: mmap.mmap, pos: int, size: int) -> bytes:
-    """The ``size`` bytes that the zlib stream at ``pos`` inflates to."""
+    """The ``size`` bytes that the zlib stream at ``pos`` inflates to; never more than ``size`` + 1
+    are inflated (a stream that would give more is refused, whatever it would grow to)."""
     stream = zlib.decompressobj()
-    out = [stream.decompress(data[pos:pos + size + 64])]
+    out: list[bytes] = []
+    total = 0
+    feed = data[pos:pos + size + 64]
     pos += size + 64
-    while not stream.eof:
-        chunk = data[pos:pos + _CHUNK]
-        if not chunk:
-            raise zlib.error("the pack ends inside an object")
-        out.append(stream.decompress(chunk))
-        pos += _CHUNK
-    result = b"".join(out)
-    if len(result) != size:
+    while True:
+        piece = stream.decompress(feed, size + 1 - total)
+        out.append(piece)
+        total += len(piece)
+        if stream.eof or total > size:
+            break
+        feed = stream.unconsumed_tail
+        if not feed:
+            feed = data[pos:pos + _CHUNK]
+            pos += _CHUNK
+            if not feed:
+                raise zlib.error("the pack ends inside an object")
+    if total != size or not stream.eof:
         raise zlib.error("an object's size differs from its header")
-    return result
+    return b"".join(out)
 
 
 def _varint(delta: bytes, pos: int) -> tuple[int, int]:
