@@ -100,7 +100,7 @@ def _apply(store: Store, db: sqlite3.Connection, head: str, gone: list[str], lan
             optimize_fts(db)
             db.execute("DELETE FROM term_df")
             db.execute("INSERT INTO term_df SELECT term, doc FROM memory_vocab")
-            _recount_changed_terms(db)  # empties the scratch tables; the counts were taken whole
+            _clear_changed_terms(db)  # the counts were taken whole: the removed rows' terms are out already
         else:
             note_fts_changes(db, _recount_changed_terms(db))
         write_meta(db, store, head)
@@ -158,9 +158,13 @@ def _recount_changed_terms(db: sqlite3.Connection) -> int:
         " WHERE term IN (SELECT term FROM temp.removed_vocab)"
     )
     db.execute("DELETE FROM term_df WHERE df <= 0")
+    _clear_changed_terms(db)
+    return int(rows)
+
+
+def _clear_changed_terms(db: sqlite3.Connection) -> None:
     for side in ("removed", "added"):
         db.execute(f"DELETE FROM temp.{side}_text")
-    return int(rows)
 
 
 def note_fts_changes(db: sqlite3.Connection, rows: int) -> None:
