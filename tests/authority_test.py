@@ -228,6 +228,20 @@ def test_superseding_the_same_pair_twice_makes_one_commit(store_path: Path) -> N
     assert store.supersede("old-x", "new-y") != sha
 
 
+def test_undo_of_an_import_names_a_few_of_the_memories_it_keeps_and_counts_the_rest(store_path: Path, tmp_path: Path) -> None:
+    store = make_store(store_path)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(40):
+        (notes / f"note-{n:02d}.md").write_text(f"# Runbook step {n}\n\nStep {n} of the failover runbook.\n")
+    assert quipu("--store", str(store.root), "import", "markdown", str(notes)).returncode == 0
+    refused = quipu("--store", str(store.root), "undo", store.log(limit=1)[0].commit)
+    first = refused.stderr.splitlines()[0]
+    assert refused.returncode == 1 and "created 40 memories (" in first and "and 35 more" in first
+    assert "so they stay" in first and len(first) < 300  # five ids, not forty
+    assert len(list((store.root / "memories").rglob("*.md"))) == 40  # every one of them stays
+
+
 def test_retract_takes_a_memory_out_of_recall_and_search_and_undo_brings_it_back(store_path: Path) -> None:
     store = make_store(store_path)
     store.add(memory("zebra-fact", "Zebra crossing widths", "Zebra crossings here are four metres wide"))

@@ -96,8 +96,11 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
                                 "\n- run `quipu log` to see them" if len(target.parents) > 1 else
                                 f"commit {full[:12]} changed no file, so there is nothing to undo")
         if found.is_creation:
-            names = ", ".join(found.created)
-            raise ConflictError(f"commit {full[:12]} created {names}; undo never deletes a memory, so it stays\n"
+            created = found.created
+            names = ", ".join(created[:5]) + (f" and {len(created) - 5} more" if len(created) > 5 else "")
+            what = f"{len(created)} memories ({names}); undo never deletes a memory, so they stay" if len(created) > 1 \
+                else f"{names}; undo never deletes a memory, so it stays"
+            raise ConflictError(f"commit {full[:12]} created {what}\n"
                                 + retract_hint(found.created[0] if len(found.created) == 1 else "ID"))
         targets = [found]
     elif memory:
