@@ -34,6 +34,12 @@ def split_frontmatter(text: str, source: str) -> tuple[str, str]:
     raise InvalidMemory(f"{source}: the frontmatter is never closed by a '---' line")
 
 
+def plain_json_string(text: str) -> bool:
+    """Whether JSON writes ``text`` between quotes exactly as it is (``render_memory`` writes such a
+    string without ``json``, and ``parse_fields`` reads it back without ``json``)."""
+    return text.isprintable() and '"' not in text and "\\" not in text
+
+
 def _fast_fields(head: str) -> dict[str, Any] | None:
     """Parse frontmatter written by ``render_memory`` (``key: <json>`` lines) without YAML."""
     out: dict[str, Any] = {}
@@ -43,8 +49,7 @@ def _fast_fields(head: str) -> dict[str, Any] | None:
         key, sep, value = line.partition(": ")
         if not sep or not key.isidentifier():
             return None
-        if value[:1] == '"' and value[-1:] == '"' and len(value) > 1 and value.isprintable() \
-                and '"' not in value[1:-1] and "\\" not in value:
+        if len(value) > 1 and value[0] == value[-1] == '"' and plain_json_string(value[1:-1]):
             out[key] = value[1:-1]  # a plain JSON string, as most are: what json.loads would give
             continue
         try:

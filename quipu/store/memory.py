@@ -33,7 +33,7 @@ import os
 import re
 
 from quipu.errors import InvalidMemory
-from quipu.store.frontmatter import parse_fields
+from quipu.store.frontmatter import parse_fields, plain_json_string
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: reading a memory does not load typing
@@ -393,8 +393,7 @@ def parse_memory(data: bytes, source: str = "memory") -> Memory:
 
 
 def _plain(value: object) -> bool:
-    """Whether ``json.dumps`` writes this string as it is, between quotes."""
-    return type(value) is str and value.isprintable() and '"' not in value and "\\" not in value
+    return type(value) is str and plain_json_string(value)
 
 
 def _json(value: Any) -> str:

@@ -19,6 +19,7 @@ Contract:
 from __future__ import annotations
 
 import re
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
