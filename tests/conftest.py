@@ -10,7 +10,10 @@ from testing.fixtures import TOPIC_NOTES, add_all, make_store, memory
 
 @pytest.fixture(autouse=True)
 def quipu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No test reads or writes the real home: QUIPU_HOME, HOME and git identity point at tmp."""
+    """No test reads or writes the real home: QUIPU_HOME, HOME and git identity point at tmp.
+
+    The prompt hook recalls in its own process (QUIPU_PROMPT_SERVER=off), so no test leaves a
+    prompt server behind; tests/prompt_server_test.py runs the hook with its server."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -18,6 +21,7 @@ def quipu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("QUIPU_STORE", raising=False)
     monkeypatch.delenv("QUIPU_CHILD", raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("QUIPU_PROMPT_SERVER", "off")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Quipu Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Quipu Test")

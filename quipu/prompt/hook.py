@@ -190,23 +190,28 @@ def _unsafe_cache(root: str) -> str:
 
 def _spawn_refresh(root: str) -> None:
     """Start ``quipu index --refresh`` detached, at most once per REFRESH_MARK_SECONDS."""
-    mark = _fs.join(root, locate.CACHE_DIR_NAME, "refresh.started")
+    from quipu.prompt import (
+        launch,  # the absolute interpreter, -I: no quipu/ in the session's folder runs
+    )
+
+    spawn_detached("an index refresh", _fs.join(root, locate.CACHE_DIR_NAME, "refresh.started"), REFRESH_MARK_SECONDS,
+                   launch.quipu_argv("--store", root, "index", "--refresh", "--quiet"))
+
+
+def spawn_detached(what: str, mark: str, seconds: float, argv: "list[str]") -> None:
+    """Start ``argv`` in a session of its own, stdio on /dev/null, unless the file ``mark`` was
+    touched less than ``seconds`` ago (it is touched now)."""
     try:
-        if time.time() - _fs.stat(mark).st_mtime < REFRESH_MARK_SECONDS:
+        if time.time() - _fs.stat(mark).st_mtime < seconds:
             return
     except OSError:
         pass
     try:
-        import os  # only here, off the common path: a refresh starts at most every 30 s
+        import os  # only here, off the common path: at most once per mark and period
 
         os.makedirs(os.path.dirname(mark), exist_ok=True)
         _touch(mark)
-        from quipu.prompt import (
-            launch,  # the absolute interpreter, -I: no quipu/ in the session's folder runs
-        )
-
         devnull = os.devnull
-        argv = launch.quipu_argv("--store", root, "index", "--refresh", "--quiet")
         os.posix_spawn(
             argv[0],
             argv,
@@ -219,7 +224,7 @@ def _spawn_refresh(root: str) -> None:
             setsid=True,
         )
     except OSError as exc:
-        log(f"could not start an index refresh: {exc}")
+        log(f"could not start {what}: {exc}")
 
 
 def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
@@ -281,8 +286,9 @@ def _recall_store(
 def _recall(
     root: str, index: str, event: PromptEvent, terms: "list[query.Term]"
 ) -> "tuple[recall.Recall, recall.Options, _Session]":
-    db = indexread.open_index(index)
+    db = indexread.connect(index)
     session = _Session(root, event.session_id)
+    ok = False
     try:
         # One read transaction for every query: one shared lock and one hot-journal check
         # instead of one per statement, and all answers from the same state of the index.
@@ -304,11 +310,12 @@ def _recall(
             config, exclude=session.seen, store_size=int(count) if count.isdigit() else None
         )
         result = recall.recall(db, event.prompt, context, options, terms)
+        ok = True
     except BaseException:
         session.close()
         raise
     finally:
-        db.close()
+        indexread.release(db, ok)
     return result, options, session
 
 
@@ -338,18 +345,36 @@ def main(stdin: "IO[bytes] | None" = None, stdout: "IO[str] | None" = None) -> i
     return 0
 
 
-def run_as_hook() -> None:
-    """``main`` on the real stdin and stdout, then exit 0 at once.
+def run_as_hook(raw: "bytes | None" = None, root: str = "", served: str = "") -> None:
+    """``main`` on the real stdin (or ``raw``, the event the script already read from it) and
+    stdout, then exit 0 at once.
+
+    ``served`` is what the script's attempt to reach the prompt server found (see
+    ``quipu.prompt.server``): "" (none made), "absent" (no server: one is started for the next
+    prompt, with the package under ``root``), "declined" (a server of another install or older
+    code), "timeout" (it took the event and did not answer in time: the prompt goes without
+    recall rather than waiting twice).
 
     The output is flushed and every file closed by then; the interpreter's own teardown (freeing
     each module and object one by one) would cost about a sixth of an interpreter start and
     achieve nothing for a process that ends here."""
     try:
-        main()
+        if served == "timeout":
+            log("the prompt server did not answer in time: no recall for this prompt")
+        else:
+            import io  # loaded at every start already
+
+            main(None if raw is None else io.BytesIO(raw))
         sys.stdout.flush()
         sys.stderr.flush()
+        if served == "absent" and root:
+            from quipu.prompt import server
+
+            if server.enabled(_fs.environ()):
+                server.start(root, locate.quipu_home())
     except BaseException:  # noqa: BLE001 - a closed pipe: nothing left to say anyway
         pass
     import posix
 
     posix._exit(0)
+

@@ -67,6 +67,59 @@ def open_index(path: str) -> "Connection":
     return db
 
 
+# The prompt server's open indexes: path -> ((device, inode) of the file it opened, connection).
+# None in a hook process, which opens the index once and is gone.
+_kept: "dict[str, tuple[tuple[int, int], Connection]] | None" = None
+KEEP_AT_MOST = 8
+
+
+def keep_connections() -> None:
+    """From now on ``connect`` keeps each index open between prompts (the prompt server)."""
+    global _kept
+    _kept = {}
+
+
+def connect(path: str) -> "Connection":
+    """``open_index(path)``, or in the prompt server the connection kept for this very file.
+
+    A kept connection is used only while ``path`` is still the file it opened (same device and
+    inode): a rebuild that replaces the file gets a new connection. Writes made in place are seen
+    anyway: each prompt reads in a transaction of its own (``release`` ends it)."""
+    if _kept is None:
+        return open_index(path)
+    try:
+        st = _fs.stat(path)  # before opening: a file replaced in between is reopened next time
+    except OSError:
+        return open_index(path)  # raises the error a missing index gets
+    key = (st.st_dev, st.st_ino)
+    kept = _kept.pop(path, None)
+    if kept is not None and kept[0] == key:
+        _kept[path] = kept  # most recently used last
+        return kept[1]
+    if kept is not None:
+        kept[1].close()
+    db = open_index(path)
+    _kept[path] = (key, db)
+    while len(_kept) > KEEP_AT_MOST:
+        _kept.pop(next(iter(_kept)))[1].close()
+    return db
+
+
+def release(db: "Connection", ok: bool = True) -> None:
+    """Done with a connection from ``connect``: closed, or kept with its transaction ended
+    (dropped too when the prompt failed on it: a damaged or replaced index is opened anew)."""
+    kept = _kept is not None and any(entry[1] is db for entry in _kept.values())
+    if kept and ok:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        return
+    if kept:
+        assert _kept is not None
+        for path in [p for p, entry in _kept.items() if entry[1] is db]:
+            del _kept[path]
+    db.close()
+
+
 def index_meta(db: "Connection") -> dict[str, str]:
     return dict(db.execute("SELECT key, value FROM meta").fetchall())
 

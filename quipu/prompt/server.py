@@ -1,0 +1,259 @@
+"""The prompt server: the prompt hook's modules kept loaded, answering the hook over a socket.
+
+A prompt hook is a new interpreter on every prompt, and most of what it costs beyond a bare start
+is loading its own modules and ``_sqlite3`` again. The server is one long-lived process per quipu
+home that has them loaded: ``hooks/prompt_submit.py`` sends it the event and its environment over
+``$QUIPU_HOME/run/prompt.sock`` and prints the answer, without importing quipu at all. Standard
+library only, like the rest of this folder. Contract:
+- Each request is answered by ``hook.main`` exactly as the hook process would answer it: with the
+  client's environment, working directory and stdin, the index opened anew (so every write is
+  seen), the same output bytes. Requests are answered one at a time.
+- A request names the quipu package folder and the interpreter the client runs; a server of
+  another install, or whose own source files changed since it started (an upgrade), answers
+  ``L`` ("run it yourself") and, in the second case, stops. The client then recalls in process.
+- The socket's folder is created ``0700`` and must be a real folder of this user's, not
+  reachable by others; otherwise the server does not start. One server per folder: it holds an
+  exclusive lock on ``prompt.lock`` (which holds its process id) for its whole life, and a
+  socket left by a dead one is replaced.
+- It stops after ``IDLE_SECONDS`` without a request, or once its socket is gone or replaced.
+- A request that runs longer than ``REQUEST_SECONDS`` is abandoned (no output, one line in the
+  hook log), and a client that stops sending cannot hold it longer than that either.
+- ``start(root, home)`` spawns one detached (absolute interpreter, ``-I -S``, the package's own
+  folder last on ``sys.path``), at most once per ``START_MARK_SECONDS``; the prompt hook calls
+  it after answering a prompt no server answered. ``QUIPU_PROMPT_SERVER=off`` turns all of it off.
+"""
+import sys
+
+from quipu.prompt import _fs, hook, indexread
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+RUN_DIR = "run"
+SOCKET_NAME = "prompt.sock"
+LOCK_NAME = "prompt.lock"
+SWITCH_ENV = "QUIPU_PROMPT_SERVER"
+PROTOCOL = b"QUIPU-PROMPT 1\n"
+IDLE_SECONDS = 900.0
+CHECK_SECONDS = 30.0
+REQUEST_SECONDS = 4.0
+START_MARK_SECONDS = 30.0
+MAX_REQUEST = hook.MAX_STDIN + 1_000_000
+# Socket paths longer than this do not fit in sockaddr_un on every platform.
+MAX_SOCKET_PATH = 100
+BOOT = ("import sys; p = sys.argv.pop(1); sys.path.append(p); "
+        "from quipu.prompt import server; server.main(p, sys.argv[1])")
+
+
+def socket_path(home: str) -> str:
+    return _fs.join(home, RUN_DIR, SOCKET_NAME)
+
+
+def enabled(env: "dict[str, str]") -> bool:
+    return env.get(SWITCH_ENV, "").lower() not in ("off", "0", "no", "false")
+
+
+def start(root: str, home: str) -> None:
+    """Spawn a detached server for ``home`` whose modules come from the package under ``root``."""
+    if len(socket_path(home).encode()) > MAX_SOCKET_PATH:
+        return
+    from quipu.prompt import launch
+
+    hook.spawn_detached("the prompt server", _fs.join(home, "prompt-server.started"), START_MARK_SECONDS,
+                        [launch.interpreter(), "-I", "-S", "-c", BOOT, root, home])
+
+
+def token(root: str, executable: str) -> bytes:
+    """What a request must name to be answered: the package folder and the interpreter."""
+    return f"{root}\0{executable}".encode("utf-8", "surrogateescape")
+
+
+def decode_request(data: bytes) -> "tuple[bytes, bytes, dict[bytes, bytes], bytes]":
+    """The four fields of a request; ValueError when it is not one."""
+    if not data.startswith(PROTOCOL):
+        raise ValueError("not a prompt request")
+    fields = []
+    at = len(PROTOCOL)
+    for _ in range(4):
+        end = data.index(b"\n", at, at + 21)
+        size = int(data[at:end])
+        fields.append(data[end + 1:end + 1 + size])
+        at = end + 1 + size
+        if size < 0 or at > len(data):
+            raise ValueError("a field is cut short")
+    if at != len(data):
+        raise ValueError("bytes after the last field")
+    env: "dict[bytes, bytes]" = {}
+    for pair in fields[2].split(b"\0") if fields[2] else ():
+        key, sep, value = pair.partition(b"=")
+        if not sep or not key:
+            raise ValueError("a variable without a name")
+        env[key] = value
+    return fields[0], fields[1], env, fields[3]
+
+
+class _Timeout(Exception):
+    pass
+
+
+class Server:
+    """One listening socket and the loop that answers it (see the module's contract)."""
+
+    def __init__(self, root: str, home: str) -> None:
+        import os
+
+        self.token = token(root, sys.executable)
+        self.path = socket_path(home)
+        self.sources = self._fingerprint()
+        self.stop = False
+        self.listener: "Any" = None  # a socket.socket once listening
+        self.inode = 0
+        self.lock = -1
+        self.os = os
+
+    def _fingerprint(self) -> "list[tuple[str, int, int]]":
+        """The prompt path's sources as they are now: (path, mtime_ns, size) of each module."""
+        out = []
+        for name in ("__init__", "server", "launch", *sys.modules["quipu.prompt"].PROMPT_PATH):
+            path = _fs.join(sys.modules["quipu.prompt"].__path__[0], f"{name}.py")
+            try:
+                st = _fs.stat(path)
+                out.append((path, st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append((path, -1, -1))
+        return out
+
+    def open(self) -> bool:
+        """Take the lock and listen; False when another server has it or the folder is unsafe."""
+        import fcntl
+        import socket
+
+        os = self.os
+        folder = _fs.dirname(self.path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if not _fs.real_dir(folder) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            hook.log(f"prompt server not started: {folder} must be a folder only its owner can use "
+                     f"(`chmod 700 {folder}`)")
+            return False
+        self.lock = os.open(_fs.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT | _fs.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # another server is answering
+        os.ftruncate(self.lock, 0)
+        os.write(self.lock, str(os.getpid()).encode())  # who answers, for `kill` and the bench
+        try:
+            os.unlink(self.path)  # a dead server's socket
+        except FileNotFoundError:
+            pass
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        listener.listen(64)
+        listener.settimeout(CHECK_SECONDS)
+        self.listener = listener
+        self.inode = os.stat(self.path).st_ino
+        return True
+
+    def _still_mine(self) -> bool:
+        try:
+            return self.os.stat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def serve(self) -> None:
+        import signal
+        import time
+
+        def expire(signum: int, frame: object) -> None:
+            raise _Timeout(f"a request ran over {REQUEST_SECONDS:g} s")
+
+        def terminate(signum: int, frame: object) -> None:
+            raise SystemExit(0)  # the socket is removed on the way out
+
+        signal.signal(signal.SIGALRM, expire)
+        signal.signal(signal.SIGTERM, terminate)
+        last = time.monotonic()
+        while not self.stop:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
+                    break
+                continue
+            last = time.monotonic()
+            try:
+                signal.setitimer(signal.ITIMER_REAL, REQUEST_SECONDS)
+                try:
+                    self.answer(conn)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            except BaseException as exc:  # noqa: BLE001 - one request's failure never stops the server
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                hook.log(f"prompt server: {type(exc).__name__}: {exc}")
+            finally:
+                conn.close()
+        self.close()
+
+    def answer(self, conn: "Any") -> None:
+        import io
+
+        data = _receive(conn)
+        request_token, cwd, env, stdin = decode_request(data)
+        if request_token != self.token or self._fingerprint() != self.sources:
+            self.stop = request_token == self.token  # upgraded in place: the next start loads the new code
+            conn.sendall(b"L")
+            return
+        os = self.os
+        os.environ.clear()  # the client's environment, exactly: the hook reads it through os.environ
+        os.environ.update({k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+                           for k, v in env.items()})
+        try:
+            os.chdir(cwd)
+        except OSError:
+            os.chdir("/")
+        out = io.StringIO()
+        hook.main(io.BytesIO(stdin), out)
+        conn.sendall(b"A" + out.getvalue().encode("utf-8"))
+
+    def close(self) -> None:
+        if self.listener is not None:
+            if self._still_mine():
+                try:
+                    self.os.unlink(self.path)
+                except OSError:
+                    pass
+            self.listener.close()
+            self.listener = None
+        if self.lock >= 0:
+            self.os.close(self.lock)
+            self.lock = -1
+
+
+def _receive(conn: "Any") -> bytes:
+    """The whole request: until the client shuts its side, at most MAX_REQUEST bytes."""
+    conn.settimeout(REQUEST_SECONDS)
+    chunks = []
+    total = 0
+    while total <= MAX_REQUEST:
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def main(root: str, home: str) -> None:
+    """Run a server for ``home`` until it is idle, replaced or its code changes."""
+    server = Server(root, home)
+    indexread.keep_connections()
+    try:
+        if server.open():
+            server.serve()
+    except Exception as exc:  # noqa: BLE001 - a server that cannot run leaves the hook to work alone
+        hook.log(f"prompt server stopped: {type(exc).__name__}: {exc}")
+    finally:
+        server.close()
