@@ -1,73 +1,13 @@
 """Claude Code UserPromptSubmit hook: quipu recall (quipu/prompt/hook.py). Run as `python -I -S <this file>`.
 
-Only a few statements: Python compiles a script anew at every start (modules come from their
-cached bytecode). First it hands the event to the prompt server, the hook's modules kept loaded
-(quipu/prompt/server.py), through $QUIPU_HOME/run/prompt.sock and prints its answer: no quipu
-module is loaded then. When no server answers, quipu recalls in this process and starts one for
-the next prompt. No site-packages: the quipu package is found beside this file, in a source
-checkout (hooks/ next to quipu/) or an installed wheel (quipu/_assets/hooks/). Its folder goes
-last on sys.path, so nothing there (nor the working directory) can stand in for a standard
-module. Fails open. The collector of reference cycles is off: the process lives for
-milliseconds, and imports would trigger it several times for nothing.
+Python compiles a script anew at every start, so this one only puts its own folder last on
+sys.path (nothing there can stand in for a standard module) and imports quipu_prompt_client.py,
+which does the work from its cached bytecode. Fails open.
 """
-import gc
 import sys
 
-gc.disable()
-raw = None
-served = ""
 try:
-    import posix
-
-    top = (__file__ if __file__.startswith("/") else posix.getcwd() + "/" + __file__).rsplit("/", 2)[0]
-    root = top.rsplit("/", 2)[0] if top.endswith("/quipu/_assets") else top
-    env = posix.environ
-    home = env.get(b"QUIPU_HOME") or (env.get(b"XDG_DATA_HOME") or env.get(b"HOME", b"~") + b"/.local/share") + b"/quipu"
-    if home[:1] == b"/" and not env.get(b"QUIPU_CHILD") and env.get(b"QUIPU_PROMPT_SERVER", b"").lower() not in (
-            b"off", b"0", b"no", b"false"):
-        chunks = []
-        size = 0
-        while size <= 32_000_000:  # quipu.prompt.hook.MAX_STDIN: a larger event is logged there
-            chunk = posix.read(0, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        raw = b"".join(chunks)
-        served = "absent"
-        if size > 32_000_000:
-            raise OverflowError("the hook logs an event this large")
-        import _socket
-
-        client = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        client.settimeout(5.0)
-        client.connect(home + b"/run/prompt.sock")
-        served = "declined"
-        fields = (f"{root}\0{sys.executable}".encode("utf-8", "surrogateescape"), posix.getcwd().encode(
-            "utf-8", "surrogateescape"), b"\0".join(k + b"=" + v for k, v in env.items()), raw)
-        client.sendall(b"QUIPU-PROMPT 1\n" + b"".join(b"%d\n" % len(f) + f for f in fields))
-        client.shutdown(_socket.SHUT_WR)
-        served = "timeout"
-        chunks = []
-        while chunk := client.recv(1 << 16):
-            chunks.append(chunk)
-        answer = b"".join(chunks)
-        if answer[:1] == b"A":
-            answer = answer[1:]
-            while answer:
-                answer = answer[posix.write(1, answer):]
-            posix._exit(0)
-        served = "declined"
-except TimeoutError:  # while connecting: as if absent; while answering: it has the prompt
-    pass
-except BaseException:  # noqa: BLE001 - no server, or not a usable one: recall in this process
-    served = "declined" if served == "timeout" else served
-try:
-    sys.path.append(root)
-    import quipu.prompt
-
-    quipu.prompt.load_prompt_path()  # the hook's modules from their cached bytecode, without importlib
-    from quipu.prompt.hook import run_as_hook
+    sys.path.append((__file__ if __file__[0] == "/" else __import__("posix").getcwd() + "/" + __file__).rpartition("/")[0])
+    import quipu_prompt_client  # noqa: F401 - it answers the prompt and ends the process
 except BaseException:  # noqa: BLE001 - a prompt hook fails open
-    sys.exit(0)
-run_as_hook(raw, root, served)
+    pass

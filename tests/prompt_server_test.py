@@ -75,13 +75,18 @@ def event(prompt: str, cwd: str = "", **extra: str) -> str:
                        "hook_event_name": "UserPromptSubmit", "prompt": prompt, **extra})
 
 
-def run(payload: str, hook: Path = REPO_ROOT / "hooks" / "prompt_submit.py", **env: str) -> tuple[str, bool]:
-    """(the hook's stdout, whether this process loaded quipu itself: False means the server answered)."""
-    done = subprocess.run([real_python(), "-I", "-S", "-X", "importtime", str(hook)], input=payload.encode(),
+def imported(argv: list[str], payload: str = "", **env: str) -> tuple[str, set[str]]:
+    """(stdout, every module the process imported, from ``-X importtime``)."""
+    done = subprocess.run([real_python(), "-I", "-S", "-X", "importtime", *argv], input=payload.encode(),
                           capture_output=True, env={**os.environ, **env}, timeout=60)
     assert done.returncode == 0
-    loaded = any(line.split("|")[-1].strip() == "quipu" for line in done.stderr.decode().splitlines())
-    return done.stdout.decode(), loaded
+    return done.stdout.decode(), {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line}
+
+
+def run(payload: str, hook: Path = REPO_ROOT / "hooks" / "prompt_submit.py", **env: str) -> tuple[str, bool]:
+    """(the hook's stdout, whether this process loaded quipu itself: False means the server answered)."""
+    out, modules = imported([str(hook)], payload, **env)
+    return out, "quipu" in modules
 
 
 def started(home: Path) -> None:
@@ -117,6 +122,12 @@ def test_the_server_answers_every_kind_of_event_as_the_hook_alone_does(shop: Sto
         assert served == alone, make()[:80]
         outputs.append(served)
     assert "deploy-procedure" in outputs[0] and "deploy-procedure" in outputs[4]
+    # Answered by the server, the hook process loads nothing of quipu but its client (which ends
+    # the process while it is still being imported, so -X importtime never lists it): the socket
+    # module and gc (to turn the collector off) alone.
+    bare = imported(["-c", "pass"])[1]
+    out, modules = imported([str(REPO_ROOT / "hooks" / "prompt_submit.py")], event(DEPLOY, cwd), **env)
+    assert "deploy-procedure" in out and modules - bare == {"gc", "_socket"}
     assert outputs[1:3] == ["", ""] and outputs[5:] == ["", "", ""]
 
 
@@ -224,6 +235,7 @@ def test_new_code_stops_the_old_server(tmp_path: Path, shop: Store, home: Path) 
     assert run(event(DEPLOY), hook, **env)[1] is False
     recall_py = checkout / "quipu" / "prompt" / "recall.py"
     recall_py.write_text(recall_py.read_text() + "\n# upgraded\n")
+    time.sleep(server.SOURCE_CHECK_SECONDS + 0.2)  # the server looks at its sources once a second
     out, loaded = run(event(DEPLOY), hook, **env)
     assert "deploy-procedure" in out and loaded  # the old server declined; recalled with the new code
     wait_for(lambda: not alive(pid), "the old server to stop")
@@ -277,11 +289,11 @@ def test_twenty_terminals_at_once_each_get_their_own_answer(shop: Store, home: P
     prompts = [DEPLOY if i % 2 else "thanks, looks good" for i in range(20)]
     children = [subprocess.Popen([real_python(), "-I", "-S", str(REPO_ROOT / "hooks" / "prompt_submit.py")],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) for _ in prompts]
-    for child, prompt in zip(children, prompts):
+    for child, prompt in zip(children, prompts, strict=True):
         assert child.stdin is not None
         child.stdin.write(event(prompt).encode())
         child.stdin.close()
-    for child, prompt in zip(children, prompts):
+    for child, prompt in zip(children, prompts, strict=True):
         out = child.stdout.read().decode() if child.stdout else ""
         assert child.wait(timeout=60) == 0
         assert ("deploy-procedure" in out) == (prompt == DEPLOY)

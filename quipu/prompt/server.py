@@ -39,6 +39,7 @@ IDLE_SECONDS = 900.0
 CHECK_SECONDS = 30.0
 REQUEST_SECONDS = 4.0
 START_MARK_SECONDS = 30.0
+SOURCE_CHECK_SECONDS = 1.0
 MAX_REQUEST = hook.MAX_STDIN + 1_000_000
 # Socket paths longer than this do not fit in sockaddr_un on every platform.
 MAX_SOCKET_PATH = 100
@@ -106,11 +107,23 @@ class Server:
         self.token = token(root, sys.executable)
         self.path = socket_path(home)
         self.sources = self._fingerprint()
+        self.checked = 0.0
+        self.env: "dict[bytes, bytes]" = {}
         self.stop = False
         self.listener: "Any" = None  # a socket.socket once listening
         self.inode = 0
         self.lock = -1
         self.os = os
+
+    def _changed(self) -> bool:
+        """Whether the prompt path's sources changed since the start (looked at once a second)."""
+        import time
+
+        now = time.monotonic()
+        if now - self.checked < SOURCE_CHECK_SECONDS:
+            return False
+        self.checked = now
+        return self._fingerprint() != self.sources
 
     def _fingerprint(self) -> "list[tuple[str, int, int]]":
         """The prompt path's sources as they are now: (path, mtime_ns, size) of each module."""
@@ -202,14 +215,20 @@ class Server:
 
         data = _receive(conn)
         request_token, cwd, env, stdin = decode_request(data)
-        if request_token != self.token or self._fingerprint() != self.sources:
+        if request_token != self.token or self._changed():
             self.stop = request_token == self.token  # upgraded in place: the next start loads the new code
             conn.sendall(b"L")
             return
         os = self.os
-        os.environ.clear()  # the client's environment, exactly: the hook reads it through os.environ
-        os.environ.update({k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-                           for k, v in env.items()})
+        if env != self.env:  # the client's environment, exactly: the hook reads it through os.environ
+            wanted = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+                      for k, v in env.items()}
+            for key in [k for k in os.environ if k not in wanted]:
+                del os.environ[key]
+            for key, value in wanted.items():
+                if os.environ.get(key) != value:
+                    os.environ[key] = value
+            self.env = env
         try:
             os.chdir(cwd)
         except OSError:

@@ -18,13 +18,22 @@ _MIN_STEM = 3
 _MAX_STEM = 64
 
 
+_TERMS: "dict[str, str | None]" = {}  # fts_term's answers: a prompt repeats its words, the prompt server its users'
+_TERMS_AT_MOST = 50_000
+
+
 def fts_term(word: str) -> "str | None":
+    try:
+        return _TERMS[word]
+    except KeyError:
+        pass
     token = _first_token(word)
-    if token is None:
-        return None
-    if len(token) < _MIN_STEM or len(token) > _MAX_STEM:
-        return token
-    return porter_stem(token)
+    if token is not None and _MIN_STEM <= len(token) <= _MAX_STEM:
+        token = porter_stem(token)
+    if len(_TERMS) >= _TERMS_AT_MOST:
+        _TERMS.clear()
+    _TERMS[word] = token
+    return token
 
 
 def _first_token(text: str) -> "str | None":
