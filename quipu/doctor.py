@@ -6,8 +6,9 @@ git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a
 index write left beside it is named, with the command that heals it), files skipped for bad
 frontmatter, the git hooks, the store's size, git's garbage-collection state, Claude Code's
 MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started;
-``quipu.claude.wiring``), quipu's wiring in Codex CLI's hooks.json and config.toml, and whether the
-offline model can run (``quipu.model.offline_status``). A check that meets something quipu refuses
+``quipu.claude.wiring``), quipu's wiring in Codex CLI's hooks.json and config.toml, whether the
+offline model can run (``quipu.model.offline_status``), and whether the prompt server answers
+(``quipu.prompt.server.status``). A check that meets something quipu refuses
 (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
@@ -208,9 +209,19 @@ def check_capture(store: Store) -> Check:
                  f"the offline model {summary} (it matters once quipu's hooks are installed)", fixes)
 
 
+def check_prompt_server(store: Store) -> Check:
+    """The prompt server, which answers the prompt hook with its modules kept loaded (``quipu.prompt.server``)."""
+    import os
+
+    from quipu.prompt import locate, server
+
+    ok, summary, fixes = server.status(locate.quipu_home(), dict(os.environ))
+    return Check("prompt server", ok, summary, fixes)
+
+
 CHECKS: list[Callable[[Store], Check]] = [
     check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md,
-    check_always_on, check_claude_code, check_capture, check_codex,
+    check_always_on, check_claude_code, check_capture, check_codex, check_prompt_server,
 ]
 
 

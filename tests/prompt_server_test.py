@@ -243,8 +243,15 @@ def test_new_code_stops_the_old_server(tmp_path: Path, shop: Store, home: Path) 
     os.utime(home / "prompt-server.started", (time.time() - 3600, time.time() - 3600))
     run(event(DEPLOY), hook, **env)
     started(home)
-    out, loaded = run(event(DEPLOY), **env)  # the repository's own hook, another package folder
-    assert "deploy-procedure" in out and loaded
+    other = server_pid(home)
+    for _ in range(server.DECLINE_AT_MOST):  # the repository's own hook: another package folder
+        out, loaded = run(event(DEPLOY), **env)
+        assert "deploy-procedure" in out and loaded
+    wait_for(lambda: not alive(other), "the other install's server to make way")
+    os.utime(home / "prompt-server.started", (time.time() - 3600, time.time() - 3600))
+    run(event(DEPLOY), **env)
+    started(home)
+    assert run(event(DEPLOY), **env)[1] is False  # now answered by a server of its own
 
 
 def test_no_server_when_turned_off_or_when_its_folder_is_open_to_others(shop: Store, home: Path) -> None:
@@ -297,3 +304,22 @@ def test_twenty_terminals_at_once_each_get_their_own_answer(shop: Store, home: P
         out = child.stdout.read().decode() if child.stdout else ""
         assert child.wait(timeout=60) == 0
         assert ("deploy-procedure" in out) == (prompt == DEPLOY)
+
+
+def test_doctor_says_whether_the_prompt_server_answers(shop: Store, home: Path) -> None:
+    def doctor(**env: str) -> dict[str, object]:
+        done = quipu("--store", str(shop.root), "doctor", "--json", env=env)
+        checks = json.loads(done.stdout)["checks"]
+        return next(c for c in checks if c["name"] == "prompt server")
+
+    assert "not running" in str(doctor()["summary"])
+    run(event(DEPLOY), QUIPU_STORE=str(shop.root))
+    started(home)
+    found = doctor()
+    assert found["ok"] and f"process {server_pid(home)}" in str(found["summary"])
+    assert "off" in str(doctor(QUIPU_PROMPT_SERVER="off")["summary"])
+    os.kill(server_pid(home) or 0, signal.SIGTERM)
+    wait_for(lambda: not (home / "run" / "prompt.sock").exists(), "the server to remove its socket")
+    (home / "run").chmod(0o755)
+    found = doctor()
+    assert not found["ok"] and found["details"] == [f"chmod 700 {home / 'run'}"]

@@ -40,6 +40,7 @@ CHECK_SECONDS = 30.0
 REQUEST_SECONDS = 4.0
 START_MARK_SECONDS = 30.0
 SOURCE_CHECK_SECONDS = 1.0
+DECLINE_AT_MOST = 3
 MAX_REQUEST = hook.MAX_STDIN + 1_000_000
 # Socket paths longer than this do not fit in sockaddr_un on every platform.
 MAX_SOCKET_PATH = 100
@@ -63,6 +64,34 @@ def start(root: str, home: str) -> None:
 
     hook.spawn_detached("the prompt server", _fs.join(home, "prompt-server.started"), START_MARK_SECONDS,
                         [launch.interpreter(), "-I", "-S", "-c", BOOT, root, home])
+
+
+def status(home: str, env: "dict[str, str]") -> "tuple[bool, str, list[str]]":
+    """(fine, one line, how to fix it) about the prompt server of ``home``."""
+    import fcntl
+    import os
+
+    folder = _fs.dirname(socket_path(home))
+    if not enabled(env):
+        return True, f"off ({SWITCH_ENV}={env.get(SWITCH_ENV)}): the prompt hook recalls in its own process", []
+    if _fs.lexists(folder):
+        st = os.lstat(folder)
+        if not _fs.real_dir(folder) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return False, f"{folder} is not a folder only you can use, so the prompt server does not start", [
+                f"chmod 700 {folder}" if _fs.real_dir(folder) else f"remove {folder}"]
+    try:
+        fd = os.open(_fs.join(folder, LOCK_NAME), os.O_RDONLY | _fs.O_NOFOLLOW)
+    except OSError:
+        return True, "not running: the next prompt starts it", []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True, "not running: the next prompt starts it", []
+    except OSError:
+        pid = os.read(fd, 32).decode(errors="replace").strip()
+        return True, f"running (process {pid}), answering the prompt hook on {socket_path(home)}", []
+    finally:
+        os.close(fd)
 
 
 def token(root: str, executable: str) -> bytes:
@@ -108,6 +137,7 @@ class Server:
         self.path = socket_path(home)
         self.sources = self._fingerprint()
         self.checked = 0.0
+        self.declined = 0  # requests in a row from another install's hook
         self.env: "dict[bytes, bytes]" = {}
         self.stop = False
         self.listener: "Any" = None  # a socket.socket once listening
@@ -216,9 +246,13 @@ class Server:
         data = _receive(conn)
         request_token, cwd, env, stdin = decode_request(data)
         if request_token != self.token or self._changed():
-            self.stop = request_token == self.token  # upgraded in place: the next start loads the new code
+            # Upgraded in place: the next start loads the new code. Asked only by another
+            # install's hook, again and again: that hook's own server may take the socket.
+            self.declined = self.declined + 1 if request_token != self.token else DECLINE_AT_MOST
+            self.stop = self.declined >= DECLINE_AT_MOST
             conn.sendall(b"L")
             return
+        self.declined = 0
         os = self.os
         if env != self.env:  # the client's environment, exactly: the hook reads it through os.environ
             wanted = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
