@@ -72,9 +72,30 @@ def isolate(scratch: Path) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": "bench@example.invalid",
     }
     os.environ.update(env)
-    for key in ("QUIPU_STORE", "QUIPU_CHILD", "XDG_DATA_HOME"):
+    for key in ("QUIPU_STORE", "QUIPU_CHILD", "XDG_DATA_HOME", "QUIPU_PROMPT_SERVER"):
         os.environ.pop(key, None)
+    import atexit
+
+    atexit.register(stop_prompt_server, env["QUIPU_HOME"])  # a hook run here may have started one
     return dict(os.environ)
+
+
+def prompt_server_pid(quipu_home: str) -> int | None:
+    """The process id of the prompt server of ``quipu_home``, from the lock file it holds (quipu.prompt.server)."""
+    try:
+        text = (Path(quipu_home) / "run" / "prompt.lock").read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def stop_prompt_server(quipu_home: str) -> None:
+    pid = prompt_server_pid(quipu_home)
+    if pid is not None:
+        try:
+            os.kill(pid, 15)
+        except OSError:
+            pass
 
 
 def scratch_dir(keep: str | None, name: str) -> Path:

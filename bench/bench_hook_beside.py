@@ -3,7 +3,8 @@
 Each tree builds its own store of 10,000 memories of real text with its own code (the same seeded
 texts: real notes and LoCoMo turns of ../shared/data, read at run time), so each hook reads the
 index its own version writes. Then prompts-dev's first topical prompts go through both hooks as
-Claude Code starts them (``<real python> -I -S hooks/prompt_submit.py``, a new session each call)
+Claude Code starts them (``<real python> -I -S hooks/prompt_submit.py``, a new session each call,
+``QUIPU_PROMPT_SERVER=off`` so that each tree's own code recalls in the hook's process)
 beside a bare ``-I -S -c pass``, alternated, and the medians are compared: the ratio first.
 
 Usage: git worktree add /tmp/quipu-base REV, then
@@ -92,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                 event = json.dumps({"prompt": prompt, "cwd": str(root), "session_id": f"s{calls}",
                                     "hook_event_name": "UserPromptSubmit"})
                 env = {"PATH": os.environ.get("PATH", ""), "HOME": str(scratch), "QUIPU_STORE": str(root),
-                       "QUIPU_HOME": str(scratch / f"home-{name}")}
+                       "QUIPU_HOME": str(scratch / f"home-{name}"),
+                       "QUIPU_PROMPT_SERVER": "off"}  # the two trees' code, each in the hook's own process
                 start = time.perf_counter()
                 out = subprocess.run([PY, "-I", "-S", str(tree / "hooks" / "prompt_submit.py")], input=event.encode(),
                                      capture_output=True, env=env, check=False)

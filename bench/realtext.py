@@ -166,7 +166,7 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
     per_prompt = ""
     if server_cpu is not None and after is not None and after[0] == server_cpu[0] and served:
         per_prompt = f"{(after[1] - server_cpu[1]) / served * 1000:.1f} ms"
-    _stop_server(env)
+    C.stop_prompt_server(env["QUIPU_HOME"])
     base = C.median(walls["bare"])
     base_cpu = C.median(cpus["bare"])
     rows = [("`python -I -S -c pass` (bare, baseline)", "", f"{base * 1000:.1f}",
@@ -211,18 +211,9 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
     return 0
 
 
-def _server_pid(env: dict[str, str]) -> int | None:
-    """The prompt server's process id, from the lock file it holds (see quipu.prompt.server)."""
-    try:
-        text = (Path(env["QUIPU_HOME"]) / "run" / "prompt.lock").read_text().strip()
-        return int(text) if text.isdigit() else None
-    except OSError:
-        return None
-
-
 def _server_cpu(env: dict[str, str]) -> tuple[int, float] | None:
     """(pid, user + system CPU seconds so far) of the prompt server, or None."""
-    pid = _server_pid(env)
+    pid = C.prompt_server_pid(env["QUIPU_HOME"])
     if pid is None:
         return None
     try:
@@ -230,15 +221,6 @@ def _server_cpu(env: dict[str, str]) -> tuple[int, float] | None:
     except OSError:
         return None
     return pid, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _stop_server(env: dict[str, str]) -> None:
-    pid = _server_pid(env)
-    if pid is not None:
-        try:
-            os.kill(pid, 15)
-        except OSError:
-            pass
 
 
 def write_notes(data: Path, folder: Path, count: int, seed: int) -> None:

@@ -139,6 +139,7 @@ class Server:
         self.checked = 0.0
         self.declined = 0  # requests in a row from another install's hook
         self.env: "dict[bytes, bytes]" = {}
+        self.tz = os.environ.get("TZ")
         self.stop = False
         self.listener: "Any" = None  # a socket.socket once listening
         self.inode = 0
@@ -263,6 +264,11 @@ class Server:
                 if os.environ.get(key) != value:
                     os.environ[key] = value
             self.env = env
+            if wanted.get("TZ") != self.tz:
+                import time
+
+                time.tzset()  # the hook log's times in the client's zone
+                self.tz = wanted.get("TZ")
         try:
             os.chdir(cwd)
         except OSError:
