@@ -21,7 +21,11 @@ kept = Teardown()  # deleted only by the interpreter's teardown
 if sys.argv[2] == "atexit":
     atexit.register(lambda: (marks / "atexit").write_text("ran"))
 if sys.argv[2] == "thread":
-    threading.Thread(target=lambda: (time.sleep(0.3), (marks / "thread").write_text("ran"))).start()
+    def work():  # alive until the main thread is done, however long the program takes
+        while threading.main_thread().is_alive():
+            time.sleep(0.01)
+        (marks / "thread").write_text("ran")
+    threading.Thread(target=work).start()
 sys.argv = ["quipu", *sys.argv[3:]]
 from quipu.cli import run
 run()
