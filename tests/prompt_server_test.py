@@ -18,7 +18,7 @@ import pytest
 
 from quipu.prompt import server
 from quipu.store.store import Store
-from testing.fixtures import REPO_ROOT, example_store, memory, quipu, real_python
+from testing.fixtures import REPO_ROOT, add_all, example_store, make_store, memory, quipu, real_python
 
 DEPLOY = "how do we deploy shop-api to production?"
 
@@ -323,3 +323,31 @@ def test_doctor_says_whether_the_prompt_server_answers(shop: Store, home: Path) 
     (home / "run").chmod(0o755)
     found = doctor()
     assert not found["ok"] and found["details"] == [f"chmod 700 {home / 'run'}"]
+
+
+def test_a_project_inside_the_user_store_is_answered_from_both_with_the_clients_folder(tmp_path: Path, home: Path) -> None:
+    user = make_store(home / "store")
+    add_all(user, [memory("kestrel-keys", "Kestrel signing keys rotation",
+                          "The kestrel signing keys are rotated every quarter with the vault rotate job.")])
+    project = tmp_path / "proj"
+    add_all(make_store(project / ".quipu"), [memory("orbital-ledger", "Orbital ledger reconciliation",
+                                                     "The orbital ledger reconciles payments nightly.")])
+    (project / "src").mkdir()
+    cwd = str(project / "src")
+    run(event("when are the kestrel signing keys rotated?", cwd))
+    started(home)
+    for prompt in ("when are the kestrel signing keys rotated?", "how does the orbital ledger reconciliation run?"):
+        served, loaded = run(event(prompt, cwd))
+        alone = run(event(prompt, cwd), QUIPU_PROMPT_SERVER="off")[0]
+        assert not loaded and served == alone
+    assert "store: user" in run(event("when are the kestrel signing keys rotated?", cwd))[0]
+    assert "store: project" in run(event("how does the orbital ledger reconciliation run?", cwd))[0]
+    # Outside the project (the server's own folder stays wherever the last client was): the user store alone.
+    out = run(event("how does the orbital ledger reconciliation run?", str(tmp_path)))[0]
+    assert "orbital-ledger" not in out
+    # The project's index removed: that prompt is silent and its refresh starts; the next sees it rebuilt.
+    (project / ".quipu" / ".cache" / "index.sqlite").unlink()
+    assert "orbital-ledger" not in run(event("how does the orbital ledger reconciliation run?", cwd))[0]
+    wait_for(lambda: (project / ".quipu" / ".cache" / "index.sqlite").exists(), "the refresh the server started")
+    wait_for(lambda: "orbital-ledger" in run(event("how does the orbital ledger reconciliation run?", cwd))[0],
+             "the rebuilt index to answer")
