@@ -110,6 +110,7 @@ def test_the_server_answers_every_kind_of_event_as_the_hook_alone_does(shop: Sto
         lambda: event("ok", cwd),
         lambda: event("how do we rotate the stripe webhook secret?", cwd),
         lambda: event(DEPLOY + "\n" + "pasted log line with tokens 1234 abcd\n" * 2000, cwd),
+        lambda: event(DEPLOY + "\n" + "2024-05-01 12:00:00 INFO worker heartbeat ok\n" * 50_000, cwd),  # 2 MB
         lambda: json.dumps({"hook_event_name": "SessionStart", "prompt": DEPLOY}),
         lambda: "{not json",
         lambda: "",
@@ -121,14 +122,14 @@ def test_the_server_answers_every_kind_of_event_as_the_hook_alone_does(shop: Sto
         assert not loaded and alone_loaded
         assert served == alone, make()[:80]
         outputs.append(served)
-    assert "deploy-procedure" in outputs[0] and "deploy-procedure" in outputs[4]
+    assert all("deploy-procedure" in outputs[i] for i in (0, 4, 5))
     # Answered by the server, the hook process loads nothing of quipu but its client (which ends
     # the process while it is still being imported, so -X importtime never lists it): the socket
     # module and gc (to turn the collector off) alone.
     bare = imported(["-c", "pass"])[1]
     out, modules = imported([str(REPO_ROOT / "hooks" / "prompt_submit.py")], event(DEPLOY, cwd), **env)
     assert "deploy-procedure" in out and modules - bare == {"gc", "_socket"}
-    assert outputs[1:3] == ["", ""] and outputs[5:] == ["", "", ""]
+    assert outputs[1:3] == ["", ""] and outputs[6:] == ["", "", ""]
 
 
 def test_each_prompt_is_answered_with_its_own_environment_and_session(tmp_path: Path, shop: Store, home: Path) -> None:
