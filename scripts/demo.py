@@ -45,6 +45,9 @@ def main() -> int:
         else:
             print("(silent)")
         print()
+    print("(The first prompt was recalled in the hook's own process, which then started the prompt server: "
+          "as soon as it listens, prompts are answered by it, with the hook's modules already loaded. It stops "
+          "after 15 idle minutes; `quipu doctor` shows it.)\n")
     print("Why the first prompt matched:\n")
     print(quipu(store, "recall", PROMPTS[0], "--explain"), "\n")
     print("A supersession is a commit; undo is a revert:\n")
