@@ -16,14 +16,18 @@ closed every file it wrote before it returns.
 """
 from __future__ import annotations
 
-import argparse
-import errno
-import importlib
-import os
-import sys
+from quipu.lite import import_light_stdlib
 
-from quipu import __version__
-from quipu.errors import FatalError
+import_light_stdlib()  # argparse and pathlib without gettext, locale and urllib.parse (see quipu.lite)
+
+import argparse  # noqa: E402
+import errno  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from quipu import __version__  # noqa: E402
+from quipu.errors import FatalError  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: a command does not load typing
