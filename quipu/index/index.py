@@ -170,12 +170,22 @@ def _read_stamp(store: Store) -> str:
         return ""
 
 
+_STAMP_WIDTH = 64  # a stamp is written in place, padded: never a shorter text over a longer one
+
+
 def _write_stamp(store: Store) -> None:
-    target = _stamp_path(store)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    """Written in place under the index lock (its only readers hold it too), not as a new file
+    renamed over the old one: on ext4 that rename flushes the new file, milliseconds on a busy disk.
+    A write cut short leaves a stamp that matches nothing: the file is checked, as after any change."""
+    data = _file_stamp(index_file(store)).ljust(_STAMP_WIDTH).encode("ascii")
     with contextlib.suppress(OSError):
-        tmp.write_text(_file_stamp(index_file(store)), encoding="utf-8")
-        os.replace(tmp, target)
+        fd = os.open(_stamp_path(store), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            os.pwrite(fd, data, 0)
+            if os.fstat(fd).st_size > len(data):
+                os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
 
 
 def ensure_fresh(store: Store, *, force_rebuild: bool = False, private_ok: bool = True,

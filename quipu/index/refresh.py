@@ -164,7 +164,7 @@ def _recount_changed_terms(db: sqlite3.Connection) -> int:
         "UPDATE term_df SET df = df - (SELECT doc FROM temp.removed_vocab AS r WHERE r.term = term_df.term)"
         " WHERE term IN (SELECT term FROM temp.removed_vocab)"
     )
-    db.execute("DELETE FROM term_df WHERE df <= 0")
+    db.execute("DELETE FROM term_df WHERE df <= 0 AND term IN (SELECT term FROM temp.removed_vocab)")  # only they fell
     _clear_changed_terms(db)
     return int(rows)
 

@@ -8,9 +8,11 @@ and joining 10,000 cached entry byte strings is cheaper still.
 
 Contract:
 - ``IndexFile.parse(data)`` reads index versions 2, 3 and 4 with SHA-1 object ids. It raises
-  ``Unsupported`` for anything it must not rewrite: a bad checksum, unmerged entries (a
-  conflict), a split or sparse index, or any other required extension. Optional extensions (the
-  cache tree, the untracked cache, offset tables) are dropped on write; git rebuilds them.
+  ``Unsupported`` for anything it must not rewrite: a file cut short, entries out of order,
+  unmerged entries (a conflict), a split or sparse index, or any other required extension.
+  Optional extensions (the cache tree, the untracked cache, offset tables) are dropped on write;
+  git rebuilds them. Like git, it does not hash the whole file to check the trailing checksum on
+  read (only ``git fsck`` does): the file is only ever replaced whole, by a rename.
 - ``set(path, ...)`` stages a blob entry with the file's stat data exactly as ``git add`` would;
   ``remove(path)`` unstages; both keep the entries sorted as git sorts them (bytewise).
   ``set_many(items)`` is ``set`` of each, merged into the sorted entries at once (a bulk write's
@@ -78,46 +80,19 @@ class IndexFile:
 
     @classmethod
     def parse(cls, data: bytes) -> IndexFile:
-        if len(data) < _HEADER.size + _OID_LEN or sha1(data[:-_OID_LEN]).digest() != data[-_OID_LEN:]:
+        if len(data) < _HEADER.size + _OID_LEN:
             raise Unsupported("not a whole index file")
         signature, version, count = _HEADER.unpack_from(data, 0)
         if signature != b"DIRC" or version not in (2, 3, 4):
             raise Unsupported(f"index version {version}")
         index = cls(version)
-        paths, fixed, encoded = index.paths, index.fixed, index.encoded
-        pos = _HEADER.size
-        previous = b""
         end = len(data) - _OID_LEN
-        for _ in range(count):
-            start = pos
-            (flags,) = _FLAGS.unpack_from(data, pos + 60)
-            if flags & _STAGE_MASK:
-                raise Unsupported("unmerged entries")
-            pos += _FIXED
-            if flags & _EXTENDED:
-                if version < 3:
-                    raise Unsupported("extended flags in a version 2 index")
-                pos += 2
-            fixed_part = data[start:pos]
-            if version == 4:
-                strip = data[pos] & 127
-                while data[pos] & 128:
-                    pos += 1
-                    strip = ((strip + 1) << 7) | (data[pos] & 127)
-                pos += 1
-                nul = data.index(b"\x00", pos)
-                path = previous[: len(previous) - strip] + data[pos:nul]
-                pos = nul + 1
-            else:
-                nul = data.index(b"\x00", pos)
-                path = data[pos:nul]
-                pos = start + ((pos - start + len(path) + 8) & ~7)
-            if pos > end:
-                raise Unsupported("entries run past the end of the file")
-            paths.append(path)
-            fixed.append(fixed_part)
-            encoded.append(data[start:pos])
-            previous = path
+        try:
+            pos = index._read_entries(data, count)
+        except (IndexError, ValueError):
+            raise Unsupported("entries run past the end of the file") from None
+        if pos > end:
+            raise Unsupported("entries run past the end of the file")
         while pos < end:  # extensions: optional ones (uppercase) are dropped, required ones refused
             name, size = struct.unpack_from(">4sI", data, pos)
             if not (65 <= name[0] <= 90):
@@ -129,6 +104,51 @@ class IndexFile:
             raise Unsupported("entries out of order")
         index.trailer = data[-_OID_LEN:]
         return index
+
+    def _read_entries(self, data: bytes, count: int) -> int:
+        """Read ``count`` entries from offset 12; returns where they end. One pass with the
+        fewest steps per entry: at 10,000 memories this loop is most of the cost of reading."""
+        paths, fixed, encoded = self.paths, self.fixed, self.encoded
+        version = self.version
+        find = data.index
+        previous = b""
+        pos = _HEADER.size
+        for _ in range(count):
+            start = pos
+            high = data[pos + 60]  # the flags' high byte: assume-valid, extended, the stage
+            if high & 0x70:
+                if high & 0x30:
+                    raise Unsupported("unmerged entries")
+                if version < 3:
+                    raise Unsupported("extended flags in a version 2 index")
+                pos += _FIXED + 2
+            else:
+                pos += _FIXED
+            fixed.append(data[start:pos])
+            if version == 4:
+                strip = data[pos]
+                pos += 1
+                if strip & 128:  # a varint past one byte: a path that drops 128 bytes or more
+                    strip &= 127
+                    while True:
+                        strip = ((strip + 1) << 7) | (data[pos] & 127)
+                        pos += 1
+                        if not data[pos - 1] & 128:
+                            break
+                if strip > len(previous):
+                    raise Unsupported("a path that drops more than the path before it holds")
+                nul = find(b"\x00", pos)
+                path = previous[: len(previous) - strip] + data[pos:nul]
+                pos = nul + 1
+            else:
+                name = pos
+                nul = find(b"\x00", pos)
+                path = data[name:nul]
+                pos = start + ((name - start + len(path) + 8) & ~7)
+            paths.append(path)
+            encoded.append(data[start:pos])
+            previous = path
+        return pos
 
     def _encode(self, i: int) -> bytes:
         path, fixed = self.paths[i], self.fixed[i]

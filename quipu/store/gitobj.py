@@ -152,6 +152,11 @@ class Objects:
             raise
         return oid
 
+    def remember_tree(self, oid: str, entries: list[tuple[int, str, str]]) -> None:
+        """Keep the entries of a tree just written (in git's order), so it is not parsed back."""
+        if oid in self._kept:
+            self._trees.setdefault(oid, entries)
+
     def tree(self, oid: str) -> list[tuple[int, str, str]]:
         """The entries (mode, name, id) of the tree ``oid``."""
         parsed = self._trees.get(oid)
@@ -200,12 +205,20 @@ def parse_tree(data: bytes) -> list[tuple[int, str, str]]:
 
 def tree_bytes(entries: Mapping[str, tuple[int, str]]) -> bytes:
     """A tree's content from {name: (mode, id)}, in git's order (a folder sorts as ``name/``)."""
+    return _tree_bytes(entries, _git_order(entries))
+
+
+def _git_order(entries: Mapping[str, tuple[int, str]]) -> list[str]:
     def key(name: str) -> bytes:
         raw = name.encode("utf-8", "surrogateescape")
         return raw + b"/" if entries[name][0] == TREE_MODE else raw
 
+    return sorted(entries, key=key)
+
+
+def _tree_bytes(entries: Mapping[str, tuple[int, str]], names: list[str]) -> bytes:
     return b"".join(f"{entries[n][0]:o} ".encode("ascii") + n.encode("utf-8", "surrogateescape") + b"\x00"
-                    + bytes.fromhex(entries[n][1]) for n in sorted(entries, key=key))
+                    + bytes.fromhex(entries[n][1]) for n in names)
 
 
 def build_tree(objects: Objects, base: str | None, changes: Mapping[str, bytes | None]) -> str:
@@ -249,7 +262,10 @@ def _with_all(objects: Objects, tree: str | None, node: dict[str, Any]) -> str |
             entries[name] = (BLOB_MODE, change)
     if not entries:
         return None
-    return objects.write("tree", tree_bytes(entries))
+    names = _git_order(entries)
+    oid = objects.write("tree", _tree_bytes(entries, names))
+    objects.remember_tree(oid, [(entries[n][0], n, entries[n][1]) for n in names])
+    return oid
 
 
 class Tree:
