@@ -31,6 +31,7 @@ Contract:
 from __future__ import annotations
 
 import bisect
+import operator
 import os
 import struct
 
@@ -51,6 +52,7 @@ _OID = slice(40, 60)
 _S_IFMT = 0o170000
 _S_IFREG = 0o100000
 _S_IFLNK = 0o120000
+_MTIME_OF = operator.itemgetter(_MTIME_SECONDS)
 
 
 class Unsupported(Exception):
@@ -228,7 +230,9 @@ class IndexFile:
         """Set the size of racily clean entries whose file no longer holds the staged blob to 0;
         returns the entries changed (path, fixed part)."""
         stamp = struct.pack(">I", since & 0xFFFFFFFF)
-        changed = []
+        changed: list[tuple[str, bytes]] = []
+        if not self.fixed or max(map(_MTIME_OF, self.fixed)) < stamp:
+            return changed  # none as new as the index: found without a Python step per entry
         for i, fixed in enumerate(self.fixed):
             if fixed[_MTIME_SECONDS] < stamp or fixed[_SIZE] == b"\x00\x00\x00\x00":
                 continue
