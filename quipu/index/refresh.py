@@ -83,11 +83,12 @@ def _apply(store: Store, db: sqlite3.Connection, head: str, gone: list[str], lan
     """Remove the rows of ``gone`` and of every path in ``landed``, index ``landed`` anew, and move
     the index to ``head``."""
     # No fsync (it was two thirds of an add's index update): the index is a cache of commits that
-    # have landed. A process killed anywhere in this transaction leaves the file at its old commit
-    # (SQLite rolls the hot journal back, which needs no fsync while the system runs), behind HEAD,
-    # and the next refresh catches up; tests/index_crash_test.py kills one at each step. A power
-    # loss can lose the last writes of the index as of git's objects and refs (quipu syncs neither);
-    # an index SQLite then finds damaged, or whose commit git no longer has, is rebuilt.
+    # have landed. A process killed anywhere in this transaction leaves the file and its rollback
+    # journal holding the index at its old commit, behind HEAD (no fsync is needed for that while
+    # the machine runs); the next read takes the journal for a killed writer's and rebuilds from
+    # git (tests/index_crash_test.py kills one at each step). A power loss may cut the last writes
+    # short, as it may git's own loose objects and refs (quipu syncs neither): the stamp names the
+    # boot, and the first read after a restart checks the file (``index._file_stamp``).
     db.execute("PRAGMA synchronous = OFF")
     db.execute("BEGIN IMMEDIATE")
     try:

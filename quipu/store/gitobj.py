@@ -40,6 +40,7 @@ GITLINK_MODE = 0o160000
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 KEPT_OBJECTS = 4096  # trees, commits and blobs written, kept by an Objects (then all dropped at once)
 KEPT_BLOB_BYTES = 65536
+LOOSE_COMPRESSION = 1  # git's own default for loose objects (core.looseCompression): speed, not size
 
 
 class Unsupported(Exception):
@@ -144,7 +145,7 @@ class Objects:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         try:
             with open(fd, "wb", closefd=True) as fh:
-                fh.write(zlib.compress(raw))
+                fh.write(zlib.compress(raw, LOOSE_COMPRESSION))
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
