@@ -71,12 +71,12 @@ def _varint(value: int) -> bytes:
 
 
 class IndexFile:
-    """The entries of one index file: sorted paths, each with its fixed part and encoded bytes."""
+    """The entries of one index file: sorted paths, each with its encoded bytes (which begin with
+    the entry's fixed part: stat data, object id, flags and, when extended, the extended flags)."""
 
     def __init__(self, version: int) -> None:
         self.version = version
         self.paths: list[bytes] = []
-        self.fixed: list[bytes] = []    # stat data + object id + flags (+ extended flags)
         self.encoded: list[bytes] = []  # the entry as it is written (v4: relative to the previous path)
         self.trailer = b""  # the SHA-1 at the end of the file this was last parsed from or written as
 
@@ -108,13 +108,12 @@ class IndexFile:
         return index
 
     def _read_entries(self, data: bytes, count: int) -> int:
-        """Read ``count`` entries from offset 12; returns where they end. One pass with the
-        fewest steps per entry: at 10,000 memories this loop is most of the cost of reading."""
-        paths, fixed, encoded = self.paths, self.fixed, self.encoded
+        """Read ``count`` entries from offset 12; returns where they end (one pass, the fewest steps
+        an entry: at 10,000 memories this loop is most of the cost of reading)."""
+        paths, encoded = self.paths, self.encoded
+        pos, previous = _HEADER.size, b""
         version = self.version
         find = data.index
-        previous = b""
-        pos = _HEADER.size
         for _ in range(count):
             start = pos
             high = data[pos + 60]  # the flags' high byte: assume-valid, extended, the stage
@@ -126,7 +125,6 @@ class IndexFile:
                 pos += _FIXED + 2
             else:
                 pos += _FIXED
-            fixed.append(data[start:pos])
             if version == 4:
                 strip = data[pos]
                 pos += 1
@@ -152,8 +150,12 @@ class IndexFile:
             previous = path
         return pos
 
-    def _encode(self, i: int) -> bytes:
-        path, fixed = self.paths[i], self.fixed[i]
+    def _fixed(self, i: int) -> bytes:
+        entry = self.encoded[i]
+        return entry[:_FIXED + 2] if entry[60] & 0x40 else entry[:_FIXED]
+
+    def _encode(self, i: int, fixed: bytes) -> bytes:
+        path = self.paths[i]
         if self.version == 4:
             previous = self.paths[i - 1] if i > 0 else b""
             common = len(os.path.commonprefix([previous, path]))
@@ -163,7 +165,7 @@ class IndexFile:
 
     def _reencode(self, i: int) -> None:
         if self.version == 4 and i < len(self.paths):
-            self.encoded[i] = self._encode(i)
+            self.encoded[i] = self._encode(i, self._fixed(i))
 
     def set(self, path: str, oid: bytes, mode: int, st: os.stat_result) -> bytes:
         """Stage ``path`` as a blob ``oid`` with ``mode`` and the worktree file's stat data; returns
@@ -178,13 +180,12 @@ class IndexFile:
         if len(items) < 64 or len(set(self.paths)) != len(self.paths):  # few, or a path entered twice
             return [self.set(*item) for item in items]
         made = [self._fixed_part(*item) for item in items]
-        merged = dict(zip(self.paths, self.fixed, strict=True))
+        merged = dict(zip(self.paths, map(self._fixed, range(len(self.paths))), strict=True))
         merged.update(zip((item[0].encode("utf-8") for item in items), made, strict=True))
         self.paths = sorted(merged)
-        self.fixed = [merged[path] for path in self.paths]
         self.encoded = [b""] * len(self.paths)
-        for i in range(len(self.paths)):
-            self.encoded[i] = self._encode(i)
+        for i, path in enumerate(self.paths):
+            self.encoded[i] = self._encode(i, merged[path])
         return made
 
     def _fixed_part(self, path: str, oid: bytes, mode: int, st: os.stat_result) -> bytes:
@@ -210,20 +211,18 @@ class IndexFile:
             raise Unsupported("not an entry this module makes")
         i = bisect.bisect_left(self.paths, raw)
         if i < len(self.paths) and self.paths[i] == raw:
-            self.fixed[i] = fixed
-            self.encoded[i] = self._encode(i)
+            self.encoded[i] = self._encode(i, fixed)
             return
         self.paths.insert(i, raw)
-        self.fixed.insert(i, fixed)
         self.encoded.insert(i, b"")
-        self.encoded[i] = self._encode(i)
+        self.encoded[i] = self._encode(i, fixed)
         self._reencode(i + 1)
 
     def remove(self, path: str) -> None:
         raw = path.encode("utf-8")
         i = bisect.bisect_left(self.paths, raw)
         if i < len(self.paths) and self.paths[i] == raw:
-            del self.paths[i], self.fixed[i], self.encoded[i]
+            del self.paths[i], self.encoded[i]
             self._reencode(i)
 
     def smudge_racy(self, since: int, workdir: str) -> list[tuple[str, bytes]]:
@@ -231,16 +230,16 @@ class IndexFile:
         returns the entries changed (path, fixed part)."""
         stamp = struct.pack(">I", since & 0xFFFFFFFF)
         changed: list[tuple[str, bytes]] = []
-        for i in _at_least(list(map(_MTIME_OF, self.fixed)), stamp):
-            fixed = self.fixed[i]
+        for i in _at_least(list(map(_MTIME_OF, self.encoded)), stamp):  # (the fixed part leads)
+            fixed = self._fixed(i)
             if fixed[_SIZE] == b"\x00\x00\x00\x00":
                 continue
             path = self.paths[i].decode("utf-8", "surrogateescape")
             if _still_clean(os.path.join(workdir, path), fixed):
                 continue
-            self.fixed[i] = fixed[:_SIZE.start] + b"\x00\x00\x00\x00" + fixed[_SIZE.stop:]
-            self.encoded[i] = self._encode(i)
-            changed.append((path, self.fixed[i]))
+            fixed = fixed[:_SIZE.start] + b"\x00\x00\x00\x00" + fixed[_SIZE.stop:]
+            self.encoded[i] = self._encode(i, fixed)
+            changed.append((path, fixed))
         return changed
 
     def serialize(self) -> bytes:
