@@ -219,3 +219,19 @@ def test_a_fresh_add_opens_the_index_once(tmp_path: Path) -> None:
     assert added.stderr.strip().splitlines()[-1] == "1"
     found = index.rows(store, "SELECT id FROM memories WHERE title = 'Cron'")
     assert [row["id"] for row in found] == [json.loads(added.stdout)["id"]]
+
+
+def test_a_one_memory_command_runs_without_the_cycle_collector_and_any_other_with_it() -> None:
+    import gc
+
+    from quipu import cli
+
+    was = gc.isenabled()
+    try:
+        for argv, collects in ((["--store", "s", "add", "-t", "T", "body"], False), (["show", "abcd0001"], False),
+                               (["import", "markdown", "notes"], True), (["serve"], True), ([], True),
+                               (["--store=s", "label", "abcd0001", "stale"], False), (["search", "x"], True)):
+            cli.set_collector(argv)
+            assert gc.isenabled() is collects, argv
+    finally:
+        (gc.enable if was else gc.disable)()
