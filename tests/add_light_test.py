@@ -37,10 +37,11 @@ def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp
     # inspect module they load (Memory, the log entries and refresh results are plain classes),
     # threading (a Store's per-thread state is threading.local itself, from _thread), and OpenSSL
     # (_hashlib: a small store's few hashes are the interpreter's own, quipu.lite.sha1).
-    # Nor urllib.parse and ipaddress (for pathlib's Path.as_uri), nor gettext and locale (argparse's
-    # message catalogs) when the interpreter has no catalog folder: quipu.lite's stand-ins answer.
+    # Nor urllib.parse and ipaddress, ntpath and fnmatch (pathlib's Path.as_uri, Windows paths and
+    # match), nor gettext and locale (argparse's message catalogs) when the interpreter has no
+    # catalog folder: quipu.lite's stand-ins answer for them.
     assert not imported & {"typing", "dataclasses", "inspect", "threading", "hashlib", "_hashlib",
-                           "urllib.parse", "ipaddress"}
+                           "urllib.parse", "ipaddress", "ntpath", "fnmatch"}
     if not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
         assert not imported & {"gettext", "locale"}
     added = json.loads(traced.stdout)

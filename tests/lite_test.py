@@ -90,7 +90,7 @@ if LIGHT:
     from quipu import lite
     lite.import_light_stdlib()
 import argparse, pathlib
-loaded = sorted(m for m in ("gettext", "locale", "urllib.parse", "ipaddress") if m in sys.modules)
+loaded = sorted(m for m in ("gettext", "locale", "urllib.parse", "ipaddress", "ntpath", "fnmatch") if m in sys.modules)
 if sys.argv[2:]:
     import gettext
     gettext.bindtextdomain("messages", sys.argv[2])
@@ -108,6 +108,8 @@ for argv in (["--pair", "a"], [], ["go"], ["stay"]):
     except ValueError as exc:
         print(exc)
 print(pathlib.Path("/tmp/a b/\\u00fc%#.md").as_uri())
+print(pathlib.PureWindowsPath("C:/a/b.md").as_posix(), pathlib.PureWindowsPath("C:/a/B.MD").match("*.md"),
+      pathlib.PurePosixPath("x/y/z.md").match("y/*.md"), pathlib.PurePosixPath("x/Z.md").match("*.md"))
 import gettext, urllib.parse
 print(loaded if LIGHT else "-", callable(gettext.GNUTranslations), urllib.parse.urlsplit("http://h/p").path)
 """
