@@ -27,6 +27,9 @@ Contract:
   command ``gettext`` with ``locale`` (argparse looks a catalog up for each message),
   ``urllib.parse`` with ``ipaddress``, ``ntpath`` and ``fnmatch``, about 3.5 ms of a fresh process.
   Should either module want a name a stand-in lacks (another Python), it is imported as usual.
+- ``import_deferring(name, modules)`` imports ``name`` while each of ``modules`` that is not loaded
+  yet is such a stand-in (for a module that uses them only in some calls: the secret scanner
+  decodes base64 only in texts that hold a candidate); ``from MODULE import NAME`` takes the real one.
 """
 from __future__ import annotations
 
@@ -108,6 +111,11 @@ def import_light_stdlib() -> None:
     _import_beside("argparse", {"gettext": _GETTEXT})
     _import_beside("pathlib", {"urllib.parse": _URLLIB_PARSE, "ntpath": _Deferred("ntpath"),
                                "fnmatch": _Deferred("fnmatch")})
+
+
+def import_deferring(name: str, modules: tuple[str, ...]) -> None:
+    """Import ``name`` with ``modules`` imported at their first use (see the module contract)."""
+    _import_beside(name, {module: _Deferred(module) for module in modules})
 
 
 def _import_beside(name: str, stand_ins: dict[str, Any]) -> None:

@@ -236,3 +236,25 @@ def test_a_one_memory_command_runs_without_the_cycle_collector_and_any_other_wit
             assert gc.isenabled() is collects, argv
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_an_add_whose_text_the_scanner_decodes_loads_base64_then_and_judges_as_the_scanner_does(tmp_path: Path) -> None:
+    """The add imports the secret scanner with base64 and binascii left for the texts that need
+    them (quipu.lite.import_deferring): a text the scanner decodes is judged as in any process."""
+    import base64
+
+    from quipu.store import secrets_scan
+
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("eeee00000001", "Ports", "The API listens on port 8080.")])
+    encoded = base64.b64encode(b"this is some example text for the docs page").decode()
+    for text, secret in ((f"The docs example shows {encoded} which decodes to text.", False),
+                         ("See aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xYz2 in the log.", True)):
+        assert bool(secrets_scan.find_secrets(text)) is secret  # the scanner's own verdict, in this process
+        traced = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "quipu", "--store", str(store.root), "add", "-t", "Example",
+             text, "--force"], capture_output=True, text=True, timeout=60)
+        assert (traced.returncode != 0) is secret, traced.stderr
+        imported = {line.split("|")[-1].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
+        assert "base64" in imported  # decoded: loaded at that moment
+    assert git(store.root, "status", "--porcelain") == ""
