@@ -1,5 +1,9 @@
 from __future__ import annotations
 
-from quipu.cli import run
+import gc
+
+gc.disable()  # until quipu.cli.run knows the command: a one-memory command runs without it
+
+from quipu.cli import run  # noqa: E402
 
 run()

@@ -13,9 +13,10 @@ Contract:
 - A journal, write-ahead log or shared-memory file found beside the index under the index lock is
   a killed writer's: the index is rebuilt, and the rebuild rolls back or removes those files
   before its new file takes the name, so a hot journal of an old file never reaches a new one.
-- After every write quipu records the file's identity (inode, size, mtime) beside it in
-  ``index.sqlite.stamp``. A file changed by anything else (bytes overwritten, a copy dropped in)
-  must pass ``PRAGMA quick_check`` before it is trusted again. ``query`` and ``rows`` rebuild and
+- After every write quipu records the file's identity (inode, size, mtime) and the machine's boot
+  beside it in ``index.sqlite.stamp``. A file changed by anything else (bytes overwritten, a copy
+  dropped in), or last written in an earlier boot (its writes are not synced: a power loss may
+  have cut them short), must pass ``PRAGMA quick_check`` before it is trusted again. ``query`` and ``rows`` rebuild and
   retry once if SQLite still reports the file damaged mid-query.
 - Files with malformed frontmatter are skipped and listed in ``problems`` (``quipu doctor``).
 - Index writers serialise on an ``flock``; readers never write.
@@ -160,7 +161,23 @@ def _file_stamp(path: Path) -> str:
         st = os.stat(path)
     except OSError:
         return ""
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{_boot()}"
+
+
+_BOOT: list[str] = []
+
+
+def _boot() -> str:
+    """This boot of the machine (Linux's boot id; empty elsewhere). A stamp names the boot its file
+    was written in: the index is written without an fsync, so a file from an earlier boot may have
+    lost writes in a power loss, and must pass ``PRAGMA quick_check`` like a file changed by another."""
+    if not _BOOT:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+                _BOOT.append(fh.read().strip())
+        except (OSError, ValueError):
+            _BOOT.append("")
+    return _BOOT[0]
 
 
 def _read_stamp(store: Store) -> str:
@@ -170,12 +187,22 @@ def _read_stamp(store: Store) -> str:
         return ""
 
 
+_STAMP_WIDTH = 128  # a stamp is written in place, padded: never a shorter text over a longer one
+
+
 def _write_stamp(store: Store) -> None:
-    target = _stamp_path(store)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    """Written in place under the index lock (its only readers hold it too), not as a new file
+    renamed over the old one: on ext4 that rename flushes the new file, milliseconds on a busy disk.
+    A write cut short leaves a stamp that matches nothing: the file is checked, as after any change."""
+    data = _file_stamp(index_file(store)).ljust(_STAMP_WIDTH).encode("ascii")
     with contextlib.suppress(OSError):
-        tmp.write_text(_file_stamp(index_file(store)), encoding="utf-8")
-        os.replace(tmp, target)
+        fd = os.open(_stamp_path(store), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            os.pwrite(fd, data, 0)
+            if os.fstat(fd).st_size > len(data):
+                os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
 
 
 def ensure_fresh(store: Store, *, force_rebuild: bool = False, private_ok: bool = True,

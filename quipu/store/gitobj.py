@@ -40,6 +40,7 @@ GITLINK_MODE = 0o160000
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 KEPT_OBJECTS = 4096  # trees, commits and blobs written, kept by an Objects (then all dropped at once)
 KEPT_BLOB_BYTES = 65536
+LOOSE_COMPRESSION = 1  # git's own default for loose objects (core.looseCompression): speed, not size
 
 
 class Unsupported(Exception):
@@ -144,13 +145,18 @@ class Objects:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         try:
             with open(fd, "wb", closefd=True) as fh:
-                fh.write(zlib.compress(raw))
+                fh.write(zlib.compress(raw, LOOSE_COMPRESSION))
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
         return oid
+
+    def remember_tree(self, oid: str, entries: list[tuple[int, str, str]]) -> None:
+        """Keep the entries of a tree just written (in git's order), so it is not parsed back."""
+        if oid in self._kept:
+            self._trees.setdefault(oid, entries)
 
     def tree(self, oid: str) -> list[tuple[int, str, str]]:
         """The entries (mode, name, id) of the tree ``oid``."""
@@ -200,12 +206,20 @@ def parse_tree(data: bytes) -> list[tuple[int, str, str]]:
 
 def tree_bytes(entries: Mapping[str, tuple[int, str]]) -> bytes:
     """A tree's content from {name: (mode, id)}, in git's order (a folder sorts as ``name/``)."""
+    return _tree_bytes(entries, _git_order(entries))
+
+
+def _git_order(entries: Mapping[str, tuple[int, str]]) -> list[str]:
     def key(name: str) -> bytes:
         raw = name.encode("utf-8", "surrogateescape")
         return raw + b"/" if entries[name][0] == TREE_MODE else raw
 
+    return sorted(entries, key=key)
+
+
+def _tree_bytes(entries: Mapping[str, tuple[int, str]], names: list[str]) -> bytes:
     return b"".join(f"{entries[n][0]:o} ".encode("ascii") + n.encode("utf-8", "surrogateescape") + b"\x00"
-                    + bytes.fromhex(entries[n][1]) for n in sorted(entries, key=key))
+                    + bytes.fromhex(entries[n][1]) for n in names)
 
 
 def build_tree(objects: Objects, base: str | None, changes: Mapping[str, bytes | None]) -> str:
@@ -249,7 +263,10 @@ def _with_all(objects: Objects, tree: str | None, node: dict[str, Any]) -> str |
             entries[name] = (BLOB_MODE, change)
     if not entries:
         return None
-    return objects.write("tree", tree_bytes(entries))
+    names = _git_order(entries)
+    oid = objects.write("tree", _tree_bytes(entries, names))
+    objects.remember_tree(oid, [(entries[n][0], n, entries[n][1]) for n in names])
+    return oid
 
 
 class Tree:

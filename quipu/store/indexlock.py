@@ -52,14 +52,14 @@ def _log_index_change(path: str, record: dict[str, Any]) -> int:
         return -1
 
 
-def _catch_up(kept: gitindex.IndexFile, lock: str, log: str, since: int) -> bool:
-    """Bring ``kept`` up to the index in ``lock`` through the quipu writers' changes logged after
+def _catch_up(kept: gitindex.IndexFile, index: str, log: str, since: int) -> bool:
+    """Bring ``kept`` up to the index file ``index`` through the quipu writers' changes logged after
     offset ``since`` of the log (where this process's own last change ended).
 
     True only when a chain of changes leads from the checksum ``kept`` was written with to the
     checksum at the end of the file, and ``kept`` then serializes to exactly that checksum (a
     person's `git add` or `git status` wrote the file: no chain, and the caller reads it)."""
-    with open(lock, "rb") as fh:
+    with open(index, "rb") as fh:
         fh.seek(-20, os.SEEK_END)
         target = fh.read(20).hex()
     with open(log, "rb") as fh:
@@ -110,11 +110,12 @@ def _file_key(path: str) -> tuple[int, ...] | None:
 class GitIndexLock:
     """git's own ``index.lock``, taken atomically as git takes it, and held across the swap.
 
-    ``acquire`` creates the lock as a hard link to ``.git/index`` (``link`` fails if the lock
-    exists, like git's O_EXCL, and the lock starts out holding the index: nothing is copied);
-    ``prepare`` reads it (stable: nobody writes ``.git/index`` without this lock), stages the
-    paths and writes the new index over the lock; ``commit`` renames it over ``.git/index``,
-    ``rollback`` throws it away. A person's ``git add`` is therefore never undone."""
+    ``acquire`` creates the lock empty with O_EXCL, as git does; ``prepare`` reads ``.git/index``
+    (stable: nobody writes it without this lock), stages the paths and writes the new index into
+    the lock file itself (no second file renamed over it: on ext4 replacing a file flushes the new
+    one, milliseconds on a busy disk); ``commit`` renames the lock over ``.git/index``, ``rollback``
+    throws it away. A person's ``git add`` is therefore never undone. An index that
+    quipu.store.gitindex does not rewrite is copied into the lock and written by libgit2."""
 
     def __init__(self, gitdir: str, workdir: str, journal: Journal) -> None:
         self.gitdir = gitdir
@@ -146,22 +147,6 @@ class GitIndexLock:
             time.sleep(0.01)
 
     def _take(self) -> None:
-        try:
-            os.link(self.index, self.lock)
-            return
-        except FileNotFoundError:  # no .git/index yet: an empty lock, as git makes it
-            pass
-        except FileExistsError:
-            raise
-        except OSError:  # a file system without hard links: git's way, then a copy
-            fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            try:
-                with open(self.index, "rb") as src:
-                    while chunk := src.read(1 << 20):
-                        os.write(fd, chunk)
-            finally:
-                os.close(fd)
-            return
         os.close(os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
 
     def prepare(self, paths: list[str], entry_of: Callable[[str], tuple[int, str] | None],
@@ -194,7 +179,7 @@ class GitIndexLock:
             since = _mtime_seconds(self.index)
             if since is not None:
                 changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.workdir))
-            _write_over(self.lock, staged.serialize())
+            _write_into(self.lock, staged.serialize())
             self.record = {"from": start, "to": staged.trailer.hex(), **changes}
         else:
             staged.write()  # libgit2 writes <lock>.lock and renames it over the lock
@@ -202,24 +187,27 @@ class GitIndexLock:
         self.staged = staged
 
     def _current(self, cached: _Cached | None) -> pygit2.Index | gitindex.IndexFile:
-        """The index as it is in the lock file now, kept by this process as bytes: still exact if
+        """The index as it is in ``.git/index`` now, kept by this process as bytes: still exact if
         nobody wrote since (same file key); else caught up with the other quipu writers' changes
         from their log and checked against the file's checksum; else read again. libgit2 reads
-        and writes only an index quipu.store.gitindex will not rewrite."""
+        and writes only an index quipu.store.gitindex will not rewrite (a copy in the lock)."""
         if cached is not None and isinstance(cached[1], gitindex.IndexFile):
             key, kept, through, since = cached
             assert isinstance(kept, gitindex.IndexFile)  # checked above; this tells the type checker
             if key == _file_key(self.index) and through == self.lock:
                 return kept
             with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, KeyError, TypeError):
-                if _catch_up(kept, self.lock, os.path.join(self.gitdir, INDEX_LOG_NAME), since):
+                if _catch_up(kept, self.index, os.path.join(self.gitdir, INDEX_LOG_NAME), since):
                     return kept
         try:
-            with open(self.lock, "rb") as fh:
+            with open(self.index, "rb") as fh:
                 return gitindex.IndexFile.parse(fh.read())
         except (gitindex.Unsupported, OSError, ValueError, IndexError):
             import pygit2  # an index quipu.store.gitindex does not rewrite: libgit2's own reader
 
+            with contextlib.suppress(FileNotFoundError):  # (no .git/index yet: the lock stays empty)
+                with open(self.index, "rb") as src:
+                    _write_into(self.lock, src.read())
             return pygit2.Index(self.lock)
 
     def commit(self) -> None:
@@ -240,20 +228,20 @@ class GitIndexLock:
         self.journal.data["index_lock_at"] = None
 
 
-def _write_over(path: str, data: bytes) -> None:
-    """Replace ``path`` with a new file holding ``data``, as libgit2 does: ``<path>.lock``, rename."""
-    tmp = path + ".lock"
-    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+def _write_into(lock: str, data: bytes) -> None:
+    """Make the lock file this process created hold exactly ``data`` (written in place, as git
+    writes its index into ``index.lock``; never truncated to nothing first, which on ext4 would
+    flush it at close as a replacement does)."""
+    fd = os.open(lock, os.O_WRONLY)
     try:
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    except BaseException:
+        at = 0
+        while at < len(data):
+            at += os.pwrite(fd, view[at:], at)
+        if os.fstat(fd).st_size > len(data):
+            os.ftruncate(fd, len(data))
+    finally:
         os.close(fd)
-        os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, path)
 
 
 def _stat_entry(path: str, oid: str, mode: int, st: os.stat_result) -> pygit2.IndexEntry:

@@ -148,7 +148,7 @@ def _remove_dead_writers_files(gitdir: str, workdir: str, pending: dict[str, Any
             while os.path.exists(lock) and time.monotonic() < deadline:
                 time.sleep(0.01)
             with contextlib.suppress(OSError):
-                # The ctime: a lock quipu took by linking .git/index keeps the index's old mtime.
+                # The ctime: when the lock file was made or last written, whatever mtime it carries.
                 if since - 0.01 <= os.stat(lock).st_ctime <= since + DEAD_LOCK_WINDOW:
                     os.unlink(lock)
     for rel in paths:

@@ -242,6 +242,9 @@ class Store:
         (``allow_secret_like``; with ``marker``, the inline marker, for what a person commits
         themselves) are skipped and named in a ``Quipu-Allowed-Secret-Like`` trailer; bytes a bulk
         writer found clean are not scanned twice (``quipu.store.scanned``)."""
+        from quipu.lite import import_deferring
+
+        import_deferring("quipu.store.scanned", ("base64", "binascii"))  # for the texts that need them
         from quipu.store import gitstore, scanned, schema, secrets_scan
 
         for rel in changes:
