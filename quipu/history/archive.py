@@ -97,7 +97,7 @@ class Layout:
 
     @property
     def vectors(self) -> Path:
-        return self.root / "vectors.f32"
+        return self.root / "vectors.i16"
 
     @property
     def pieces(self) -> Path:
