@@ -28,7 +28,8 @@ Contract:
   short leaves a part line, which reading skips and the next append ends before writing its own.
 - ``Known`` is what a run of many appends (a backfill) knows of the archive: each shelf is read
   once, the first time one of its sessions is appended, and only keys, turn numbers and a hash of
-  each text are kept.
+  each text are kept. A backfill's ``Known`` also keeps the lines it appends, up to ``FLUSH_AT``
+  bytes, and writes each shelf's at once (``flush``) before they are indexed.
 - ``forget`` removes turns for good: their shelves are rewritten without them (atomically),
   and the caller removes them from the index in the same locked section.
 """
@@ -293,11 +294,19 @@ def _append(path: Path, data: bytes) -> None:
 
 class Known:
     """What the archive holds, for a run of many appends under one lock (see the module
-    contract): per session, each key's turn number and the hash of its text."""
+    contract): per session, each key's turn number and the hash of its text. ``buffered``: the
+    lines appended are kept here, shelf by shelf, and written by ``flush`` (one write per shelf,
+    not one per session), which the run calls before it indexes them and at its end; lines a
+    killed run had not written are archived by the next run, which reads the transcripts again."""
 
-    def __init__(self, layout: Layout) -> None:
+    FLUSH_AT = 4 << 20  # bytes kept before they are written whatever the caller does
+
+    def __init__(self, layout: Layout, *, buffered: bool = False) -> None:
         self.layout = layout
         self._shelves: dict[str, dict[str, dict[str, tuple[int, int]]]] = {}
+        self._buffered = buffered
+        self._lines: dict[Path, list[bytes]] = {}
+        self._size = 0
 
     def session(self, session_id: str) -> dict[str, tuple[int, int]]:
         """The session's archived turns (key -> turn number, hash of the text); the caller
@@ -310,6 +319,22 @@ class Known:
                 sessions.setdefault(t.session, {})[t.key] = (t.turn, hash(t.text))
             self._shelves[name] = sessions
         return sessions.setdefault(session_id, {})
+
+    def append(self, path: Path, data: bytes) -> None:
+        """Append ``data`` (whole lines) to the shelf at ``path``, now or at the next ``flush``."""
+        if not self._buffered:
+            _append(path, data)
+            return
+        self._lines.setdefault(path, []).append(data)
+        self._size += len(data)
+        if self._size >= self.FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every line kept, each shelf's in one append."""
+        lines, self._lines, self._size = self._lines, {}, 0
+        for path, parts in lines.items():
+            _append(path, b"".join(parts))
 
 
 def append_session(layout: Layout, session: Session, forgotten: set[str] | None = None,
@@ -344,7 +369,10 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
     if added or updated:
         shared = (_STR(sid), _STR(project), _STR(agent))
         data = "".join(t.line(shared) + "\n" for t in [*updated, *added]).encode("utf-8")
-        _append(layout.shelf(sid), data)
+        if known is not None:
+            known.append(layout.shelf(sid), data)
+        else:
+            _append(layout.shelf(sid), data)
     return AppendResult(sid, added, updated, redactions, skipped)
 
 

@@ -133,13 +133,17 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
     with layout.lock():
         forgotten = archive.forgotten_keys(layout)
         fresh = not index.is_current(layout)
-        known = archive.Known(layout)  # each shelf read once, not once per session on it
+        # Each shelf read once, not once per session on it, and written once per flush.
+        known = archive.Known(layout, buffered=True)
 
         def archived() -> Iterator[Turn]:
-            for n, path in enumerate(files, 1):
-                yield from _archive_one(layout, path, summary, forgotten, known=known)
-                if progress:
-                    progress(n, len(files))
+            try:
+                for n, path in enumerate(files, 1):
+                    yield from _archive_one(layout, path, summary, forgotten, known=known)
+                    if progress:
+                        progress(n, len(files))
+            finally:
+                known.flush()
 
         if fresh and not archive.session_files(layout):
             # A first backfill: each transcript's turns are archived and indexed (words and
@@ -160,6 +164,7 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
                 if writer is not None:
                     pending.append(turn)
                     if len(pending) >= _FLUSH:
+                        known.flush()  # archived before indexed
                         writer.upsert(pending)
                         pending = []
             if writer is not None:

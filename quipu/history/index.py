@@ -21,12 +21,17 @@ Contract:
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
+import pickle
+import signal
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +48,9 @@ LEVEL = 32767  # a row's largest magnitude, as stored (the int16 maximum)
 WIDTH = embed.DIM + 2  # int16 of one turn's vector: its DIM numbers, then the two halves of its float32 scale
 ROW = WIDTH * 2  # its bytes
 OLD_VECTORS = "vectors.f32"  # float32 rows, before schema 3: removed when the index is rebuilt
+# A rebuild of more than one batch is written by a forked child (``_write_apart``): on Linux only,
+# where fork is safe for what the child uses (SQLite and numpy, opened anew in it).
+_APART = sys.platform == "linux" and hasattr(os, "fork")
 _SLICE = 8192  # rows read and widened at once by ``similarities`` (4 MB of int16, 8 MB of float32)
 
 _DDL = f"""
@@ -156,7 +164,9 @@ class Writer:
                 if not self.db.in_transaction:
                     self.db.execute("BEGIN IMMEDIATE")
                 again = [self._ids[t.key] for t in batch if t.key in self._ids]
-                self.db.executemany("DELETE FROM turns WHERE id = ?", [(i,) for i in again])
+                if again:
+                    self._delete_rows(self.db.execute("SELECT id, text FROM turns WHERE id IN (SELECT value FROM "
+                                                      "json_each(?))", (json.dumps(again),)).fetchall())
                 _zero_rows(path, again)
                 self._insert(batch, path)
                 continue
@@ -189,23 +199,21 @@ class Writer:
                 ((t.key, t.session, t.turn, t.role, t.project, t.branch, t.agent, t.ts, t.text) for t in batch))
             new_ids = dict(self.db.execute("SELECT key, id FROM turns WHERE id > ?", (last,)).fetchall())
             ids = [int(new_ids[t.key]) for t in batch]
-        if not self._fresh:  # a fresh index's full-text index is built once, by ``commit``
-            self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
-                                zip(ids, (t.text for t in batch), strict=True))
+        self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
+                            zip(ids, (t.text for t in batch), strict=True))
         embedder = self.embedder()
         if embedder is not None:
             _write_rows(path, ids, embedder.many([t.text for t in batch]))
 
     def commit(self) -> None:
         """End the one transaction of a fresh index's writes, its indexes made and its full-text
-        index built from all the rows at once and merged (nothing to do otherwise)."""
+        index merged (nothing to do otherwise)."""
         if self._fresh:
             if not self.db.in_transaction:
                 self.db.execute("BEGIN IMMEDIATE")
             for statement in _INDEXES:
                 self.db.execute(statement)
             self._ids.clear()
-            self.db.execute("INSERT INTO turns_fts(turns_fts) VALUES ('rebuild')")
             self.optimize()  # merged in the same transaction: no page of it is journalled
             self.db.execute("COMMIT")
             self._fresh = False
@@ -213,8 +221,11 @@ class Writer:
     def _delete_keys(self, keys: Iterable[str]) -> list[int]:
         """Remove the rows of ``keys`` that are there, and their full-text entries (found with one
         query, however many keys)."""
-        rows = self.db.execute("SELECT id, text FROM turns WHERE key IN (SELECT value FROM json_each(?))",
-                               (json.dumps(list(keys)),)).fetchall()
+        return self._delete_rows(self.db.execute("SELECT id, text FROM turns WHERE key IN (SELECT value FROM "
+                                                 "json_each(?))", (json.dumps(list(keys)),)).fetchall())
+
+    def _delete_rows(self, rows: Sequence[sqlite3.Row]) -> list[int]:
+        """Remove ``rows`` (id, text) and their full-text entries; their ids."""
         self.db.executemany("INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', ?, ?)",
                             [(r["id"], r["text"]) for r in rows])
         self.db.executemany("DELETE FROM turns WHERE id = ?", [(r["id"],) for r in rows])
@@ -301,25 +312,23 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
     renamed into place). The caller holds the archive lock. Returns the number of turns;
     ``progress(done, total)`` is told of each session file read from the archive.
 
-    The file is new, so all of it is one transaction: rows and vectors in batches (a key read
-    again found in memory), then the indexes on the rows made, and the full-text index built once
-    from them ("rebuild") and merged ("optimize")."""
+    The file is new, so all of it is one transaction: rows, their full-text entries and vectors
+    in batches (a key read again found in memory), then the indexes on the rows made and the
+    full-text index merged ("optimize"). More than one batch of turns is written by a
+    child process (``_write_apart``) while this one goes on reading them."""
     layout.root.mkdir(parents=True, exist_ok=True)
     tmp_index = layout.index.with_name(layout.index.name + ".new")
     tmp_vectors = layout.vectors.with_name(layout.vectors.name + ".new")
     for p in (tmp_index, tmp_vectors, *(tmp_index.with_name(tmp_index.name + end) for end in ("-journal", "-wal"))):
         p.unlink(missing_ok=True)  # what a killed rebuild left
-    writer = Writer.create(tmp_index, layout)
-    count = 0
-    try:
-        with gc_paused():
-            source = iter(all_turns(layout, progress) if turns is None else turns)
-            while batch := list(itertools.islice(source, _BATCH)):
-                writer.upsert(batch, tmp_vectors)
-                count += len(batch)
-            writer.commit()
-    finally:
-        writer.close()
+    with gc_paused():
+        source = iter(all_turns(layout, progress) if turns is None else turns)
+        first = list(itertools.islice(source, _BATCH))
+        batches = itertools.chain([first], _batches(source))
+        if len(first) == _BATCH and _APART:
+            count = _write_apart(layout, tmp_index, tmp_vectors, batches)
+        else:
+            count = _write(layout, tmp_index, tmp_vectors, batches)
     # A killed writer's journal beside an old file would be played into the new one: it goes first.
     discard_leftovers(layout.vectors)
     if tmp_vectors.exists():
@@ -330,6 +339,94 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
     os.replace(tmp_index, layout.index)
     (layout.root / OLD_VECTORS).unlink(missing_ok=True)  # an index of schema 2's vectors, replaced
     return count
+
+
+def _batches(source: Iterator[Turn]) -> Iterator[list[Turn]]:
+    while batch := list(itertools.islice(source, _BATCH)):
+        yield batch
+
+
+def _write(layout: Layout, path: Path, vectors: Path, batches: Iterable[Sequence[Turn]]) -> int:
+    """A new index at ``path`` (and its vectors) of every turn of ``batches``; their number."""
+    writer = Writer.create(path, layout)
+    count = 0
+    try:
+        for batch in batches:
+            writer.upsert(batch, vectors)
+            count += len(batch)
+        writer.commit()
+    finally:
+        writer.close()
+    return count
+
+
+def _write_apart(layout: Layout, path: Path, vectors: Path, batches: Iterable[Sequence[Turn]]) -> int:
+    """``_write`` in a forked child, fed the batches through a pipe as this process makes them
+    (reading transcripts, redacting and archiving on one core; embedding and SQLite on the
+    other). The child renames nothing: a parent that stops or is killed leaves no index in
+    place, and the child, finding the pipe closed before the end mark, commits nothing. An
+    error in the child is raised here."""
+    import fcntl  # Linux only, as _APART
+
+    rows_r, rows_w = os.pipe()
+    done_r, done_w = os.pipe()
+    with contextlib.suppress(OSError):  # a batch or two in flight: neither side waits on the other's every step
+        fcntl.fcntl(rows_w, fcntl.F_SETPIPE_SZ, 1 << 20)
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns
+        status = 1
+        try:
+            os.close(rows_w)
+            os.close(done_r)
+            with open(rows_r, "rb") as feed:
+                _write(layout, path, vectors, _received(feed))
+            status = 0
+        except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
+            with contextlib.suppress(BaseException):
+                _send_error(done_w, exc)
+        finally:
+            os._exit(status)
+    os.close(rows_r)
+    os.close(done_w)
+    count = 0
+    try:
+        try:
+            with open(rows_w, "wb") as out:
+                for batch in batches:
+                    pickle.dump(list(map(tuple, batch)), out, pickle.HIGHEST_PROTOCOL)
+                    count += len(batch)
+                pickle.dump(None, out)  # the end mark
+        except BrokenPipeError:
+            pass  # the child stopped: its report says why
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(done_r)
+        raise
+    with open(done_r, "rb") as fh:
+        report = fh.read()
+    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if report:
+        raise pickle.loads(report)  # noqa: S301 - written by this process's own child
+    if status != 0:
+        raise RuntimeError(f"the history index writer stopped with status {status}")
+    return count
+
+
+def _received(feed: BinaryIO) -> Iterator[list[Turn]]:
+    """The batches the parent sends, until its end mark (``EOFError`` if it stopped before)."""
+    while (batch := pickle.load(feed)) is not None:  # noqa: S301 - sent by this process's own parent
+        yield list(map(Turn._make, batch))
+
+
+def _send_error(fd: int, exc: BaseException) -> None:
+    try:
+        data = pickle.dumps(exc, pickle.HIGHEST_PROTOCOL)
+        pickle.loads(data)  # noqa: S301 - just made: it must come back as it went
+    except Exception:  # noqa: BLE001 - an exception that does not pickle goes as its text
+        data = pickle.dumps(RuntimeError(f"the history index writer failed: {type(exc).__name__}: {exc}"))
+    with open(fd, "wb") as out:
+        out.write(data)
 
 
 def open_writer(layout: Layout, *, bulk: bool = False) -> Writer:
