@@ -337,10 +337,24 @@ class Known:
             _append(path, b"".join(parts))
 
 
+def redact_turns(session: Session) -> list[int]:
+    """Make each of the session's turns whole (``whole``) and redacted, in place; the number of
+    secrets found in each (what ``append_session`` does first, for a caller that does it apart)."""
+    turns = list(map(_whole_turn, session.turns))
+    counts = []
+    for n, spans in enumerate(secrets_scan.find_secrets_many([raw.text for raw in turns])):
+        if spans:
+            turns[n] = turns[n]._replace(text=secrets_scan.redact(turns[n].text, spans))
+        counts.append(len(spans))
+    session.turns = turns
+    return counts
+
+
 def append_session(layout: Layout, session: Session, forgotten: set[str] | None = None,
-                   known: Known | None = None) -> AppendResult:
+                   known: Known | None = None, redacted: list[int] | None = None) -> AppendResult:
     """Archive the session's new (or grown) turns, redacted. The caller holds ``layout.lock()``;
-    ``known``: what a run of appends knows of the archive (else the session's shelf is read)."""
+    ``known``: what a run of appends knows of the archive (else the session's shelf is read);
+    ``redacted``: what ``redact_turns`` returned for the session (its turns are redacted already)."""
     forgotten = forgotten_keys(layout) if forgotten is None else forgotten
     sid, project, agent = whole(session.session_id), whole(session.project), whole(session.agent)
     if known is not None:
@@ -351,15 +365,21 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
     added: list[Turn] = []
     updated: list[Turn] = []
     redactions = 0
-    kept = [raw for raw in map(_whole_turn, session.turns) if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
-    skipped = len(session.turns) - len(kept)
-    for raw, spans in zip(kept, secrets_scan.find_secrets_many([raw.text for raw in kept]), strict=True):
-        text = secrets_scan.redact(raw.text, spans) if spans else raw.text
+    if redacted is None:
+        kept = [raw for raw in map(_whole_turn, session.turns) if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
+        found = secrets_scan.find_secrets_many([raw.text for raw in kept])
+        texts = [(raw, secrets_scan.redact(raw.text, spans) if spans else raw.text, len(spans))
+                 for raw, spans in zip(kept, found, strict=True)]
+    else:
+        texts = [(raw, raw.text, n) for raw, n in zip(session.turns, redacted, strict=True)
+                 if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
+    skipped = len(session.turns) - len(texts)
+    for raw, text, count in texts:
         old = archived.get(raw.key)
         digest = hash(text)
         if old is not None and old[1] == digest:
             continue
-        redactions += len(spans)
+        redactions += count
         number = old[0] if old is not None else next_turn
         if old is None:
             next_turn += 1

@@ -17,20 +17,21 @@ Contract:
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from quipu.claude.settings import claude_dir
 from quipu.codex.config import codex_home
-from quipu.history import archive, index
+from quipu.history import apart, archive, index
 from quipu.history.archive import Layout, Turn
-from quipu.history.reader import read_session
+from quipu.history.reader import Session, read_session
 
 SUBAGENT = "a sub-agent transcript: its prompts come from the main session, not from a person"
 NO_TURNS = "no human prompt and no assistant text"
 _FLUSH = 4096
+_APART_FILES = 64  # transcripts from which a backfill reads them in a child process (quipu.history.apart)
 
 
 def projects_dir() -> Path:
@@ -67,40 +68,55 @@ def _is_subagent(path: Path) -> bool:
     return "subagents" in path.parts or path.name.startswith("agent-")
 
 
-def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[str],
-                 session_id: str | None = None, known: archive.Known | None = None) -> list[Turn]:
-    summary.files += 1
+class Read(NamedTuple):
+    """One transcript as read: its session, or why it is skipped."""
+
+    path: Path
+    session: Session | None
+    why: str  # why it is skipped ("" when it is not)
+    bad_lines: int
+    redacted: list[int] | None  # archive.redact_turns of the session, when it ran already
+
+
+def _read_one(path: Path, session_id: str | None = None, redact: bool = False) -> Read:
     if path.is_symlink():
-        summary.skipped.append((str(path), "a symbolic link: not followed"))
-        return []
+        return Read(path, None, "a symbolic link: not followed", 0, None)
     if _is_subagent(path):
-        summary.skipped.append((str(path), SUBAGENT))
-        return []
+        return Read(path, None, SUBAGENT, 0, None)
     try:
         session = read_session(path)
     except OSError as exc:
-        summary.skipped.append((str(path), f"cannot be read: {exc.strerror or exc}"))
-        return []
+        return Read(path, None, f"cannot be read: {exc.strerror or exc}", 0, None)
     except Exception as exc:  # noqa: BLE001 - one transcript quipu cannot read must not stop the others
-        summary.skipped.append((str(path), f"cannot be read as a transcript ({type(exc).__name__}: "
-                                           f"{str(exc)[:200]})"))
-        return []
+        return Read(path, None, f"cannot be read as a transcript ({type(exc).__name__}: {str(exc)[:200]})", 0, None)
     if session_id:
         session.session_id = session_id
-    summary.bad_lines += session.bad_lines
     if session.sidechain:
-        summary.skipped.append((str(path), SUBAGENT))
-        return []
+        return Read(path, None, SUBAGENT, session.bad_lines, None)
     if not session.turns:
-        summary.skipped.append((str(path), NO_TURNS))
+        return Read(path, None, NO_TURNS, session.bad_lines, None)
+    return Read(path, session, "", session.bad_lines, archive.redact_turns(session) if redact else None)
+
+
+def _archive_read(layout: Layout, read: Read, summary: Summary, forgotten: set[str],
+                  known: archive.Known | None = None) -> list[Turn]:
+    summary.files += 1
+    summary.bad_lines += read.bad_lines
+    if read.session is None:
+        summary.skipped.append((str(read.path), read.why))
         return []
-    result = archive.append_session(layout, session, forgotten, known)
+    result = archive.append_session(layout, read.session, forgotten, known, read.redacted)
     summary.sessions += 1
     summary.added += len(result.added)
     summary.updated += len(result.updated)
     summary.redactions += result.redactions
     summary.forgotten += result.forgotten
     return [*result.updated, *result.added]
+
+
+def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[str],
+                 session_id: str | None = None, known: archive.Known | None = None) -> list[Turn]:
+    return _archive_read(layout, _read_one(path, session_id), summary, forgotten, known)
 
 
 def append_transcript(path: str | Path, *, session_id: str | None = None, layout: Layout | None = None) -> Summary:
@@ -138,8 +154,13 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
 
         def archived() -> Iterator[Turn]:
             try:
-                for n, path in enumerate(files, 1):
-                    yield from _archive_one(layout, path, summary, forgotten, known=known)
+                if apart.APART and len(files) >= _APART_FILES:
+                    # Read and redacted by a child while this process archives what it sent before.
+                    reads: Iterable[Read] = apart.made(lambda: (_read_one(path, redact=True) for path in files))
+                else:
+                    reads = map(_read_one, files)
+                for n, read in enumerate(reads, 1):
+                    yield from _archive_read(layout, read, summary, forgotten, known)
                     if progress:
                         progress(n, len(files))
             finally:

@@ -21,17 +21,12 @@ Contract:
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
-import pickle
-import signal
 import sqlite3
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +34,7 @@ import numpy.typing as npt
 from quipu.index import embed
 from quipu.index.rebuild import gc_paused
 from quipu.index.schema import discard_leftovers
+from quipu.history import apart
 from quipu.history.archive import Layout, Turn, all_turns
 from quipu.prompt.stem import TOKENIZE
 
@@ -48,9 +44,6 @@ LEVEL = 32767  # a row's largest magnitude, as stored (the int16 maximum)
 WIDTH = embed.DIM + 2  # int16 of one turn's vector: its DIM numbers, then the two halves of its float32 scale
 ROW = WIDTH * 2  # its bytes
 OLD_VECTORS = "vectors.f32"  # float32 rows, before schema 3: removed when the index is rebuilt
-# A rebuild of more than one batch is written by a forked child (``_write_apart``): on Linux only,
-# where fork is safe for what the child uses (SQLite and numpy, opened anew in it).
-_APART = sys.platform == "linux" and hasattr(os, "fork")
 _SLICE = 8192  # rows read and widened at once by ``similarities`` (4 MB of int16, 8 MB of float32)
 
 _DDL = f"""
@@ -154,12 +147,17 @@ class Writer:
             self._embedder = embed.Embedder.load(files, bulk=self._bulk)
         return self._embedder
 
-    def upsert(self, turns: Sequence[Turn], vectors_path: Path | None = None) -> None:
+    def upsert(self, turns: Sequence[Turn], vectors_path: Path | None = None,
+               rows: npt.NDArray[np.int16] | None = None) -> None:
         """Insert or replace ``turns`` (by key), in batches, each batch one transaction; into a
-        fresh index (a rebuild), every batch goes into one transaction that ``commit`` ends."""
+        fresh index (a rebuild), every batch goes into one transaction that ``commit`` ends.
+        ``rows``: the turns' vectors as stored (``encode``), made already (one batch of turns,
+        each key once)."""
         path = vectors_path or self.layout.vectors
         for start in range(0, len(turns), _BATCH):
             batch = list({t.key: t for t in turns[start:start + _BATCH]}.values())  # a key once: its last version
+            if rows is not None and len(batch) != len(turns):
+                raise ValueError("vectors made already are for one batch of turns, each key once")
             if self._fresh:  # one transaction for all; a key read again (a session in two files) replaces its row
                 if not self.db.in_transaction:
                     self.db.execute("BEGIN IMMEDIATE")
@@ -168,19 +166,19 @@ class Writer:
                     self._delete_rows(self.db.execute("SELECT id, text FROM turns WHERE id IN (SELECT value FROM "
                                                       "json_each(?))", (json.dumps(again),)).fetchall())
                 _zero_rows(path, again)
-                self._insert(batch, path)
+                self._insert(batch, path, rows)
                 continue
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 stale = self._delete_keys([t.key for t in batch])
-                self._insert(batch, path)
+                self._insert(batch, path, rows)
                 _zero_rows(path, stale)
                 self.db.execute("COMMIT")
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
 
-    def _insert(self, batch: list[Turn], path: Path) -> None:
+    def _insert(self, batch: list[Turn], path: Path, rows: npt.NDArray[np.int16] | None = None) -> None:
         if self._fresh:  # rowids follow on from the last one given
             first = self._next_id
             ids = list(range(first, first + len(batch)))
@@ -201,6 +199,9 @@ class Writer:
             ids = [int(new_ids[t.key]) for t in batch]
         self.db.executemany("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
                             zip(ids, (t.text for t in batch), strict=True))
+        if rows is not None:
+            _write_encoded(path, ids, rows)
+            return
         embedder = self.embedder()
         if embedder is not None:
             _write_rows(path, ids, embedder.many([t.text for t in batch]))
@@ -279,7 +280,10 @@ def similarities(path: Path, query: npt.NDArray[np.float32], rows: int) -> npt.N
 
 
 def _write_rows(path: Path, ids: Sequence[int], rows: object) -> None:
-    matrix = encode(rows)
+    _write_encoded(path, ids, encode(rows))
+
+
+def _write_encoded(path: Path, ids: Sequence[int], matrix: npt.NDArray[np.int16]) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         # Rowids of one batch are consecutive: one write for the run, else one per row.
@@ -315,7 +319,7 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
     The file is new, so all of it is one transaction: rows, their full-text entries and vectors
     in batches (a key read again found in memory), then the indexes on the rows made and the
     full-text index merged ("optimize"). More than one batch of turns is written by a
-    child process (``_write_apart``) while this one goes on reading them."""
+    child process (``apart.taken``) while this one goes on making them."""
     layout.root.mkdir(parents=True, exist_ok=True)
     tmp_index = layout.index.with_name(layout.index.name + ".new")
     tmp_vectors = layout.vectors.with_name(layout.vectors.name + ".new")
@@ -325,10 +329,10 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
         source = iter(all_turns(layout, progress) if turns is None else turns)
         first = list(itertools.islice(source, _BATCH))
         batches = itertools.chain([first], _batches(source))
-        if len(first) == _BATCH and _APART:
+        if len(first) == _BATCH and apart.APART:
             count = _write_apart(layout, tmp_index, tmp_vectors, batches)
         else:
-            count = _write(layout, tmp_index, tmp_vectors, batches)
+            count = _write(layout, tmp_index, tmp_vectors, ((batch, None) for batch in batches))
     # A killed writer's journal beside an old file would be played into the new one: it goes first.
     discard_leftovers(layout.vectors)
     if tmp_vectors.exists():
@@ -346,13 +350,15 @@ def _batches(source: Iterator[Turn]) -> Iterator[list[Turn]]:
         yield batch
 
 
-def _write(layout: Layout, path: Path, vectors: Path, batches: Iterable[Sequence[Turn]]) -> int:
-    """A new index at ``path`` (and its vectors) of every turn of ``batches``; their number."""
+def _write(layout: Layout, path: Path, vectors: Path,
+           batches: Iterable[tuple[Sequence[Turn], npt.NDArray[np.int16] | None]]) -> int:
+    """A new index at ``path`` (and its vectors) of every turn of ``batches`` (each with its
+    vectors as stored, when made already); their number."""
     writer = Writer.create(path, layout)
     count = 0
     try:
-        for batch in batches:
-            writer.upsert(batch, vectors)
+        for batch, rows in batches:
+            writer.upsert(batch, vectors, rows)
             count += len(batch)
         writer.commit()
     finally:
@@ -361,72 +367,26 @@ def _write(layout: Layout, path: Path, vectors: Path, batches: Iterable[Sequence
 
 
 def _write_apart(layout: Layout, path: Path, vectors: Path, batches: Iterable[Sequence[Turn]]) -> int:
-    """``_write`` in a forked child, fed the batches through a pipe as this process makes them
-    (reading transcripts, redacting and archiving on one core; embedding and SQLite on the
-    other). The child renames nothing: a parent that stops or is killed leaves no index in
-    place, and the child, finding the pipe closed before the end mark, commits nothing. An
-    error in the child is raised here."""
-    import fcntl  # Linux only, as _APART
-
-    rows_r, rows_w = os.pipe()
-    done_r, done_w = os.pipe()
-    with contextlib.suppress(OSError):  # a batch or two in flight: neither side waits on the other's every step
-        fcntl.fcntl(rows_w, fcntl.F_SETPIPE_SZ, 1 << 20)
-    pid = os.fork()
-    if pid == 0:  # the child: it never returns
-        status = 1
-        try:
-            os.close(rows_w)
-            os.close(done_r)
-            with open(rows_r, "rb") as feed:
-                _write(layout, path, vectors, _received(feed))
-            status = 0
-        except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
-            with contextlib.suppress(BaseException):
-                _send_error(done_w, exc)
-        finally:
-            os._exit(status)
-    os.close(rows_r)
-    os.close(done_w)
+    """``_write`` by a child process (``apart.taken``) while this one goes on making the turns and
+    embeds each batch (the two halves of the work, each on a core); the child renames nothing, so
+    a run stopped here leaves no index in place. Returns the number of turns."""
+    files = embed.locate()
+    embedder = embed.Embedder.load(files, bulk=True) if files is not None else None
     count = 0
-    try:
-        try:
-            with open(rows_w, "wb") as out:
-                for batch in batches:
-                    pickle.dump(list(map(tuple, batch)), out, pickle.HIGHEST_PROTOCOL)
-                    count += len(batch)
-                pickle.dump(None, out)  # the end mark
-        except BrokenPipeError:
-            pass  # the child stopped: its report says why
-    except BaseException:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(done_r)
-        raise
-    with open(done_r, "rb") as fh:
-        report = fh.read()
-    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    if report:
-        raise pickle.loads(report)  # noqa: S301 - written by this process's own child
-    if status != 0:
-        raise RuntimeError(f"the history index writer stopped with status {status}")
+
+    def sent() -> Iterator[tuple[list[tuple[object, ...]], npt.NDArray[np.int16] | None]]:
+        nonlocal count
+        for batch in batches:
+            count += len(batch)
+            once = list({t.key: t for t in batch}.values())  # a key once: its last version, as upsert does
+            rows = encode(embedder.many([t.text for t in once])) if embedder is not None else None
+            yield list(map(tuple, once)), rows  # plain tuples: a third of the pickling
+
+    def take(received: Iterator[tuple[list[tuple[object, ...]], npt.NDArray[np.int16] | None]]) -> None:
+        _write(layout, path, vectors, ((list(map(Turn._make, batch)), rows) for batch, rows in received))
+
+    apart.taken(take, sent())
     return count
-
-
-def _received(feed: BinaryIO) -> Iterator[list[Turn]]:
-    """The batches the parent sends, until its end mark (``EOFError`` if it stopped before)."""
-    while (batch := pickle.load(feed)) is not None:  # noqa: S301 - sent by this process's own parent
-        yield list(map(Turn._make, batch))
-
-
-def _send_error(fd: int, exc: BaseException) -> None:
-    try:
-        data = pickle.dumps(exc, pickle.HIGHEST_PROTOCOL)
-        pickle.loads(data)  # noqa: S301 - just made: it must come back as it went
-    except Exception:  # noqa: BLE001 - an exception that does not pickle goes as its text
-        data = pickle.dumps(RuntimeError(f"the history index writer failed: {type(exc).__name__}: {exc}"))
-    with open(fd, "wb") as out:
-        out.write(data)
 
 
 def open_writer(layout: Layout, *, bulk: bool = False) -> Writer:

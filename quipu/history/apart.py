@@ -1,0 +1,152 @@
+"""Work on a second core: a forked child that makes a stream of items, or takes one.
+
+A first backfill reads and redacts transcripts, archives their turns, and embeds and indexes them:
+as three processes (a child reading, the parent archiving, a child writing the index), each stage
+runs while the others do, on a machine's other cores.
+
+Contract:
+- ``made(make)`` yields what ``make()`` yields in a forked child, in order, sent in pickled chunks
+  through a pipe. An exception in the child is raised here; a child that dies raises
+  ``RuntimeError``; a consumer that stops early (or is stopped) kills the child.
+- ``taken(take, items)`` runs ``take(received)`` in a forked child, where ``received`` yields
+  ``items`` as this process sends them; it returns once the child has ended, and raises what the
+  child raised. The child sees the end of the items only after the last one: if this process stops
+  or is killed first, ``received`` raises ``EOFError`` in the child, so what it does after the
+  last item (a commit) never happens. If ``items`` raises, the child is killed and the error
+  raised here.
+- Only on Linux (``APART``), where fork is safe for what the children use (files, SQLite and numpy
+  opened anew in them); the callers do the same work in one process elsewhere. A child never
+  returns into the caller's code: it ends with ``os._exit``, running no cleanup of the parent's.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO, TypeVar
+
+T = TypeVar("T")
+APART = sys.platform == "linux" and hasattr(os, "fork")
+_PIPE = 1 << 20  # a pipe's buffer: a batch or two in flight, so neither side waits on the other's every step
+
+
+def _pipe() -> tuple[int, int]:
+    import fcntl  # Linux only, as APART
+
+    read, write = os.pipe()
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, _PIPE)
+    return read, write
+
+
+def _exception(exc: BaseException) -> BaseException:
+    """``exc`` if it pickles and comes back, else a ``RuntimeError`` with its text."""
+    try:
+        pickle.loads(pickle.dumps(exc, pickle.HIGHEST_PROTOCOL))  # noqa: S301 - just made here
+    except Exception:  # noqa: BLE001 - the text goes instead
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def _stop(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def made(make: Callable[[], Iterable[T]], chunk: int = 64) -> Iterator[T]:
+    """What ``make()`` yields, made in a forked child (see the module contract)."""
+    read, write = _pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns
+        status = 1
+        try:
+            os.close(read)
+            with open(write, "wb") as out:
+                try:
+                    part: list[T] = []
+                    for item in make():
+                        part.append(item)
+                        if len(part) >= chunk:
+                            pickle.dump(("items", part), out, pickle.HIGHEST_PROTOCOL)
+                            part = []
+                    pickle.dump(("items", part), out, pickle.HIGHEST_PROTOCOL)
+                    pickle.dump(("end", None), out, pickle.HIGHEST_PROTOCOL)
+                    status = 0
+                except Exception as exc:  # noqa: BLE001 - raised in the parent
+                    pickle.dump(("error", _exception(exc)), out, pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(status)
+    os.close(write)
+    done = False
+    try:
+        with open(read, "rb") as feed:
+            while True:
+                try:
+                    kind, value = pickle.load(feed)  # noqa: S301 - sent by this process's own child
+                except EOFError:
+                    raise RuntimeError("the reading process stopped before the end") from None
+                if kind == "items":
+                    yield from value
+                elif kind == "end":
+                    break
+                else:
+                    raise value
+        os.waitpid(pid, 0)
+        done = True
+    finally:
+        if not done:
+            _stop(pid)
+
+
+def taken(take: Callable[[Iterator[Any]], object], items: Iterable[Any]) -> None:
+    """``take`` run in a forked child over ``items`` sent from here (see the module contract)."""
+    read, write = _pipe()
+    report_read, report_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: it never returns
+        status = 1
+        try:
+            os.close(write)
+            os.close(report_read)
+            with open(read, "rb") as feed:
+                take(_received(feed))
+            status = 0
+        except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent, which raises it
+            with contextlib.suppress(BaseException), open(report_write, "wb") as out:
+                pickle.dump(_exception(exc), out, pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(status)
+    os.close(read)
+    os.close(report_write)
+    try:
+        try:
+            with open(write, "wb") as out:
+                for item in items:
+                    pickle.dump(item, out, pickle.HIGHEST_PROTOCOL)
+                pickle.dump(_END, out, pickle.HIGHEST_PROTOCOL)
+        except BrokenPipeError:
+            pass  # the child stopped: its report says why
+    except BaseException:
+        os.close(report_read)
+        _stop(pid)
+        raise
+    with open(report_read, "rb") as fh:
+        report = fh.read()
+    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if report:
+        raise pickle.loads(report)  # noqa: S301 - written by this process's own child
+    if status != 0:
+        raise RuntimeError(f"the index writing process stopped with status {status}")
+
+
+_END = "end of the items"
+
+
+def _received(feed: BinaryIO) -> Iterator[Any]:
+    """The items the parent sends, until its end mark (``EOFError`` if it stopped before)."""
+    while (item := pickle.load(feed)) != _END:  # noqa: S301 - sent by this process's own parent
+        yield item
