@@ -6,7 +6,7 @@ runs while the others do, on a machine's other cores.
 
 Contract:
 - ``made(make)`` yields what ``make()`` yields in a forked child, in order, sent in pickled chunks
-  through a pipe. An exception in the child is raised here; a child that dies raises
+  through a pipe. An exception in the child is raised here, after every item made before it; a child that dies raises
   ``RuntimeError``; a consumer that stops early (or is stopped) kills the child.
 - ``taken(take, items)`` runs ``take(received)`` in a forked child, where ``received`` yields
   ``items`` as this process sends them; it returns once the child has ended, and raises what the
@@ -15,7 +15,8 @@ Contract:
   last item (a commit) never happens. If ``items`` raises, the child is killed and the error
   raised here.
 - Only on Linux (``APART``), where fork is safe for what the children use (files, SQLite and numpy
-  opened anew in them); the callers do the same work in one process elsewhere. A child never
+  opened anew in them), and from a process with one thread (``usable``): the callers do the same
+  work in one process otherwise. A child never
   returns into the caller's code: it ends with ``os._exit``, running no cleanup of the parent's.
 """
 from __future__ import annotations
@@ -31,6 +32,13 @@ from typing import Any, BinaryIO, TypeVar
 T = TypeVar("T")
 APART = sys.platform == "linux" and hasattr(os, "fork")
 _PIPE = 1 << 20  # a pipe's buffer: a batch or two in flight, so neither side waits on the other's every step
+
+
+def usable() -> bool:
+    """Whether to work apart now: on Linux, and from a process with one thread (a server's other
+    threads may hold a lock at the fork that the child would then wait on for ever)."""
+    threading = sys.modules.get("threading")
+    return APART and (threading is None or threading.active_count() == 1)
 
 
 def _pipe() -> tuple[int, int]:
@@ -66,18 +74,19 @@ def made(make: Callable[[], Iterable[T]], chunk: int = 64) -> Iterator[T]:
         try:
             os.close(read)
             with open(write, "wb") as out:
+                part: list[T] = []
                 try:
-                    part: list[T] = []
                     for item in make():
                         part.append(item)
                         if len(part) >= chunk:
                             pickle.dump(("items", part), out, pickle.HIGHEST_PROTOCOL)
                             part = []
-                    pickle.dump(("items", part), out, pickle.HIGHEST_PROTOCOL)
-                    pickle.dump(("end", None), out, pickle.HIGHEST_PROTOCOL)
-                    status = 0
-                except Exception as exc:  # noqa: BLE001 - raised in the parent
-                    pickle.dump(("error", _exception(exc)), out, pickle.HIGHEST_PROTOCOL)
+                    last: tuple[str, object] = ("end", None)
+                except Exception as exc:  # noqa: BLE001 - raised in the parent, after what came before it
+                    last = ("error", _exception(exc))
+                pickle.dump(("items", part), out, pickle.HIGHEST_PROTOCOL)
+                pickle.dump(last, out, pickle.HIGHEST_PROTOCOL)
+            status = 0 if last[0] == "end" else 1
         finally:
             os._exit(status)
     os.close(write)

@@ -17,6 +17,7 @@ Contract:
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +136,23 @@ def append_transcript(path: str | Path, *, session_id: str | None = None, layout
 
 
 def transcripts(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.jsonl") if p.is_symlink() or p.is_file())
+    """Every ``*.jsonl`` under ``root`` (a symbolic link too, to be reported; a linked folder is
+    not entered), sorted: ``root.rglob`` with the file types the folder listing gives, no stat
+    of each file."""
+    found: list[Path] = []
+    folders = [str(root)]
+    while folders:
+        try:
+            entries = os.scandir(folders.pop())
+        except OSError:
+            continue  # a folder removed or unreadable meanwhile
+        with entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.name.endswith(".jsonl") and (entry.is_symlink() or entry.is_file()):
+                    found.append(Path(entry.path))
+    return sorted(found)
 
 
 def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = None,
@@ -154,7 +171,7 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
 
         def archived() -> Iterator[Turn]:
             try:
-                if apart.APART and len(files) >= _APART_FILES:
+                if len(files) >= _APART_FILES and apart.usable():
                     # Read and redacted by a child while this process archives what it sent before.
                     reads: Iterable[Read] = apart.made(lambda: (_read_one(path, redact=True) for path in files))
                 else:

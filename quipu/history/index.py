@@ -329,7 +329,7 @@ def rebuild(layout: Layout, turns: Iterable[Turn] | None = None,
         source = iter(all_turns(layout, progress) if turns is None else turns)
         first = list(itertools.islice(source, _BATCH))
         batches = itertools.chain([first], _batches(source))
-        if len(first) == _BATCH and apart.APART:
+        if len(first) == _BATCH and apart.usable():
             count = _write_apart(layout, tmp_index, tmp_vectors, batches)
         else:
             count = _write(layout, tmp_index, tmp_vectors, ((batch, None) for batch in batches))
