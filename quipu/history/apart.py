@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import queue
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO, TypeVar
 
@@ -37,8 +39,7 @@ _PIPE = 1 << 20  # a pipe's buffer: a batch or two in flight, so neither side wa
 def usable() -> bool:
     """Whether to work apart now: on Linux, and from a process with one thread (a server's other
     threads may hold a lock at the fork that the child would then wait on for ever)."""
-    threading = sys.modules.get("threading")
-    return APART and (threading is None or threading.active_count() == 1)
+    return APART and threading.active_count() == 1
 
 
 def _pipe() -> tuple[int, int]:
@@ -131,18 +132,36 @@ def taken(take: Callable[[Iterator[Any]], object], items: Iterable[Any]) -> None
             os._exit(status)
     os.close(read)
     os.close(report_write)
+    # A thread writes to the pipe while this one makes the next items: an item larger than the
+    # pipe's buffer (a batch of vectors) then never holds this process up while the child works.
+    outbox: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
+    broken: list[OSError] = []
+
+    def send() -> None:
+        try:
+            while (data := outbox.get()) is not None:
+                if not broken:
+                    try:
+                        _write_all(write, data)
+                    except OSError as exc:  # the child stopped: its report says why
+                        broken.append(exc)
+        finally:
+            os.close(write)
+
+    sender = threading.Thread(target=send, name="quipu-apart-sender", daemon=True)
+    sender.start()
     try:
         try:
-            with open(write, "wb") as out:
-                for item in items:
-                    pickle.dump(item, out, pickle.HIGHEST_PROTOCOL)
-                pickle.dump(_END, out, pickle.HIGHEST_PROTOCOL)
-        except BrokenPipeError:
-            pass  # the child stopped: its report says why
-    except BaseException:
-        os.close(report_read)
-        _stop(pid)
-        raise
+            for item in items:
+                outbox.put(pickle.dumps(item, pickle.HIGHEST_PROTOCOL))
+            outbox.put(pickle.dumps(_END, pickle.HIGHEST_PROTOCOL))
+        except BaseException:
+            _stop(pid)  # a write the thread is in fails, and it ends at the None below
+            os.close(report_read)
+            raise
+    finally:
+        outbox.put(None)
+        sender.join()
     with open(report_read, "rb") as fh:
         report = fh.read()
     status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
@@ -150,6 +169,12 @@ def taken(take: Callable[[Iterator[Any]], object], items: Iterable[Any]) -> None
         raise pickle.loads(report)  # noqa: S301 - written by this process's own child
     if status != 0:
         raise RuntimeError(f"the index writing process stopped with status {status}")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 _END = "end of the items"

@@ -11,8 +11,9 @@ Contract:
   batched index writes; a run that is stopped is redone by the next one (a first backfill's new
   index is renamed into place only when complete; a later one marks the index as behind the
   archive until every turn is in it, and a run that finds the mark rebuilds the index from the
-  archive). It returns what it did: sessions, turns added and updated, redactions,
-  and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files,
+  archive). From 64 transcripts on (and where ``apart.usable``), a child process reads and redacts
+  them while this one archives what it sent before; the summary is the same. It returns what it
+  did: sessions, turns added and updated, redactions, and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files,
   symbolic links, which are never followed).
 """
 from __future__ import annotations

@@ -9,8 +9,10 @@ with that rowid, so a search reads the whole matrix with one memory map, in slic
 hits as with float32, in the same order but for one near tie (see docs/history.md).
 
 Contract:
-- Built only from the archive: ``rebuild`` recreates both files from ``archive.all_turns``;
-  ``upsert`` and ``delete`` keep them in step with each archive write, under the archive lock.
+- Built only from the archive: ``rebuild`` recreates both files from ``archive.all_turns`` (or
+  the turns a first backfill archives as it goes); ``upsert`` and ``delete`` keep them in step
+  with each archive write, under the archive lock. A rebuild of more than one batch, where
+  ``apart.usable``, embeds here and writes in a child process (``apart.taken``): the same files.
 - The FTS5 table uses the memory index's tokenizer (``quipu.prompt.stem.TOKENIZE``), so words match
   the same way in both. Rowids are never reused (``AUTOINCREMENT``): a replaced or deleted turn's
   vector row is zeroed, and a zero vector matches nothing.
