@@ -56,6 +56,7 @@ SHELVES = 64  # shelves of an archive: each about 1/64 of it (read whole by one 
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ROLES = {role: _STR(role) for role in ("user", "assistant")}  # each turn's role, written once
 
 
 def whole(text: str) -> str:
@@ -164,8 +165,9 @@ class Turn(NamedTuple):  # a tuple: a backfill makes one per turn, five times fa
         archive line: five times faster than the encoder for a backfill's many turns); ``shared``:
         the session, project and agent already written so (the same for all of a session's turns)."""
         session, project, agent = shared or (_STR(self.session), _STR(self.project), _STR(self.agent))
+        role = _ROLES.get(self.role) or _STR(self.role)
         return (f'{{"key": {_STR(self.key)}, "session": {session}, "turn": {int(self.turn)}, '
-                f'"role": {_STR(self.role)}, "text": {_STR(self.text)}, "ts": {_STR(self.ts)}, '
+                f'"role": {role}, "text": {_STR(self.text)}, "ts": {_STR(self.ts)}, '
                 f'"project": {project}, "branch": {_STR(self.branch)}, "agent": {agent}}}')
 
     def to_json(self) -> dict[str, object]:
@@ -305,7 +307,7 @@ class Known:
         self.layout = layout
         self._shelves: dict[str, dict[str, dict[str, tuple[int, int]]]] = {}
         self._buffered = buffered
-        self._lines: dict[Path, list[bytes]] = {}
+        self._lines: dict[str, list[bytes]] = {}  # by shelf name
         self._size = 0
 
     def session(self, session_id: str) -> dict[str, tuple[int, int]]:
@@ -320,12 +322,13 @@ class Known:
             self._shelves[name] = sessions
         return sessions.setdefault(session_id, {})
 
-    def append(self, path: Path, data: bytes) -> None:
-        """Append ``data`` (whole lines) to the shelf at ``path``, now or at the next ``flush``."""
+    def append(self, session_id: str, data: bytes) -> None:
+        """Append ``data`` (whole lines) to the session's shelf, now or at the next ``flush``."""
+        name = shelf_name(session_id)
         if not self._buffered:
-            _append(path, data)
+            _append(self.layout.shelves / f"{name}.jsonl", data)
             return
-        self._lines.setdefault(path, []).append(data)
+        self._lines.setdefault(name, []).append(data)
         self._size += len(data)
         if self._size >= self.FLUSH_AT:
             self.flush()
@@ -333,8 +336,8 @@ class Known:
     def flush(self) -> None:
         """Write every line kept, each shelf's in one append."""
         lines, self._lines, self._size = self._lines, {}, 0
-        for path, parts in lines.items():
-            _append(path, b"".join(parts))
+        for name, parts in lines.items():
+            _append(self.layout.shelves / f"{name}.jsonl", b"".join(parts))
 
 
 def redact_turns(session: Session) -> list[int]:
@@ -390,7 +393,7 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
         shared = (_STR(sid), _STR(project), _STR(agent))
         data = "".join(t.line(shared) + "\n" for t in [*updated, *added]).encode("utf-8")
         if known is not None:
-            known.append(layout.shelf(sid), data)
+            known.append(sid, data)
         else:
             _append(layout.shelf(sid), data)
     return AppendResult(sid, added, updated, redactions, skipped)

@@ -73,7 +73,7 @@ def _is_subagent(path: Path) -> bool:
 class Read(NamedTuple):
     """One transcript as read: its session, or why it is skipped."""
 
-    path: Path
+    path: str  # sent from a child as a string: a Path is parsed again when unpickled
     session: Session | None
     why: str  # why it is skipped ("" when it is not)
     bad_lines: int
@@ -82,22 +82,22 @@ class Read(NamedTuple):
 
 def _read_one(path: Path, session_id: str | None = None, redact: bool = False) -> Read:
     if path.is_symlink():
-        return Read(path, None, "a symbolic link: not followed", 0, None)
+        return Read(str(path), None, "a symbolic link: not followed", 0, None)
     if _is_subagent(path):
-        return Read(path, None, SUBAGENT, 0, None)
+        return Read(str(path), None, SUBAGENT, 0, None)
     try:
         session = read_session(path)
     except OSError as exc:
-        return Read(path, None, f"cannot be read: {exc.strerror or exc}", 0, None)
+        return Read(str(path), None, f"cannot be read: {exc.strerror or exc}", 0, None)
     except Exception as exc:  # noqa: BLE001 - one transcript quipu cannot read must not stop the others
-        return Read(path, None, f"cannot be read as a transcript ({type(exc).__name__}: {str(exc)[:200]})", 0, None)
+        return Read(str(path), None, f"cannot be read as a transcript ({type(exc).__name__}: {str(exc)[:200]})", 0, None)
     if session_id:
         session.session_id = session_id
     if session.sidechain:
-        return Read(path, None, SUBAGENT, session.bad_lines, None)
+        return Read(str(path), None, SUBAGENT, session.bad_lines, None)
     if not session.turns:
-        return Read(path, None, NO_TURNS, session.bad_lines, None)
-    return Read(path, session, "", session.bad_lines, archive.redact_turns(session) if redact else None)
+        return Read(str(path), None, NO_TURNS, session.bad_lines, None)
+    return Read(str(path), session, "", session.bad_lines, archive.redact_turns(session) if redact else None)
 
 
 def _archive_read(layout: Layout, read: Read, summary: Summary, forgotten: set[str],
@@ -105,7 +105,7 @@ def _archive_read(layout: Layout, read: Read, summary: Summary, forgotten: set[s
     summary.files += 1
     summary.bad_lines += read.bad_lines
     if read.session is None:
-        summary.skipped.append((str(read.path), read.why))
+        summary.skipped.append((read.path, read.why))
         return []
     result = archive.append_session(layout, read.session, forgotten, known, read.redacted)
     summary.sessions += 1
