@@ -36,6 +36,7 @@ def embedder() -> embed.Embedder:
 
 
 def test_stored_rows_score_as_the_float32_vectors_do(tmp_path: Path) -> None:
+    assert index.DIM == embed.DIM  # the index's own copy, kept so that importing it needs no numpy
     e = embedder()
     vectors = e.many(TEXTS)
     path = tmp_path / "vectors.i16"

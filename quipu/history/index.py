@@ -30,20 +30,24 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
-
-from quipu.index import embed
 from quipu.index.rebuild import gc_paused
 from quipu.index.schema import discard_leftovers
 from quipu.history import apart
 from quipu.history.archive import Layout, Turn, all_turns
 from quipu.prompt.stem import TOKENIZE
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from quipu.index import embed
+
 SCHEMA_VERSION = "3"  # 2: the agent each turn came from; 3: vectors as int16 and a scale (vectors.i16)
 _BATCH = 4096
 LEVEL = 32767  # a row's largest magnitude, as stored (the int16 maximum)
-WIDTH = embed.DIM + 2  # int16 of one turn's vector: its DIM numbers, then the two halves of its float32 scale
+DIM = 256  # numbers of a vector: embed.DIM, which is imported with numpy when first needed (a test checks)
+WIDTH = DIM + 2  # int16 of one turn's vector: its DIM numbers, then the two halves of its float32 scale
 ROW = WIDTH * 2  # its bytes
 OLD_VECTORS = "vectors.f32"  # float32 rows, before schema 3: removed when the index is rebuilt
 _SLICE = 8192  # rows read and widened at once by ``similarities`` (4 MB of int16, 8 MB of float32)
@@ -113,11 +117,13 @@ class Writer:
         db = connect(path)
         db.execute("PRAGMA page_size = 16384")  # a quarter of the pages to write of 4 KB ones; a search reads few rows
         db.executescript(_DDL)
+        from quipu.index import embed
+
         files = embed.locate()
         db.execute("BEGIN")
         db.executemany("INSERT INTO meta VALUES (?, ?)",
                        [("schema", SCHEMA_VERSION), ("vectors", embed.NAME if files else "none"),
-                        ("dim", str(embed.DIM))])
+                        ("dim", str(DIM))])
         db.execute("COMMIT")
         db.close()
         return cls(layout, bulk=True, path=path, fresh=True)
@@ -142,6 +148,8 @@ class Writer:
         if not self._vectors_on:
             return None
         if self._embedder is None:
+            from quipu.index import embed
+
             files = embed.locate()
             if files is None:
                 self._vectors_on = False
@@ -258,11 +266,13 @@ class Writer:
 def encode(rows: object) -> npt.NDArray[np.int16]:
     """Unit vectors as stored, one row of ``WIDTH`` int16 each (see the module docstring); a zero
     vector is all zero."""
+    import numpy as np
+
     matrix = np.asarray(rows, dtype=np.float32)
     scale = np.abs(matrix).max(axis=1, initial=0.0) / np.float32(LEVEL)
     out = np.empty((len(matrix), WIDTH), dtype="<i2")
-    out[:, :embed.DIM] = np.rint(matrix / np.where(scale > 0, scale, np.float32(1.0))[:, None])  # |n| <= LEVEL
-    out[:, embed.DIM:] = scale.astype("<f4").view("<i2").reshape(-1, 2)  # the scale's own bytes
+    out[:, :DIM] = np.rint(matrix / np.where(scale > 0, scale, np.float32(1.0))[:, None])  # |n| <= LEVEL
+    out[:, DIM:] = scale.astype("<f4").view("<i2").reshape(-1, 2)  # the scale's own bytes
     return out
 
 
@@ -270,13 +280,15 @@ def similarities(path: Path, query: npt.NDArray[np.float32], rows: int) -> npt.N
     """The dot product of ``query`` with each of the first ``rows`` vectors of the file at
     ``path``, slice by slice (each slice widened to float32 at once, its scales' columns
     multiplied by zero, then each row's sum by its scale)."""
+    import numpy as np
+
     matrix = np.memmap(path, dtype="<i2", mode="r", shape=(rows, WIDTH))
     out = np.empty(rows, dtype=np.float32)
     q = np.zeros(WIDTH, dtype=np.float32)
-    q[:embed.DIM] = query
+    q[:DIM] = query
     for start in range(0, rows, _SLICE):
         part = matrix[start:start + _SLICE]
-        scale = np.ascontiguousarray(part[:, embed.DIM:]).view("<f4")[:, 0]
+        scale = np.ascontiguousarray(part[:, DIM:]).view("<f4")[:, 0]
         np.multiply(part.astype(np.float32) @ q, scale, out=out[start:start + len(part)])
     return out
 
@@ -372,6 +384,8 @@ def _write_apart(layout: Layout, path: Path, vectors: Path, batches: Iterable[Se
     """``_write`` by a child process (``apart.taken``) while this one goes on making the turns and
     embeds each batch (the two halves of the work, each on a core); the child renames nothing, so
     a run stopped here leaves no index in place. Returns the number of turns."""
+    from quipu.index import embed
+
     files = embed.locate()
     embedder = embed.Embedder.load(files, bulk=True) if files is not None else None
     count = 0
