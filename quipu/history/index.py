@@ -384,14 +384,16 @@ def _write_apart(layout: Layout, path: Path, vectors: Path, batches: Iterable[Se
     """``_write`` by a child process (``apart.taken``) while this one goes on making the turns and
     embeds each batch (the two halves of the work, each on a core); the child renames nothing, so
     a run stopped here leaves no index in place. Returns the number of turns."""
-    from quipu.index import embed
-
-    files = embed.locate()
-    embedder = embed.Embedder.load(files, bulk=True) if files is not None else None
     count = 0
 
     def sent() -> Iterator[tuple[list[tuple[object, ...]], npt.NDArray[np.int16] | None]]:
         nonlocal count
+        # Loaded once the child is forked: it is then forked from a process with one thread
+        # (numpy's import starts the threads of its linear algebra library).
+        from quipu.index import embed
+
+        files = embed.locate()
+        embedder = embed.Embedder.load(files, bulk=True) if files is not None else None
         for batch in batches:
             count += len(batch)
             once = list({t.key: t for t in batch}.values())  # a key once: its last version, as upsert does
