@@ -30,7 +30,15 @@ def write_tree(projects: Path, sessions: int, turns: int) -> None:
             else:
                 t.assistant(f"Build {s * 100 + n} fails because cache key {n} changed; the key {KEY} "
                             "was rotated." if n == 3 else f"Step {n % 13} of session {s} needs the lockfile.")
+        if s == 5:
+            t.raw(b'{"type":"user","message":{"role":"user","content":"cut sho')  # a bad line, counted
         t.write(projects)
+    # Files skipped, each with why: a sub-agent's, one with no turn, a symbolic link.
+    agent = Transcript("7c7c7c7c-0000-4000-8000-999999999999", "/home/dev/p1", sidechain=True)
+    agent.user("List every shortcode.")
+    agent.write(projects, "7c7c7c7c-0000-4000-8000-000000000001/subagents/agent-a1.jsonl")
+    (projects / "-home-dev-p1" / "empty.jsonl").write_text("")
+    (projects / "-home-dev-p1" / "link.jsonl").symlink_to(next(projects.rglob("*.jsonl")))
 
 
 def snapshot(layout: Layout) -> tuple[bytes, list[tuple[object, ...]], bytes, list[tuple[object, ...]]]:
@@ -60,7 +68,9 @@ def test_three_processes_archive_and_index_what_one_does(tmp_path: Path) -> None
         waiting.set()
         other.join()
     assert summary.to_json() == alone.to_json()
-    assert summary.added == 4_800 and summary.redactions == 80
+    assert summary.added == 4_800 and summary.redactions == 80 and summary.bad_lines == 1
+    assert sorted(why for _path, why in summary.skipped) == sorted([feed.SUBAGENT, feed.NO_TURNS,
+                                                                    "a symbolic link: not followed"])
     first, second = snapshot(apart_layout), snapshot(one_layout)
     assert first == second
     assert KEY.encode() not in first[0] and len(first[3]) > 0

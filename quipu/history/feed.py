@@ -28,7 +28,7 @@ from quipu.claude.settings import claude_dir
 from quipu.codex.config import codex_home
 from quipu.history import apart, archive, index
 from quipu.history.archive import Layout, Turn
-from quipu.history.reader import Session, read_session
+from quipu.history.reader import RawTurn, Session, read_session
 
 SUBAGENT = "a sub-agent transcript: its prompts come from the main session, not from a person"
 NO_TURNS = "no human prompt and no assistant text"
@@ -78,6 +78,23 @@ class Read(NamedTuple):
     why: str  # why it is skipped ("" when it is not)
     bad_lines: int
     redacted: list[int] | None  # archive.redact_turns of the session, when it ran already
+
+    def packed(self) -> tuple[object, ...]:
+        """Plain tuples, lists and strings (``unpacked`` makes it again): pickled a quarter as fast
+        as the named tuples and the dataclass, and read back twice as fast."""
+        s = self.session
+        return (self.path, self.why, self.bad_lines, self.redacted, None if s is None else (
+            s.session_id, s.project, s.agent, s.bad_lines, s.sidechain, list(map(tuple, s.turns))))
+
+    @classmethod
+    def unpacked(cls, data: tuple[Any, ...]) -> Read:
+        path, why, bad_lines, redacted, s = data
+        if s is None:
+            return cls(path, None, why, bad_lines, redacted)
+        session_id, project, agent, session_bad, sidechain, turns = s
+        session = Session(session_id, project, list(map(RawTurn._make, turns)), bad_lines=session_bad,
+                          sidechain=sidechain, agent=agent)
+        return cls(path, session, why, bad_lines, redacted)
 
 
 def _read_one(path: Path, session_id: str | None = None, redact: bool = False) -> Read:
@@ -174,7 +191,8 @@ def backfill(root: Path | list[Path] | None = None, *, layout: Layout | None = N
             try:
                 if len(files) >= _APART_FILES and apart.usable():
                     # Read and redacted by a child while this process archives what it sent before.
-                    reads: Iterable[Read] = apart.made(lambda: (_read_one(path, redact=True) for path in files))
+                    packed = apart.made(lambda: (_read_one(path, redact=True).packed() for path in files))
+                    reads: Iterable[Read] = map(Read.unpacked, packed)
                 else:
                     reads = map(_read_one, files)
                 for n, read in enumerate(reads, 1):
