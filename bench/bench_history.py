@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]),
                 "",
                 f"Archive and index of {b['turns']:,} turns on disk: {b['bytes'] / 2**20:.0f} MiB "
-                "(vectors are float32, 1 KiB a turn).",
+                "(vectors are 16-bit integers with a scale, 516 bytes a turn).",
                 "",
             ]
         r = part_recall(scratch, data)

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quipu.history import archive, feed
+from quipu.history import index as hindex
 from quipu.history.archive import Layout, Turn
 from quipu.history.search import search
 from testing.transcripts import Transcript
@@ -108,7 +109,7 @@ def test_a_killed_first_backfill_is_redone_whole(tmp_path: Path) -> None:
     assert len(turns) == 400 * 24 and len({x.key for x in turns}) == len(turns)
     rows = index_rows(layout)
     assert sorted(k for k, _ in rows) == sorted(x.key for x in turns)
-    vectors = layout.vectors.stat().st_size // (256 * 4)
+    vectors = layout.vectors.stat().st_size // hindex.ROW
     assert vectors >= len(turns)
     assert [h.text for h in search("build 39911 cache key").hits][:1] == [
         "Build 39911 fails because the cache key changed in step 11."]

@@ -28,7 +28,8 @@ Contract:
   short leaves a part line, which reading skips and the next append ends before writing its own.
 - ``Known`` is what a run of many appends (a backfill) knows of the archive: each shelf is read
   once, the first time one of its sessions is appended, and only keys, turn numbers and a hash of
-  each text are kept.
+  each text are kept. A backfill's ``Known`` also keeps the lines it appends, up to ``FLUSH_AT``
+  bytes, and writes each shelf's at once (``flush``) before they are indexed.
 - ``forget`` removes turns for good: their shelves are rewritten without them (atomically),
   and the caller removes them from the index in the same locked section.
 """
@@ -55,6 +56,7 @@ SHELVES = 64  # shelves of an archive: each about 1/64 of it (read whole by one 
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ROLES = {role: _STR(role) for role in ("user", "assistant")}  # each turn's role, written once
 
 
 def whole(text: str) -> str:
@@ -97,7 +99,7 @@ class Layout:
 
     @property
     def vectors(self) -> Path:
-        return self.root / "vectors.f32"
+        return self.root / "vectors.i16"
 
     @property
     def pieces(self) -> Path:
@@ -163,8 +165,9 @@ class Turn(NamedTuple):  # a tuple: a backfill makes one per turn, five times fa
         archive line: five times faster than the encoder for a backfill's many turns); ``shared``:
         the session, project and agent already written so (the same for all of a session's turns)."""
         session, project, agent = shared or (_STR(self.session), _STR(self.project), _STR(self.agent))
+        role = _ROLES.get(self.role) or _STR(self.role)
         return (f'{{"key": {_STR(self.key)}, "session": {session}, "turn": {int(self.turn)}, '
-                f'"role": {_STR(self.role)}, "text": {_STR(self.text)}, "ts": {_STR(self.ts)}, '
+                f'"role": {role}, "text": {_STR(self.text)}, "ts": {_STR(self.ts)}, '
                 f'"project": {project}, "branch": {_STR(self.branch)}, "agent": {agent}}}')
 
     def to_json(self) -> dict[str, object]:
@@ -293,11 +296,19 @@ def _append(path: Path, data: bytes) -> None:
 
 class Known:
     """What the archive holds, for a run of many appends under one lock (see the module
-    contract): per session, each key's turn number and the hash of its text."""
+    contract): per session, each key's turn number and the hash of its text. ``buffered``: the
+    lines appended are kept here, shelf by shelf, and written by ``flush`` (one write per shelf,
+    not one per session), which the run calls before it indexes them and at its end; lines a
+    killed run had not written are archived by the next run, which reads the transcripts again."""
 
-    def __init__(self, layout: Layout) -> None:
+    FLUSH_AT = 4 << 20  # bytes kept before they are written whatever the caller does
+
+    def __init__(self, layout: Layout, *, buffered: bool = False) -> None:
         self.layout = layout
         self._shelves: dict[str, dict[str, dict[str, tuple[int, int]]]] = {}
+        self._buffered = buffered
+        self._lines: dict[str, list[bytes]] = {}  # by shelf name
+        self._size = 0
 
     def session(self, session_id: str) -> dict[str, tuple[int, int]]:
         """The session's archived turns (key -> turn number, hash of the text); the caller
@@ -311,11 +322,42 @@ class Known:
             self._shelves[name] = sessions
         return sessions.setdefault(session_id, {})
 
+    def append(self, session_id: str, data: bytes) -> None:
+        """Append ``data`` (whole lines) to the session's shelf, now or at the next ``flush``."""
+        name = shelf_name(session_id)
+        if not self._buffered:
+            _append(self.layout.shelves / f"{name}.jsonl", data)
+            return
+        self._lines.setdefault(name, []).append(data)
+        self._size += len(data)
+        if self._size >= self.FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every line kept, each shelf's in one append."""
+        lines, self._lines, self._size = self._lines, {}, 0
+        for name, parts in lines.items():
+            _append(self.layout.shelves / f"{name}.jsonl", b"".join(parts))
+
+
+def redact_turns(session: Session) -> list[int]:
+    """Make each of the session's turns whole (``whole``) and redacted, in place; the number of
+    secrets found in each (what ``append_session`` does first, for a caller that does it apart)."""
+    turns = list(map(_whole_turn, session.turns))
+    counts = []
+    for n, spans in enumerate(secrets_scan.find_secrets_many([raw.text for raw in turns])):
+        if spans:
+            turns[n] = turns[n]._replace(text=secrets_scan.redact(turns[n].text, spans))
+        counts.append(len(spans))
+    session.turns = turns
+    return counts
+
 
 def append_session(layout: Layout, session: Session, forgotten: set[str] | None = None,
-                   known: Known | None = None) -> AppendResult:
+                   known: Known | None = None, redacted: list[int] | None = None) -> AppendResult:
     """Archive the session's new (or grown) turns, redacted. The caller holds ``layout.lock()``;
-    ``known``: what a run of appends knows of the archive (else the session's shelf is read)."""
+    ``known``: what a run of appends knows of the archive (else the session's shelf is read);
+    ``redacted``: what ``redact_turns`` returned for the session (its turns are redacted already)."""
     forgotten = forgotten_keys(layout) if forgotten is None else forgotten
     sid, project, agent = whole(session.session_id), whole(session.project), whole(session.agent)
     if known is not None:
@@ -326,15 +368,21 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
     added: list[Turn] = []
     updated: list[Turn] = []
     redactions = 0
-    kept = [raw for raw in map(_whole_turn, session.turns) if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
-    skipped = len(session.turns) - len(kept)
-    for raw, spans in zip(kept, secrets_scan.find_secrets_many([raw.text for raw in kept]), strict=True):
-        text = secrets_scan.redact(raw.text, spans) if spans else raw.text
+    if redacted is None:
+        kept = [raw for raw in map(_whole_turn, session.turns) if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
+        found = secrets_scan.find_secrets_many([raw.text for raw in kept])
+        texts = [(raw, secrets_scan.redact(raw.text, spans) if spans else raw.text, len(spans))
+                 for raw, spans in zip(kept, found, strict=True)]
+    else:
+        texts = [(raw, raw.text, n) for raw, n in zip(session.turns, redacted, strict=True)
+                 if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
+    skipped = len(session.turns) - len(texts)
+    for raw, text, count in texts:
         old = archived.get(raw.key)
         digest = hash(text)
         if old is not None and old[1] == digest:
             continue
-        redactions += len(spans)
+        redactions += count
         number = old[0] if old is not None else next_turn
         if old is None:
             next_turn += 1
@@ -344,7 +392,10 @@ def append_session(layout: Layout, session: Session, forgotten: set[str] | None 
     if added or updated:
         shared = (_STR(sid), _STR(project), _STR(agent))
         data = "".join(t.line(shared) + "\n" for t in [*updated, *added]).encode("utf-8")
-        _append(layout.shelf(sid), data)
+        if known is not None:
+            known.append(sid, data)
+        else:
+            _append(layout.shelf(sid), data)
     return AppendResult(sid, added, updated, redactions, skipped)
 
 

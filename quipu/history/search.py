@@ -171,7 +171,9 @@ def _meaning(db: sqlite3.Connection, layout: Layout, query: str, where: str, par
         return None
     import numpy as np
 
-    size = layout.vectors.stat().st_size // (embed.DIM * 4)
+    from quipu.history.index import ROW, similarities
+
+    size = layout.vectors.stat().st_size // ROW
     if size == 0:
         return []
     pieces = embed.pieces_db(layout.pieces, files.tokenizer)
@@ -181,8 +183,7 @@ def _meaning(db: sqlite3.Connection, layout: Layout, query: str, where: str, par
         pieces.close()
     if not q.any():
         return []
-    matrix = np.memmap(layout.vectors, dtype="<f4", mode="r", shape=(size, embed.DIM))
-    scores = matrix @ q
+    scores = similarities(layout.vectors, q, size)
     if where:
         allowed = np.fromiter((int(r[0]) - 1 for r in db.execute(f"SELECT t.id FROM turns t WHERE {where}", params)),
                               dtype=np.int64)
