@@ -99,6 +99,8 @@ def _spans(text: str, low: str, present: set[str], long_run: bool) -> list[Secre
     due = {n for word in present for n in _RULES_OF.get(word, ())}
     for n in sorted(due.union(_UNKEYED) if long_run else due):  # in the rules' order, as they are listed
         rule = secret_rules.RULES[n]
+        if rule.gate is not None and not rule.gate.holds(text, low):
+            continue
         pattern = rule.pattern.for_text(text)  # compiled at first use, of the prefixes the text holds
         if pattern is None:
             continue
