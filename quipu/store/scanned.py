@@ -13,6 +13,9 @@ Contract:
   which is found in the frontmatter alone (``tests/import_once_test.py`` compares this with the
   whole file and each field scanned apart, over the secret corpus). The file's bytes are then
   remembered as clean, as if scanned whole.
+- ``remember_clean(data, fields, allow)``: a file and its fields another process found clean with
+  ``rendered_holds_secret`` (``quipu.store.secrets_child``), remembered as that call would have
+  remembered them (nothing when a rule or the inline marker may have vouched for any of it).
 - ``refuse_secrets(changes, message, allow, fields=...)`` is ``secrets_scan.refuse_secrets`` over
   the fields and files whose exact bytes were not found clean here already, and always over the message; it returns the
   vouched rules that were needed. A bulk writer (an import of thousands of notes) that checked each
@@ -56,6 +59,19 @@ def rendered_holds_secret(data: bytes, fields: Mapping[str, str], allow: Collect
     if not allow and not (marker and secrets_scan.ALLOW_MARKER.encode() in data):
         _CLEAN.add(_digest(data))
     return False
+
+
+def remember_clean(data: bytes, fields: Mapping[str, str], allow: Collection[str] = ()) -> None:
+    """A file and its fields that ``rendered_holds_secret`` (with ``marker``) found clean in another
+    process: remembered as it would have remembered them, so the commit does not scan them again.
+    Nothing is remembered when a rule or the inline marker may have vouched for any of it."""
+    if allow or secrets_scan.ALLOW_MARKER.encode() in data:
+        return
+    raws = [raw for value in fields.values() if value and (raw := value.encode("utf-8"))]
+    if any(secrets_scan.ALLOW_MARKER.encode() in raw for raw in raws):
+        return
+    _CLEAN.add(_digest(data))
+    _CLEAN.update(map(_digest, raws))
 
 
 def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = (), *,

@@ -1,0 +1,126 @@
+"""The secret check of a bulk import in a second process, while the first reads the next notes.
+
+Contract:
+- ``ScanChild.start(allow)`` starts the child, or returns None (one processor, no interpreter,
+  any error starting it): the caller then checks each note itself. The child is the absolute
+  interpreter of this process run with ``-I`` (no working directory, ``PYTHONPATH`` or user
+  site-packages on its path) and this package's folder put first on ``sys.path``, from ``/``:
+  nothing in a store or a project can stand in for the scanner.
+- ``send(data, fields)`` hands over one rendered memory file and the values of the fields it was
+  made from; ``verdicts()`` ends the child and returns, in the order sent, each note's
+  ``scanned.rendered_holds_secret(data, fields, allow, marker=True)`` as the child found it, or
+  None for every note it did not answer (it crashed, was killed, wrote something else): the caller
+  checks those itself, so a note is never let through unchecked.
+- The child reads framed notes on stdin and writes one byte for each (``0`` clean, ``1`` not) on
+  stdout; a frame it cannot read ends it. Its answers are read by a thread, so neither pipe fills.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+
+_LENGTH = struct.Struct("<I")
+BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from quipu.store.secrets_child import serve; serve(sys.argv[1:])")
+
+
+def _package_parent() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above quipu/store/
+
+
+def _frame(parts: list[bytes]) -> bytes:
+    return _LENGTH.pack(len(parts)) + b"".join(_LENGTH.pack(len(p)) + p for p in parts)
+
+
+class ScanChild:
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        self._child = child
+        self._sent = 0
+        self._pending: list[bytes] = []
+        self._answers = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @classmethod
+    def start(cls, allow: Iterable[str] = ()) -> ScanChild | None:
+        if len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) < 2:
+            return None  # one processor: the second process would only take turns with the first
+        try:
+            child = subprocess.Popen(
+                [os.path.abspath(sys.executable), "-I", "-c", BOOT, _package_parent(), *allow],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
+                close_fds=True)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        return cls(child)
+
+    @property
+    def pid(self) -> int:
+        return self._child.pid
+
+    def _read(self) -> None:
+        out = self._child.stdout
+        assert out is not None
+        try:
+            while chunk := os.read(out.fileno(), 65536):
+                self._answers += chunk
+        except (OSError, ValueError):
+            pass
+
+    def send(self, data: bytes, fields: Iterable[str]) -> None:
+        self._sent += 1
+        self._pending.append(_frame([data, *(value.encode("utf-8") for value in fields)]))
+        if len(self._pending) >= 64:
+            self._flush()
+
+    def _flush(self) -> None:
+        batch, self._pending = b"".join(self._pending), []
+        if self._child.stdin is None or self._child.stdin.closed:
+            return
+        try:
+            self._child.stdin.write(batch)
+        except (OSError, ValueError):  # the child has gone: what it did not answer is checked here
+            pass
+
+    def verdicts(self) -> list[bool | None]:
+        self._flush()
+        try:
+            assert self._child.stdin is not None
+            self._child.stdin.close()
+        except (OSError, ValueError):
+            pass
+        self._reader.join()
+        self._child.wait()
+        answers = bytes(self._answers[:self._sent])
+        answers = answers[:len(answers) - len(answers.lstrip(b"01"))]  # up to anything but an answer
+        return [answers[n] == ord("1") if n < len(answers) else None for n in range(self._sent)]
+
+
+def _read_exactly(stream: object, size: int) -> bytes:
+    data = stream.read(size)  # type: ignore[attr-defined]
+    if len(data) != size:
+        raise EOFError
+    return data  # type: ignore[no-any-return]
+
+
+def serve(allow: list[str]) -> None:
+    """The child: each framed note in, its verdict out, until its input ends."""
+    from quipu.store import scanned
+
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    done = 0
+    while header := source.read(4):
+        if len(header) != 4:
+            raise SystemExit(2)
+        parts = [_read_exactly(source, _LENGTH.unpack(_read_exactly(source, 4))[0])
+                 for _ in range(_LENGTH.unpack(header)[0])]
+        fields = {str(n): part.decode("utf-8") for n, part in enumerate(parts[1:])}
+        sink.write(b"1" if scanned.rendered_holds_secret(parts[0], fields, tuple(allow), marker=True) else b"0")
+        done += 1
+        if done % 64 == 0:
+            sink.flush()
+    sink.flush()
