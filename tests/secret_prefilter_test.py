@@ -58,6 +58,15 @@ def _check_gates(texts: list[str]) -> int:
     return matched
 
 
+def test_the_literals_of_the_token_families_are_plain_ascii_found_lower_cased_in_the_scanner_s_pass() -> None:
+    anchored = next(r.pattern for r in secret_rules.RULES if isinstance(r.pattern, secret_patterns.Anchored))
+    assert isinstance(anchored, secret_patterns.Anchored)
+    for word, pairs in anchored.lowered().items():
+        for literal, _alternatives in pairs:
+            assert literal.isascii() and literal.lower() == word
+            assert word in secrets_scan._keywords_in(f"x {literal.upper()}{literal} y".lower())
+
+
 def test_a_rule_s_gate_holds_wherever_its_pattern_matches() -> None:
     assert _check_gates(_texts()) > 200
 
@@ -82,6 +91,9 @@ def _check_tokens(texts: list[str]) -> int:
         expected = [m.span() for m in whole.finditer(text)]
         chosen = anchored.for_text(text)
         assert ([m.span() for m in chosen.finditer(text)] if chosen else []) == expected, text[:80]
+        # and chosen by the literals the scanner's own pass over the lower-cased text found
+        chosen = anchored.for_text(text, secrets_scan._keywords_in(text.lower()))
+        assert ([m.span() for m in chosen.finditer(text)] if chosen else []) == expected, text[:80]
         matched += len(expected)
     return matched
 
@@ -100,3 +112,11 @@ def test_the_scan_of_the_corpus_finds_each_secret_and_no_look_alike() -> None:
         assert spans, (case.family, case.text[:80])
     for case in benign_cases():
         assert not secrets_scan.find_secrets(case.text), (case.family, case.text[:80])
+
+
+def test_a_long_run_is_a_word_of_fifteen_characters_or_more_as_split_finds_it() -> None:
+    rng = random.Random(17)
+    alphabet = ["a", " ", "\t", "\n", "\u00a0", "\u2028", "\u3000", "\x1c", "\x85", "x", "\u200b", "\u00e9", "\u180e", "\ufeff"]
+    for _ in range(50_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert secrets_scan._long_run(text) == (max(map(len, text.split()), default=0) >= 15), repr(text)

@@ -10,7 +10,9 @@ Contract:
   text holds are found in one pass over it (an Aho-Corasick automaton). An alternative left out
   cannot match anywhere in the text, so every match is the one of the whole alternation. ``head``
   and ``tail`` must match no characters (look-arounds, a group's brackets): the alternatives are
-  first searched for bare, and a text in which none matches anywhere gets None.
+  first searched for bare, and a text in which none matches anywhere gets None. A caller that
+  searched ``text.lower()`` for every word of ``lowered()`` in its own pass hands the words it
+  found (``found``): each literal is then looked for as it is, without a pass of its own.
 - ``Gate(source)`` is a search every match of a rule's pattern passes, run before the pattern:
   ``holds(text, low)`` is False only when the pattern cannot match in ``text`` (``low`` is
   ``text.lower()``). On ASCII text it searches ``low`` case-sensitively, else ``text`` ignoring case.
@@ -26,6 +28,7 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,7 +51,7 @@ class Lazy:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
-    def for_text(self, text: str) -> re.Pattern[str] | None:
+    def for_text(self, text: str, found: Set[str] | None = None) -> re.Pattern[str] | None:
         """The pattern to run on ``text``."""
         return self.compiled
 
@@ -93,6 +96,7 @@ class Anchored:
         self._compiled: dict[tuple[int, ...], tuple[re.Pattern[str], re.Pattern[str]]] = {}
         self._finder: Any = None  # each literal -> the alternatives it is found in, built at first use
         self._free = frozenset(i for i, anchors in enumerate(self.anchors) if not anchors)
+        self._lowered: dict[str, list[tuple[str, frozenset[int]]]] | None = None
 
     def _chosen(self, text: str) -> tuple[int, ...]:
         if self._finder is None:
@@ -104,8 +108,29 @@ class Anchored:
             self._finder.make_automaton()
         return tuple(sorted(self._free.union(*(alternatives for _end, alternatives in self._finder.iter(text)))))
 
-    def for_text(self, text: str) -> re.Pattern[str] | None:
-        chosen = self._chosen(text)
+    def lowered(self) -> dict[str, list[tuple[str, frozenset[int]]]]:
+        """Each literal in lower case -> (the literal, the alternatives it is found in)."""
+        if self._lowered is None:
+            self._lowered = {}
+            for anchor in sorted({a for anchors in self.anchors for a in anchors}):
+                self._lowered.setdefault(anchor.lower(), []).append(
+                    (anchor, frozenset(i for i, a in enumerate(self.anchors) if anchor in a)))
+        return self._lowered
+
+    def _chosen_from(self, text: str, found: Set[str]) -> tuple[int, ...]:
+        lowered = self.lowered()
+        picked = set(self._free)
+        for word in found:
+            for anchor, alternatives in lowered.get(word, ()):
+                if anchor in text:
+                    picked |= alternatives
+        return tuple(sorted(picked))
+
+    def for_text(self, text: str, found: Set[str] | None = None) -> re.Pattern[str] | None:
+        """``found``: the caller's one pass over ``text.lower()`` found these words, among them every
+        literal of ``lowered()`` it holds (a literal in ``text`` is, lower-cased, in ``text.lower()``):
+        each is then looked for as it is, and no pass of its own is made."""
+        chosen = self._chosen(text) if found is None else self._chosen_from(text, found)
         if not chosen:
             return None
         if chosen not in self._compiled:
