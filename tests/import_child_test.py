@@ -92,3 +92,16 @@ def test_a_large_import_skips_exactly_the_notes_the_scanner_refuses(tmp_path: Pa
     assert {s["path"]: s["reason"] for s in report["skipped"]} == expected
     assert [s["path"] for s in report["skipped"]] == sorted(expected)  # in the order the notes were read
     assert len(report["imported"]) == count + 1 - len(expected)
+
+
+def test_an_import_that_stops_ends_its_child() -> None:
+    child = secrets_child.ScanChild.start()
+    assert child is not None
+    child.send(b"# note\n", ["note"])
+    child.close()
+    try:
+        os.kill(child.pid, 0)
+    except ProcessLookupError:
+        pass
+    else:
+        raise AssertionError("the child still runs after close()")

@@ -174,24 +174,12 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
             fresh[item.memory.id] = data
             parsed[item.memory.id] = memory
 
-    # A batch of notes is read, then checked: each pass's code and tables stay in the processor's
-    # caches for a batch (one note read, then checked, costs each pass about a third more).
-    items, n = iter(found), 0
-    while batch := list(itertools.islice(items, READ_BATCH)):
-        for item in batch:
-            n += 1
-            shown.update(n)
-            if isinstance(item, notes.Skipped):
-                skipped.append((n, item))
-            elif head(item.memory.path):
-                existing.append((n, item.memory))
-            elif child is None:
-                decide(n, item, b"", None)
-            else:
-                reason, data = _rendered(item)
-                if not reason:  # a file that may not be committed is refused here, as it would be alone
-                    child.send(data, memory_fields(item.memory).values())
-                waiting.append((n, item, data, not reason))
+    try:
+        _read_all(found, child, decide, head, existing, skipped, waiting, shown)
+    except BaseException:
+        if child is not None:
+            child.close()
+        raise
     answers = iter(child.verdicts() if child else ())
     for n, item, data, sent in waiting:
         decide(n, item, data, next(answers) if sent else None)  # a note the child did not answer is checked here
@@ -211,6 +199,31 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     known = {object_id("blob", fresh[mid]): memory for mid, memory in parsed.items()} if commit else {}
     return FolderImport(list(parsed.values()), [m for _, m in sorted(existing, key=lambda e: e[0])],
                         [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known)
+
+
+def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,
+              decide: Callable[[int, notes.Note, bytes, bool | None], None], head: Callable[[str], bool],
+              existing: list[tuple[int, Memory]], skipped: list[tuple[int, notes.Skipped]],
+              waiting: list[tuple[int, notes.Note, bytes, bool]], shown: Progress) -> None:
+    """Read every note: decided at once, or (with a child) rendered and handed to the child. A
+    batch of notes is read, then checked: each pass's code and tables stay in the processor's
+    caches for a batch (one note read, then checked, costs each pass about a third more)."""
+    items, n = iter(found), 0
+    while batch := list(itertools.islice(items, READ_BATCH)):
+        for item in batch:
+            n += 1
+            shown.update(n)
+            if isinstance(item, notes.Skipped):
+                skipped.append((n, item))
+            elif head(item.memory.path):
+                existing.append((n, item.memory))
+            elif child is None:
+                decide(n, item, b"", None)
+            else:
+                reason, data = _rendered(item)
+                if not reason:  # a file that may not be committed is refused here, as it would be alone
+                    child.send(data, memory_fields(item.memory).values())
+                waiting.append((n, item, data, not reason))
 
 
 class _Fields(Mapping[str, str]):

@@ -10,12 +10,14 @@ Contract:
   made from; ``verdicts()`` ends the child and returns, in the order sent, each note's
   ``scanned.rendered_holds_secret(data, fields, allow, marker=True)`` as the child found it, or
   None for every note it did not answer (it crashed, was killed, wrote something else): the caller
-  checks those itself, so a note is never let through unchecked.
+  checks those itself, so a note is never let through unchecked. ``close()`` ends it at once
+  (an import that stops on an error leaves no child behind).
 - The child reads framed notes on stdin and writes one byte for each (``0`` clean, ``1`` not) on
   stdout; a frame it cannot read ends it. Its answers are read by a thread, so neither pipe fills.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import subprocess
@@ -85,6 +87,16 @@ class ScanChild:
             self._child.stdin.write(batch)
         except (OSError, ValueError):  # the child has gone: what it did not answer is checked here
             pass
+
+    def close(self) -> None:
+        """End the child at once (the import stopped): nothing it found is used."""
+        with contextlib.suppress(OSError):
+            self._child.kill()
+        with contextlib.suppress(OSError, ValueError):
+            assert self._child.stdin is not None
+            self._child.stdin.close()
+        self._child.wait()
+        self._reader.join()
 
     def verdicts(self) -> list[bool | None]:
         self._flush()
