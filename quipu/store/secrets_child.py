@@ -7,23 +7,29 @@ Contract:
   site-packages on its path) and this package's folder put first on ``sys.path``, from ``/``:
   nothing in a store or a project can stand in for the scanner.
 - ``send(data, fields)`` hands over one rendered memory file and the values of the fields it was
-  made from; ``verdicts()`` ends the child and returns, in the order sent, each note's
+  made from, as the texts they are scanned as (``scanned.rendered_parts``); ``verdicts()`` ends
+  the child and returns, in the order sent, each note's
   ``scanned.rendered_holds_secret(data, fields, allow, marker=True)`` as the child found it, or
   None for every note it did not answer (it crashed, was killed, wrote something else): the caller
   checks those itself, so a note is never let through unchecked. ``close()`` ends it at once
   (an import that stops on an error leaves no child behind).
 - The child reads framed notes on stdin and writes one byte for each (``0`` clean, ``1`` not) on
-  stdout; a frame it cannot read ends it. Its answers are read by a thread, so neither pipe fills.
+  stdout; a frame it cannot read ends it. Its answers are read by a thread, so neither pipe fills;
+  its input pipe holds 1 MiB where the system allows, so a child a moment behind does not stop
+  the reader.
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Iterable
+
+from quipu.store import scanned
 
 _LENGTH = struct.Struct("<I")
 BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
@@ -58,6 +64,9 @@ class ScanChild:
                 close_fds=True)
         except (OSError, ValueError, subprocess.SubprocessError):
             return None
+        if hasattr(fcntl, "F_SETPIPE_SZ") and child.stdin is not None:  # slack for a child a moment behind
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(child.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
         return cls(child)
 
     @property
@@ -75,7 +84,7 @@ class ScanChild:
 
     def send(self, data: bytes, fields: Iterable[str]) -> None:
         self._sent += 1
-        self._pending.append(_frame([data, *(value.encode("utf-8") for value in fields)]))
+        self._pending.append(_frame(scanned.rendered_parts(data, fields)))
         if len(self._pending) >= 64:
             self._flush()
 
@@ -120,9 +129,7 @@ def _read_exactly(stream: object, size: int) -> bytes:
 
 
 def serve(allow: list[str]) -> None:
-    """The child: each framed note in, its verdict out, until its input ends."""
-    from quipu.store import scanned
-
+    """The child: each note's parts in, its verdict out, until its input ends."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     done = 0
     while header := source.read(4):
@@ -130,8 +137,7 @@ def serve(allow: list[str]) -> None:
             raise SystemExit(2)
         parts = [_read_exactly(source, _LENGTH.unpack(_read_exactly(source, 4))[0])
                  for _ in range(_LENGTH.unpack(header)[0])]
-        fields = {str(n): part.decode("utf-8") for n, part in enumerate(parts[1:])}
-        sink.write(b"1" if scanned.rendered_holds_secret(parts[0], fields, tuple(allow), marker=True) else b"0")
+        sink.write(b"1" if scanned.parts_hold_secret(parts, tuple(allow), marker=True) else b"0")
         done += 1
         if done % 64 == 0:
             sink.flush()
