@@ -34,13 +34,18 @@ def _here(memory: Memory) -> bool:
     return scanned.rendered_holds_secret(render_memory(memory), memory_fields(memory), marker=True)
 
 
+def _hand_over(child: secrets_child.ScanChild, memories: list[Memory]) -> list[bool | None]:
+    """Each memory's verdict: found here while the child was behind, else the child's (None: unanswered)."""
+    here = [child.check(render_memory(m), memory_fields(m).values()) for m in memories]
+    answers = iter(child.verdicts())
+    return [next(answers) if found is None else found for found in here]
+
+
 def test_the_child_finds_what_the_scanner_here_finds() -> None:
     memories = _memories()
     child = secrets_child.ScanChild.start()
     assert child is not None
-    for memory in memories:
-        child.send(render_memory(memory), memory_fields(memory).values())
-    verdicts = child.verdicts()
+    verdicts = _hand_over(child, memories)
     assert verdicts == [_here(m) for m in memories]
     assert sum(map(bool, verdicts)) > len(memories) // 3
 
@@ -49,16 +54,30 @@ def test_a_child_killed_midway_answers_part_and_leaves_the_rest_to_be_checked_he
     memories = _memories()
     child = secrets_child.ScanChild.start()
     assert child is not None
-    for memory in memories[:200]:
-        child.send(render_memory(memory), memory_fields(memory).values())
+    here = [child.check(render_memory(m), memory_fields(m).values()) for m in memories[:200]]
     os.kill(child.pid, signal.SIGKILL)
-    for memory in memories[200:]:  # into a closed pipe: no error, no answer
-        child.send(render_memory(memory), memory_fields(memory).values())
-    verdicts = child.verdicts()
-    assert len(verdicts) == len(memories) and verdicts[-1] is None
-    answered = [v for v in verdicts if v is not None]
-    assert verdicts[:len(answered)] == [_here(m) for m in memories[:len(answered)]]
-    assert all(v is None for v in verdicts[len(answered):])
+    here += [child.check(render_memory(m), memory_fields(m).values()) for m in memories[200:]]  # a closed pipe
+    answers = child.verdicts()
+    assert len(answers) == sum(found is None for found in here)
+    answered = [a for a in answers if a is not None]
+    assert answers[len(answered):] == [None] * (len(answers) - len(answered))  # the child answers in order
+    handed = iter(answers)
+    expected = [_here(m) for m in memories]
+    for found, should in zip(here, expected, strict=True):
+        got = next(handed) if found is None else found
+        assert got is None or got == should  # None: checked by the importer itself
+    assert any(found is not None for found in here[200:]) or answers[-1] is None
+
+
+def test_a_child_behind_leaves_the_notes_to_be_checked_by_the_reader() -> None:
+    memories = _memories() * 20  # far more than the pipe holds at once
+    child = secrets_child.ScanChild.start()
+    assert child is not None
+    here = [child.check(render_memory(m), memory_fields(m).values()) for m in memories]
+    answers = iter(child.verdicts())
+    verdicts = [next(answers) if found is None else found for found in here]
+    assert verdicts == [_here(m) for m in memories]
+    assert any(found is None for found in here)
 
 
 def test_a_large_import_skips_exactly_the_notes_the_scanner_refuses(tmp_path: Path) -> None:
@@ -97,7 +116,7 @@ def test_a_large_import_skips_exactly_the_notes_the_scanner_refuses(tmp_path: Pa
 def test_an_import_that_stops_ends_its_child() -> None:
     child = secrets_child.ScanChild.start()
     assert child is not None
-    child.send(b"# note\n", ["note"])
+    child.check(b"# note\n", ["note"])
     child.close()
     try:
         os.kill(child.pid, 0)

@@ -9,8 +9,8 @@ Contract:
   large or holding NUL, a secret in the file or in any field it is made from, each byte scanned
   once (``scanned.rendered_holds_secret``), named by rule and line, never shown) is skipped with
   its reason; one note never stops the rest. From ``CHILD_FROM`` notes on, the secret check runs
-  in a second process (``quipu.store.secrets_child``) while the notes are read; a note it does
-  not answer is checked here. The skipped and the existing notes are listed in the order read. The rest is one commit (``Store.commit``: one tree,
+  in a second process (``quipu.store.secrets_child``) while the notes are read, and here while it
+  is behind; a note it does not answer is checked here. The skipped and the existing notes are listed in the order read. The rest is one commit (``Store.commit``: one tree,
   its blobs in one pack), which does not scan again the bytes checked here
   (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so
   the index refresh writes the rows without parsing them again.
@@ -153,7 +153,8 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     shown = Progress(total, "Reading notes")
     # From CHILD_FROM notes on, a second process checks for secrets while this one reads on.
     child = secrets_child.ScanChild.start(allow_secret_like) if total >= CHILD_FROM else None
-    waiting: list[tuple[int, notes.Note, bytes, bool]] = []  # (..., sent to the child), in the order read
+    # (n, note, file, handed to the child, the verdict found here or None), in the order read
+    waiting: list[tuple[int, notes.Note, bytes, bool, bool | None]] = []
 
     def decide(n: int, item: notes.Note, data: bytes, verdict: bool | None) -> None:
         """The note in, or skipped with its reason; ``verdict``: the child's secret check, or None."""
@@ -181,8 +182,8 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
             child.close()
         raise
     answers = iter(child.verdicts() if child else ())
-    for n, item, data, sent in waiting:
-        decide(n, item, data, next(answers) if sent else None)  # a note the child did not answer is checked here
+    for n, item, data, sent, here in waiting:  # a note the child did not answer (None) is checked here
+        decide(n, item, data, next(answers) if sent else here)
     shown.done()
     commit = None
     if fresh and not dry_run:
@@ -204,7 +205,7 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
 def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,
               decide: Callable[[int, notes.Note, bytes, bool | None], None], head: Callable[[str], bool],
               existing: list[tuple[int, Memory]], skipped: list[tuple[int, notes.Skipped]],
-              waiting: list[tuple[int, notes.Note, bytes, bool]], shown: Progress) -> None:
+              waiting: list[tuple[int, notes.Note, bytes, bool, bool | None]], shown: Progress) -> None:
     """Read every note: decided at once, or (with a child) rendered and handed to the child. A
     batch of notes is read, then checked: each pass's code and tables stay in the processor's
     caches for a batch (one note read, then checked, costs each pass about a third more)."""
@@ -221,9 +222,9 @@ def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.
                 decide(n, item, b"", None)
             else:
                 reason, data = _rendered(item)
-                if not reason:  # a file that may not be committed is refused here, as it would be alone
-                    child.send(data, memory_fields(item.memory).values())
-                waiting.append((n, item, data, not reason))
+                # A file that may not be committed is refused here, as it would be alone.
+                here = None if reason else child.check(data, memory_fields(item.memory).values())
+                waiting.append((n, item, data, not reason and here is None, here))
 
 
 class _Fields(Mapping[str, str]):

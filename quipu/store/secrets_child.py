@@ -6,12 +6,14 @@ Contract:
   interpreter of this process run with ``-I`` (no working directory, ``PYTHONPATH`` or user
   site-packages on its path) and this package's folder put first on ``sys.path``, from ``/``:
   nothing in a store or a project can stand in for the scanner.
-- ``send(data, fields)`` hands over one rendered memory file and the values of the fields it was
-  made from, as the texts they are scanned as (``scanned.rendered_parts``); ``verdicts()`` ends
-  the child and returns, in the order sent, each note's
-  ``scanned.rendered_holds_secret(data, fields, allow, marker=True)`` as the child found it, or
-  None for every note it did not answer (it crashed, was killed, wrote something else): the caller
-  checks those itself, so a note is never let through unchecked. ``close()`` ends it at once
+- ``check(data, fields)`` hands over one rendered memory file and the values of the fields it was
+  made from, as the texts they are scanned as (``scanned.rendered_parts``), and returns None; when
+  the child is behind (``BACKLOG`` bytes the pipe has not taken) or gone, it checks the note here
+  instead and returns whether it holds a secret: the reader never waits for the child, and the two
+  processes share the work. ``verdicts()`` ends the child and returns, in the order handed over,
+  each note's ``scanned.rendered_holds_secret(data, fields, allow, marker=True)`` as the child found
+  it, or None for every note it did not answer (it crashed, was killed, wrote something else): the
+  caller checks those itself, so a note is never let through unchecked. ``close()`` ends it at once
   (an import that stops on an error leaves no child behind).
 - The child reads framed notes on stdin and writes one byte for each (``0`` clean, ``1`` not) on
   stdout; a frame it cannot read ends it. Its answers are read by a thread, so neither pipe fills;
@@ -32,6 +34,7 @@ from collections.abc import Iterable
 from quipu.store import scanned
 
 _LENGTH = struct.Struct("<I")
+BACKLOG = 1 << 16  # bytes of notes waiting for the pipe past which the reader checks notes itself
 BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from quipu.store.secrets_child import serve; serve(sys.argv[1:])")
 
@@ -45,11 +48,16 @@ def _frame(parts: list[bytes]) -> bytes:
 
 
 class ScanChild:
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+    def __init__(self, child: subprocess.Popen[bytes], allow: tuple[str, ...]) -> None:
         self._child = child
+        self._allow = allow
         self._sent = 0
-        self._pending: list[bytes] = []
+        self._backlog = bytearray()  # framed notes the pipe has not taken yet
+        self._gone = False
         self._answers = bytearray()
+        assert child.stdin is not None
+        self._fd = child.stdin.fileno()
+        os.set_blocking(self._fd, False)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -67,7 +75,7 @@ class ScanChild:
         if hasattr(fcntl, "F_SETPIPE_SZ") and child.stdin is not None:  # slack for a child a moment behind
             with contextlib.suppress(OSError):
                 fcntl.fcntl(child.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
-        return cls(child)
+        return cls(child, tuple(allow))
 
     @property
     def pid(self) -> int:
@@ -82,20 +90,28 @@ class ScanChild:
         except (OSError, ValueError):
             pass
 
-    def send(self, data: bytes, fields: Iterable[str]) -> None:
+    def check(self, data: bytes, fields: Iterable[str]) -> bool | None:
+        """Hand a note to the child (None), or, while the child is behind, check it here (whether
+        it holds a secret): the reader never waits for the child."""
+        parts = scanned.rendered_parts(data, fields)
+        if len(self._backlog) >= BACKLOG or self._gone:
+            return scanned.parts_hold_secret(parts, self._allow, marker=True)
         self._sent += 1
-        self._pending.append(_frame(scanned.rendered_parts(data, fields)))
-        if len(self._pending) >= 64:
-            self._flush()
+        self._backlog += _frame(parts)
+        self._push()
+        return None
 
-    def _flush(self) -> None:
-        batch, self._pending = b"".join(self._pending), []
-        if self._child.stdin is None or self._child.stdin.closed:
-            return
-        try:
-            self._child.stdin.write(batch)
-        except (OSError, ValueError):  # the child has gone: what it did not answer is checked here
-            pass
+    def _push(self) -> None:
+        """Write what the pipe takes now."""
+        while self._backlog and not self._gone:
+            try:
+                taken = os.write(self._fd, self._backlog)
+            except BlockingIOError:
+                return
+            except OSError:  # the child has gone: what it did not answer is checked by the caller
+                self._gone = True
+                return
+            del self._backlog[:taken]
 
     def close(self) -> None:
         """End the child at once (the import stopped): nothing it found is used."""
@@ -108,12 +124,13 @@ class ScanChild:
         self._reader.join()
 
     def verdicts(self) -> list[bool | None]:
-        self._flush()
-        try:
+        """The child's answer for each note handed to it, in order (None: not answered)."""
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._fd, True)
+        self._push()
+        with contextlib.suppress(OSError, ValueError):
             assert self._child.stdin is not None
             self._child.stdin.close()
-        except (OSError, ValueError):
-            pass
         self._reader.join()
         self._child.wait()
         answers = bytes(self._answers[:self._sent])
