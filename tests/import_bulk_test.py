@@ -130,7 +130,7 @@ def test_a_refresh_over_many_memories_and_their_events_equals_a_rebuild(tmp_path
 def test_the_keywords_of_a_text_are_found_in_one_pass_exactly() -> None:
     from quipu.store import secrets_scan
 
-    words = secrets_scan._KEYWORDS
+    words = (*secrets_scan._KEYWORDS, *sorted(secrets_scan._LITERALS))  # and the token families' literals
     rng = random.Random(11)
     texts = ["", "nothing to see", "PASSWORD", "passwd password pass", "admin /root: one-time"]
     data = data_dir()

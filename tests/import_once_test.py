@@ -93,11 +93,17 @@ def test_every_match_of_a_token_family_holds_one_of_its_literals() -> None:
     assert matched >= 40 and sum(1 for a in anchored.anchors if a) >= len(anchored.alternatives) - 1
     assert secret_patterns.literals(r"[A-Fa-f0-9]{20,}NRAL") == ("NRAL",)
     assert secret_patterns.literals(r"(?:AKIA|A3T[A-Z0-9])[A-Z0-9]{16}") == ("AKIA", "A3T")
-    assert secret_patterns.literals(r"[ps]k\.eyJ[\w\-]{20,}") == ("k.eyJ",)
-    assert secret_patterns.literals(r"ab?c") == ("a",) and secret_patterns.literals(r"x[0-9]+yz|q") == ()
+    assert secret_patterns.literals(r"[ps]k\.eyJ[\w\-]{20,}") == ("pk.eyJ", "sk.eyJ")
+    assert secret_patterns.literals(r"gh[pou]_[A-Z]{30}") == ("ghp_", "gho_", "ghu_")
+    assert secret_patterns.literals(r"gl(?:pat|dt)-\w+") == ("glpat-", "gldt-")
+    assert secret_patterns.literals(r"do[opr]_v1_[a-f0-9]{64}") == ("doo_v1_", "dop_v1_", "dor_v1_")
+    assert secret_patterns.literals(r"https://[\w\-]+\.webhook\.office\.com/\S+") == (".webhook.office.com/",)
+    assert secret_patterns.literals(r"ab?c") == () == secret_patterns.literals(r"x[0-9]+yz|q")  # "a": too common
+    assert secret_patterns.literals(r"abc?d") == ("ab",) and secret_patterns.literals(r"[MNO][a-z]{20}") == ()
     assert secret_patterns.literals(r"(?i)[0-9]{4}secret") == () == secret_patterns.literals(r"[0-9]+(?:a|b)")
-    assert secret_patterns.literals(r"[a-z]{3}_(?:live|prod)_\d+") == ("live", "prod")
+    assert secret_patterns.literals(r"[a-z]{3}_(?:live|prod)_\d+") == ("_live_", "_prod_")
     assert secret_patterns.literals(r"[a-z]+(?:live|prod)?_\d+") == () == secret_patterns.literals(r"[a-z]+(?:ab|c.d)x")
+    assert secret_patterns.literals(r"x[ab]?y+z") == ()  # neither x nor y alone says enough; "x" + an absent [ab]: no start
 
 
 def _awkward_notes(folder: Path) -> dict[str, str]:

@@ -8,7 +8,9 @@ Contract:
   file is not parsed again). A note that may not enter (``checked_note``: a bad field, a file too
   large or holding NUL, a secret in the file or in any field it is made from, each byte scanned
   once (``scanned.rendered_holds_secret``), named by rule and line, never shown) is skipped with
-  its reason; one note never stops the rest. The rest is one commit (``Store.commit``: one tree,
+  its reason; one note never stops the rest. From ``CHILD_FROM`` notes on, the secret check runs
+  in a second process (``quipu.store.secrets_child``) while the notes are read, and here while it
+  is behind; a note it does not answer is checked here. The skipped and the existing notes are listed in the order read. The rest is one commit (``Store.commit``: one tree,
   its blobs in one pack), which does not scan again the bytes checked here
   (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so
   the index refresh writes the rows without parsing them again.
@@ -26,13 +28,14 @@ from pathlib import Path
 from quipu.errors import FatalError, InvalidMemory
 from quipu.index.rebuild import gc_paused
 from quipu.output import Progress
-from quipu.store import gitobj, notes, scanned, secrets_scan
+from quipu.store import gitobj, notes, scanned, secrets_child, secrets_scan
 from quipu.store.gitobj import object_id
 from quipu.store.memory import Memory, check_file_bytes, render_memory
 from quipu.store.store import Store, memory_fields
 
 
 READ_BATCH = 256  # notes read before they are checked
+CHILD_FROM = 2048  # notes from which a second process checks them for secrets (``secrets_child``)
 
 
 @dataclass(frozen=True)
@@ -73,16 +76,24 @@ def checked_note(note: notes.Note, allow: tuple[str, ...] = ()) -> tuple[str | N
     """(why the note may not enter the store or None, the file it becomes, the memory that file
     reads back as: the note's own, since ``Memory.create`` validated it and what ``render_memory``
     writes of it reads back as it (``quipu.store.memory``) once its bytes pass the file checks)."""
-    data = render_memory(note.memory)
-    try:
-        check_file_bytes(data, note.path)
-    except InvalidMemory as exc:
-        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: "), data, None
+    reason, data = _rendered(note)
+    if reason:
+        return reason, data, None
     # The exact bytes committed and each field a file is made from, each byte scanned once: the
     # commit does not scan what was found clean here again (``quipu.store.scanned``).
     if scanned.rendered_holds_secret(data, memory_fields(note.memory), allow, marker=True):
         return _secret_refusal(note, allow), data, None
     return None, data, note.memory
+
+
+def _rendered(note: notes.Note) -> tuple[str | None, bytes]:
+    """(why the file a note becomes may not be committed or None, that file)."""
+    data = render_memory(note.memory)
+    try:
+        check_file_bytes(data, note.path)
+    except InvalidMemory as exc:
+        return str(exc).split("\n", 1)[0].removeprefix(f"{note.path}: "), data
+    return None, data
 
 
 def _secret_refusal(note: notes.Note, allow: tuple[str, ...]) -> str:
@@ -135,28 +146,44 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     kept; then one tree, one commit, and the index and the meaning vectors in one batch each."""
     fresh: dict[str, bytes] = {}
     parsed: dict[str, Memory] = {}
-    existing: list[Memory] = []
-    skipped: list[notes.Skipped] = []
+    existing: list[tuple[int, Memory]] = []
+    skipped: list[tuple[int, notes.Skipped]] = []
     head = _present_in_head(store)
-    shown = Progress(len(found) if isinstance(found, Sized) else 0, "Reading notes")
-    # A batch of notes is read, then checked: each pass's code and tables stay in the processor's
-    # caches for a batch (one note read, then checked, costs each pass about a third more).
-    items, n = iter(found), 0
-    while batch := list(itertools.islice(items, READ_BATCH)):
-        for item in batch:
-            n += 1
-            shown.update(n)
-            if isinstance(item, notes.Skipped):
-                skipped.append(item)
-            elif item.memory.id in fresh or head(item.memory.path):
-                existing.append(item.memory)
-            else:
-                reason, data, memory = checked_note(item, allow_secret_like)
-                if reason or memory is None:
-                    skipped.append(notes.Skipped(item.path, reason or "it cannot be read"))
-                else:
-                    fresh[item.memory.id] = data
-                    parsed[item.memory.id] = memory
+    total = len(found) if isinstance(found, Sized) else 0
+    shown = Progress(total, "Reading notes")
+    # From CHILD_FROM notes on, a second process checks for secrets while this one reads on.
+    child = secrets_child.ScanChild.start(allow_secret_like) if total >= CHILD_FROM else None
+    # (n, note, file, handed to the child, the verdict found here or None), in the order read
+    waiting: list[tuple[int, notes.Note, bytes, bool, bool | None]] = []
+
+    def decide(n: int, item: notes.Note, data: bytes, verdict: bool | None) -> None:
+        """The note in, or skipped with its reason; ``verdict``: the child's secret check, or None."""
+        if item.memory.id in fresh:
+            existing.append((n, item.memory))
+            return
+        memory: Memory | None = item.memory
+        if verdict is None:
+            reason, data, memory = checked_note(item, allow_secret_like)
+        elif verdict:
+            reason, memory = _secret_refusal(item, allow_secret_like), None
+        else:
+            reason = None
+            scanned.remember_clean(data, memory_fields(item.memory), allow_secret_like)
+        if reason or memory is None:
+            skipped.append((n, notes.Skipped(item.path, reason or "it cannot be read")))
+        else:
+            fresh[item.memory.id] = data
+            parsed[item.memory.id] = memory
+
+    try:
+        _read_all(found, child, decide, head, existing, skipped, waiting, shown)
+    except BaseException:
+        if child is not None:
+            child.close()
+        raise
+    answers = iter(child.verdicts() if child else ())
+    for n, item, data, sent, here in waiting:  # a note the child did not answer (None) is checked here
+        decide(n, item, data, next(answers) if sent else here)
     shown.done()
     commit = None
     if fresh and not dry_run:
@@ -171,7 +198,33 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
         finally:
             stage("")
     known = {object_id("blob", fresh[mid]): memory for mid, memory in parsed.items()} if commit else {}
-    return FolderImport(list(parsed.values()), existing, skipped, commit, known)
+    return FolderImport(list(parsed.values()), [m for _, m in sorted(existing, key=lambda e: e[0])],
+                        [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known)
+
+
+def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,
+              decide: Callable[[int, notes.Note, bytes, bool | None], None], head: Callable[[str], bool],
+              existing: list[tuple[int, Memory]], skipped: list[tuple[int, notes.Skipped]],
+              waiting: list[tuple[int, notes.Note, bytes, bool, bool | None]], shown: Progress) -> None:
+    """Read every note: decided at once, or (with a child) rendered and handed to the child. A
+    batch of notes is read, then checked: each pass's code and tables stay in the processor's
+    caches for a batch (one note read, then checked, costs each pass about a third more)."""
+    items, n = iter(found), 0
+    while batch := list(itertools.islice(items, READ_BATCH)):
+        for item in batch:
+            n += 1
+            shown.update(n)
+            if isinstance(item, notes.Skipped):
+                skipped.append((n, item))
+            elif head(item.memory.path):
+                existing.append((n, item.memory))
+            elif child is None:
+                decide(n, item, b"", None)
+            else:
+                reason, data = _rendered(item)
+                # A file that may not be committed is refused here, as it would be alone.
+                here = None if reason else child.check(data, memory_fields(item.memory).values())
+                waiting.append((n, item, data, not reason and here is None, here))
 
 
 class _Fields(Mapping[str, str]):

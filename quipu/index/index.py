@@ -276,7 +276,7 @@ def _ensure_fresh(store: Store, force_rebuild: bool, known: Mapping[str, Memory]
                     db.close()
         from quipu.index.rebuild import rebuild_index
 
-        count, problems = rebuild_index(store, head, index_file(store))
+        count, problems = rebuild_index(store, head, index_file(store), known)
         _write_stamp(store)
         return RefreshResult("rebuilt", head, count, problems, time.perf_counter() - start)
 

@@ -12,7 +12,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from quipu.errors import FatalError
@@ -28,6 +28,7 @@ from quipu.index.schema import (
     memory_row,
     optimize_fts,
 )
+from quipu.store.memory import Memory
 from quipu.store.safepath import LINK_MODE
 from quipu.store.store import Store
 
@@ -54,8 +55,11 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def rebuild_index(store: Store, head: str | None, path: Path) -> tuple[int, int]:
-    """Build the index of ``head`` into a new file that replaces ``path``; (rows, files skipped)."""
+def rebuild_index(store: Store, head: str | None, path: Path,
+                  known: Mapping[str, Memory] | None = None) -> tuple[int, int]:
+    """Build the index of ``head`` into a new file that replaces ``path``; (rows, files skipped).
+    ``known``: memories already read from the blob of that id (a bulk writer parsed what it
+    committed): such a blob is neither read nor parsed again."""
     # Rebuilds run under the index lock, so any other temporary file is a killed rebuild's.
     for stale in path.parent.glob(f"{path.name}.*.tmp"):
         with contextlib.suppress(OSError):
@@ -69,9 +73,12 @@ def rebuild_index(store: Store, head: str | None, path: Path) -> tuple[int, int]
         db.execute("BEGIN")
         rows = []
         problems = []
-        for rel, data in memory_blobs(store):
+        for rel, blob_id, data in memory_blobs(store):
+            memory = known.get(blob_id) if known else None
             try:
-                rows.append(memory_row(indexable_memory(data, rel), rel))
+                if memory is None or memory.path != rel:
+                    memory = indexable_memory(data(), rel)
+                rows.append(memory_row(memory, rel))
             except FatalError as exc:
                 problems.append((rel, str(exc)))
         insert_rows(db, rows)
@@ -99,8 +106,9 @@ def rebuild_index(store: Store, head: str | None, path: Path) -> tuple[int, int]
         raise
 
 
-def memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
-    """All ``memories/**.md`` blobs at HEAD, sharded or not (a misplaced file becomes a problem)."""
+def memory_blobs(store: Store) -> Iterator[tuple[str, str, Callable[[], bytes]]]:
+    """All ``memories/**.md`` blobs at HEAD, sharded or not (a misplaced file becomes a problem):
+    (path, blob id, a call that reads the blob)."""
     repo = store.repo
     try:
         top = store.head_tree()["memories"]
@@ -116,7 +124,7 @@ def memory_blobs(store: Store) -> Iterator[tuple[str, bytes]]:
             if entry.type_str == "tree":
                 stack.append((rel, repo[entry.id]))
             elif entry.type_str == "blob" and is_memory_path(rel):
-                yield rel, repo[entry.id].data  # type: ignore[attr-defined]
+                yield rel, str(entry.id), lambda oid=entry.id: repo[oid].data  # type: ignore[attr-defined,misc]
 
 
 def all_events(store: Store) -> Iterator[tuple[str, str, str]]:

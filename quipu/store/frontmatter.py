@@ -2,13 +2,15 @@
 
 Contract: ``split_frontmatter`` takes the ``---`` block off the top (a leading BOM allowed);
 ``parse_fields`` reads the block: ``key: <json>`` lines as ``render_memory`` writes them on a fast
-path without YAML, anything else (frontmatter a person wrote) with the safe YAML loader of
+path without YAML (and lines a person commonly writes, read as YAML reads them: a date, plain words,
+a flow list of plain words; ``tests/frontmatter_fast_test.py`` compares them), anything else (frontmatter a person wrote) with the safe YAML loader of
 ``quipu.store.frontmatter_yaml``. Nothing is validated here: that is ``Memory.create``'s.
 Every problem is an ``InvalidMemory`` naming the source.
 """
 from __future__ import annotations
 
 import json
+import re
 
 from quipu.errors import InvalidMemory
 
@@ -55,8 +57,37 @@ def _fast_fields(head: str) -> dict[str, Any] | None:
         try:
             out[key] = json.loads(value)
         except (ValueError, RecursionError):
-            return None
+            plain = _plain_yaml(value)
+            if plain is None:
+                return None
+            out[key] = plain
     return out
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*(?: [A-Za-z0-9_\-]+)*")
+_DATE = re.compile(r"(\d{4})-(\d\d)-(\d\d)")
+_NOT_TEXT = {f(w) for w in ("yes", "no", "true", "false", "on", "off", "null") for f in (str.lower, str.title, str.upper)}
+
+
+def _plain_yaml(value: str) -> Any:
+    """What YAML's safe loader makes of a value a person commonly writes (a date, plain words, a
+    flow list of plain words), or None for anything else (the loader reads the whole frontmatter).
+    A word YAML reads as a boolean or null is anything else."""
+    if (date := _DATE.fullmatch(value)) is not None:
+        import datetime
+
+        try:
+            return datetime.date(*map(int, date.groups()))
+        except ValueError:
+            return None  # the loader names the field it cannot build
+    if _WORDS.fullmatch(value):
+        return None if value in _NOT_TEXT else value
+    if value.startswith("[") and value.endswith("]"):
+        words = [w.strip(" ") for w in value[1:-1].split(",")]
+        if all(_WORD.fullmatch(w) and w not in _NOT_TEXT for w in words):
+            return words
+    return None
 
 
 def parse_fields(text: str, source: str) -> tuple[dict[str, Any], str]:

@@ -12,7 +12,11 @@ Contract:
   the closing line: no pattern takes both ``-`` and a line break, but a private key's header,
   which is found in the frontmatter alone (``tests/import_once_test.py`` compares this with the
   whole file and each field scanned apart, over the secret corpus). The file's bytes are then
-  remembered as clean, as if scanned whole.
+  remembered as clean, as if scanned whole. ``rendered_parts(data, values)`` are those texts and
+  ``parts_hold_secret(parts, allow)`` their check (what another process is handed).
+- ``remember_clean(data, fields, allow)``: a file and its fields another process found clean with
+  ``rendered_holds_secret`` (``quipu.store.secrets_child``), remembered as that call would have
+  remembered them (nothing when a rule or the inline marker may have vouched for any of it).
 - ``refuse_secrets(changes, message, allow, fields=...)`` is ``secrets_scan.refuse_secrets`` over
   the fields and files whose exact bytes were not found clean here already, and always over the message; it returns the
   vouched rules that were needed. A bulk writer (an import of thousands of notes) that checked each
@@ -22,7 +26,7 @@ Contract:
 """
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from quipu.lite import blake2b
 from quipu.store import secrets_scan
@@ -44,18 +48,41 @@ def find_secrets(data: bytes, allow: Collection[str] = (), *, marker: bool = Fal
     return spans
 
 
-def rendered_holds_secret(data: bytes, fields: Mapping[str, str], allow: Collection[str] = (), *,
-                          marker: bool = False) -> bool:
-    """Whether a rendered memory file or a field it was made from holds a secret (see the contract)."""
+def rendered_parts(data: bytes, fields: Iterable[str]) -> list[bytes]:
+    """The texts a rendered memory file and the values of the fields it was made from are scanned
+    as, each byte once (see the contract)."""
     cut = data.find(b"\n---\n") + 5 if data.startswith(b"---\n") else 0
     parts = [data[:cut], data[cut:]] if cut > 4 else [data]
     tail = parts[-1]
-    parts += [raw for value in fields.values() if value and (raw := value.encode("utf-8")) != tail]
-    if any(find_secrets(part, allow, marker=marker) for part in parts if part):
+    parts += [raw for value in fields if value and (raw := value.encode("utf-8")) != tail]
+    return [part for part in parts if part]
+
+
+def parts_hold_secret(parts: Iterable[bytes], allow: Collection[str] = (), *, marker: bool = False) -> bool:
+    return any(find_secrets(part, allow, marker=marker) for part in parts)
+
+
+def rendered_holds_secret(data: bytes, fields: Mapping[str, str], allow: Collection[str] = (), *,
+                          marker: bool = False) -> bool:
+    """Whether a rendered memory file or a field it was made from holds a secret (see the contract)."""
+    if parts_hold_secret(rendered_parts(data, fields.values()), allow, marker=marker):
         return True
     if not allow and not (marker and secrets_scan.ALLOW_MARKER.encode() in data):
         _CLEAN.add(_digest(data))
     return False
+
+
+def remember_clean(data: bytes, fields: Mapping[str, str], allow: Collection[str] = ()) -> None:
+    """A file and its fields that ``rendered_holds_secret`` (with ``marker``) found clean in another
+    process: remembered as it would have remembered them, so the commit does not scan them again.
+    Nothing is remembered when a rule or the inline marker may have vouched for any of it."""
+    if allow or secrets_scan.ALLOW_MARKER.encode() in data:
+        return
+    raws = [raw for value in fields.values() if value and (raw := value.encode("utf-8"))]
+    if any(secrets_scan.ALLOW_MARKER.encode() in raw for raw in raws):
+        return
+    _CLEAN.add(_digest(data))
+    _CLEAN.update(map(_digest, raws))
 
 
 def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = (), *,

@@ -8,17 +8,27 @@ Contract:
   that pattern with only the alternatives that can match somewhere in ``text``: those holding a
   literal (``literals``) the text holds, and those of which no literal is known. The literals a
   text holds are found in one pass over it (an Aho-Corasick automaton). An alternative left out
-  cannot match anywhere in the text, so every match is the one of the whole alternation.
+  cannot match anywhere in the text, so every match is the one of the whole alternation. ``head``
+  and ``tail`` must match no characters (look-arounds, a group's brackets): the alternatives are
+  first searched for bare, and a text in which none matches anywhere gets None. A caller that
+  searched ``text.lower()`` for every word of ``lowered()`` in its own pass hands the words it
+  found (``found``): each literal is then looked for as it is, without a pass of its own.
+- ``Gate(source)`` is a search every match of a rule's pattern passes, run before the pattern:
+  ``holds(text, low)`` is False only when the pattern cannot match in ``text`` (``low`` is
+  ``text.lower()``). On ASCII text it searches ``low`` case-sensitively, else ``text`` ignoring case.
 - ``literals(pattern)`` is literal text every match of ``pattern`` holds (any one of them), or ()
-  when none is known: its leading plain characters; else a leading group whose alternatives each
-  start with plain characters (``(?:AKIA|A3T[A-Z0-9])``); else its longest run of plain characters
-  outside any group (``[A-Fa-f0-9]{20,}NRAL``), or when that is shorter than three, the words of
-  its first group of plain words (``[a-z]{3}_(?:live|prod)_``). A pattern with inline flags or an
-  alternation at its top level has none.
+  when none is known, the most telling (the longest shortest one, then the fewest; none of one
+  character) of: the starts every match has, spelled out through classes of a few letters and
+  groups of plain alternatives (``gh[pousr]_`` is ``ghp_``, ``gho_``...; at most 16); the leading
+  plain characters of each alternative of a leading group (``(?:AKIA|A3T[A-Z0-9])``); its longest
+  run of plain characters outside any group (``[A-Fa-f0-9]{20,}NRAL``); the words of its first
+  group of plain words with the plain characters right around it (``[a-z]{3}_(?:live|prod)_`` is
+  ``_live_``, ``_prod_``). A pattern with inline flags or an alternation at its top level has none.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,7 +51,7 @@ class Lazy:
             self._compiled = re.compile(self.source, self.flags)
         return self._compiled
 
-    def for_text(self, text: str) -> re.Pattern[str] | None:
+    def for_text(self, text: str, found: Set[str] | None = None) -> re.Pattern[str] | None:
         """The pattern to run on ``text``."""
         return self.compiled
 
@@ -54,15 +64,39 @@ def lazy(source: str, flags: int = 0) -> re.Pattern[str]:
     return Lazy(source, flags)  # type: ignore[return-value]  # a Pattern in all but name
 
 
+class Gate:
+    """A search every match of a rule's pattern passes (a necessary condition, much cheaper than
+    the pattern): ``holds(text, low)`` searches the lower-cased ``low`` as it is when ``text`` is
+    ASCII, else ``text`` ignoring case. Its source is written in lower case, so on ASCII text the
+    two are one search."""
+
+    __slots__ = ("source", "_low", "_any")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._low: re.Pattern[str] | None = None
+        self._any: re.Pattern[str] | None = None
+
+    def holds(self, text: str, low: str) -> bool:
+        if text.isascii():
+            if self._low is None:
+                self._low = re.compile(self.source)
+            return self._low.search(low) is not None
+        if self._any is None:
+            self._any = re.compile(self.source, re.IGNORECASE)
+        return self._any.search(text) is not None
+
+
 class Anchored:
     """``head (alt1|alt2|...) tail`` run on a text as the alternatives that can match in it."""
 
     def __init__(self, head: str, alternatives: tuple[str, ...], tail: str) -> None:
         self.head, self.alternatives, self.tail = head, alternatives, tail
         self.anchors = tuple(literals(a) for a in alternatives)
-        self._compiled: dict[tuple[int, ...], re.Pattern[str]] = {}
+        self._compiled: dict[tuple[int, ...], tuple[re.Pattern[str], re.Pattern[str]]] = {}
         self._finder: Any = None  # each literal -> the alternatives it is found in, built at first use
         self._free = frozenset(i for i, anchors in enumerate(self.anchors) if not anchors)
+        self._lowered: dict[str, list[tuple[str, frozenset[int]]]] | None = None
 
     def _chosen(self, text: str) -> tuple[int, ...]:
         if self._finder is None:
@@ -74,13 +108,39 @@ class Anchored:
             self._finder.make_automaton()
         return tuple(sorted(self._free.union(*(alternatives for _end, alternatives in self._finder.iter(text)))))
 
-    def for_text(self, text: str) -> re.Pattern[str] | None:
-        chosen = self._chosen(text)
+    def lowered(self) -> dict[str, list[tuple[str, frozenset[int]]]]:
+        """Each literal in lower case -> (the literal, the alternatives it is found in)."""
+        if self._lowered is None:
+            self._lowered = {}
+            for anchor in sorted({a for anchors in self.anchors for a in anchors}):
+                self._lowered.setdefault(anchor.lower(), []).append(
+                    (anchor, frozenset(i for i, a in enumerate(self.anchors) if anchor in a)))
+        return self._lowered
+
+    def _chosen_from(self, text: str, found: Set[str]) -> tuple[int, ...]:
+        lowered = self.lowered()
+        picked = set(self._free)
+        for word in found:
+            for anchor, alternatives in lowered.get(word, ()):
+                if anchor in text:
+                    picked |= alternatives
+        return tuple(sorted(picked))
+
+    def for_text(self, text: str, found: Set[str] | None = None) -> re.Pattern[str] | None:
+        """``found``: the caller's one pass over ``text.lower()`` found these words, among them every
+        literal of ``lowered()`` it holds (a literal in ``text`` is, lower-cased, in ``text.lower()``):
+        each is then looked for as it is, and no pass of its own is made."""
+        chosen = self._chosen(text) if found is None else self._chosen_from(text, found)
         if not chosen:
             return None
         if chosen not in self._compiled:
-            self._compiled[chosen] = re.compile(self.head + "|".join(self.alternatives[i] for i in chosen) + self.tail)
-        return self._compiled[chosen]
+            either = "|".join(self.alternatives[i] for i in chosen)
+            self._compiled[chosen] = (re.compile(either), re.compile(self.head + either + self.tail))
+        bare, whole = self._compiled[chosen]
+        # The head and the tail match no characters: a match of the whole is one of the bare
+        # alternatives at the same place, and the bare search (no look-behind tried at each
+        # character) finds no match in most texts.
+        return whole if bare.search(text) is not None else None
 
 
 _QUANTIFIER = re.compile(r"(?:[?*+]|\{\d*(?:,\d*)?\})[?+]?")
@@ -90,19 +150,67 @@ def literals(pattern: str) -> tuple[str, ...]:
     """Literal text every match of ``pattern`` holds (any one of them), or () (see the contract)."""
     if re.search(r"\(\?[a-zA-Z-]+[):]", pattern) or len(_top_split(pattern)) != 1:
         return ()  # inline flags (case-insensitive, scoped or not), or alternatives: no literal is sure
+    found: list[tuple[str, ...]] = [_starts(pattern)]
     if pattern.startswith("(?:"):
         end = _group_end(pattern, 0)
         if end is not None and not re.match(r"[?*{]", pattern[end + 1:end + 2]):
             starts = [_leading(a) for a in _top_split(pattern[3:end])]
             if starts and all(starts):
-                return tuple(dict.fromkeys(starts))
+                found.append(tuple(dict.fromkeys(starts)))
     lead = _leading(pattern)
-    if lead:
-        return (lead,)
     run, group = _longest_run(pattern)
-    if len(run) < 3 and group and min(map(len, group)) >= 3:
-        return group
-    return (run,) if len(run) >= 2 else ()
+    found += [(lead,), (run,) if len(run) >= 2 else (), group if min(map(len, group), default=0) >= 3 else ()]
+    # The most telling: the longest shortest literal (a rare one), then the fewest; none of one character.
+    return max((f for f in found if f and min(map(len, f)) >= 2), key=lambda f: (min(map(len, f)), -len(f)), default=())
+
+
+_PLAIN_ESCAPES = (".", "-", "$", "/", "~")
+_MOST_STARTS = 16
+
+
+def _plain(text: str) -> str | None:
+    """``text`` read as plain characters (an escaped dot as a dot), or None when it holds anything else."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and text[i + 1:i + 2] in _PLAIN_ESCAPES:
+            ch, i = text[i + 1], i + 1
+        elif ch in "\\[](){}?*+|.^$":
+            return None
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _starts(pattern: str) -> tuple[str, ...]:
+    """The texts one of which every match starts with: its leading plain characters, a class of a
+    few letters or digits (``[sr]k_``), a group of plain alternatives (``gl(?:pat|dt)-``), each
+    spelled out (at most ``_MOST_STARTS``), up to the first thing that may be absent or repeated."""
+    outs, i = [""], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        options: tuple[str, ...] | None = None
+        if ch == "[":
+            end = _class_end(pattern, i)
+            body = pattern[i + 1:end] if end is not None else ""
+            if end is not None and body and all(c.isalnum() or c == "_" for c in body):
+                options, i = tuple(dict.fromkeys(body)), end + 1
+        elif pattern.startswith("(?:", i):
+            end = _group_end(pattern, i)
+            words = [_plain(w) for w in _top_split(pattern[i + 3:end])] if end is not None else []
+            if end is not None and words and all(words):
+                options, i = tuple(dict.fromkeys(w for w in words if w)), end + 1
+        elif (plain := _plain(pattern[i:i + 2] if ch == "\\" else ch)) is not None:
+            options, i = (plain,), i + (2 if ch == "\\" else 1)
+        if options is None or len(outs) * len(options) > _MOST_STARTS:
+            break
+        quantified = _QUANTIFIER.match(pattern, i)
+        if quantified and not quantified.group().startswith("+"):
+            break  # this part may be absent, or repeated: the starts end before it
+        outs = [o + x for o in outs for x in options]
+        if quantified:
+            break  # at least once: the starts hold it, and end after it
+    return tuple(outs) if all(outs) else ()
 
 
 def _leading(pattern: str) -> str:
@@ -150,7 +258,8 @@ def _longest_run(pattern: str) -> tuple[str, tuple[str, ...]]:
                 return "", ()
             words = _top_split(pattern[i + 3:end]) if pattern.startswith("(?:", i) else []
             if not group and words and all(w.isalnum() for w in words) and not _QUANTIFIER.match(pattern, end + 1):
-                group = tuple(words)
+                after = _leading(pattern[end + 1:])  # the plain characters right around it, in every match too
+                group = tuple(run + w + after for w in words)
             i = end + 1
         elif ch == "|" or ch in ")]{}?*+":
             return "", ()  # an alternation at the top level, or something not understood

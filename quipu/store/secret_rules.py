@@ -4,7 +4,8 @@ Contract:
 - ``RULES`` is a tuple of ``Rule(name, keywords, pattern, check, skip_name)``. A rule runs only
   on a text that holds one of its ``keywords`` (lower case) or, for a rule with none, a run of
   ``MIN_RUN``+ characters without a space: that is the cheap pre-filter, a necessary condition of
-  every rule. Passwords in prose, account pairs and recovery codes are in ``secret_prose``. A match's ``value`` group (or the whole match) is the
+  every rule. A rule's ``gate`` (a cheap search every match of it passes) runs before its
+  pattern. Passwords in prose, account pairs and recovery codes are in ``secret_prose``. A match's ``value`` group (or the whole match) is the
   secret's span; ``check(value)`` may reject it (a placeholder, a word, a hash).
 - The families follow the rule lists of gitleaks and trufflehog: provider tokens by their own
   prefixes; keys shaped like ordinary identifiers (hex, UUIDs, base32 seeds) only beside a word
@@ -27,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from quipu.lite import NamedTuple
-from quipu.store.secret_patterns import Anchored, Lazy, lazy
+from quipu.store.secret_patterns import Anchored, Gate, Lazy, lazy
 
 
 class Rule(NamedTuple):
@@ -36,6 +37,7 @@ class Rule(NamedTuple):
     pattern: Lazy | Anchored
     check: Callable[[str], bool] | None = None
     skip_name: re.Pattern[str] | None = None  # the match's ``name`` group that makes it no secret
+    gate: Gate | None = None  # a search every match passes, run first (``secret_patterns.Gate``)
 
 
 def keyword_of(phrase: str) -> str:
@@ -168,7 +170,10 @@ def _camel_words(part: str) -> float:
 def random_token(token: str, before: str) -> bool:
     """A run of 20+ key characters that looks random: all three classes mixed, not a known public form."""
     core = token.strip("=-_.")
-    if len(core) < 20 or _PUBLIC_BEFORE.search(before[-24:]) or _DIGEST_PREFIX.match(core):
+    if len(core) < 20 or core.isascii() and (core.lower() == core or core.upper() == core or core.isalpha()
+                                             or not any(map(str.isdigit, core))):
+        return False  # no part of it holds a capital, a small letter and a digit (the first test below)
+    if _PUBLIC_BEFORE.search(before[-24:]) or _DIGEST_PREFIX.match(core):
         return False
     if _CROCKFORD_ULID.match(core) or _BASE58_ADDRESS.match(core) or _HEXISH.match(core) or "EXAMPLE" in core:
         return False
@@ -240,6 +245,8 @@ _CRED_NAME = (r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_\-.]?key|apikey
               r"|client[_\-.]?secret|auth(?:[_\-.]?(?:key|token))?|credentials?|signing[_\-.]?key|encryption[_\-.]?key"
               r"|master[_\-.]?key|account[_\-.]?key|license[_\-.]?key|session[_\-.]?key|secret[_\-.]?key|sas|pat"
               r"|requirepass|masterauth|storepass|keypass)")
+# Every match of ``_ASSIGN`` holds a keyword of its rule, then only name characters up to its ``=`` or ``:``.
+_ASSIGN_GATE = Gate(r"(?:pass|pwd|secret|token|key|auth|credential|sas|pat)[\w.\-]*[\"']?[ \t]*[=:]")
 _ASSIGN = Lazy(
     rf"(?i)(?<![\w.])(?P<name>(?:[\w.\-$:]*?(?:[_\-.:$]|(?-i:(?<=[a-z])(?=[A-Z]))))?{_CRED_NAME}(?:(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z])))[\w.\-]*)?)[\"']?[ \t]*(?:=|:|=>|:=)(?!=)[ \t]*(?:b|r|f)?[\"'`]?"
     rf"(?P<value>[^\s\"'`;,<]+(?:[^\S\n][^\s\"'`;,<]+)*?)(?=[\"'`;,<]|\s*$|\s+#|\s+//|\s)", re.MULTILINE)
@@ -339,7 +346,7 @@ RULES: tuple[Rule, ...] = (
     Rule("private-key", ("private-lines",), _PUTTY),
     Rule("provider-token", (), _PROVIDER, prefixed),
     Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential", "sas", "pat"), _ASSIGN, assigned,
-         _NOT_A_CREDENTIAL),
+         _NOT_A_CREDENTIAL, _ASSIGN_GATE),
     Rule("assignment", ("pass", "pwd", "secret", "token", "key", "auth", "credential"), _XML, assigned),
     Rule("assignment", ("requirepass", "masterauth"), _SPACED, not_placeholder),
     Rule("key-assignment", ("key",), _KEY_ASSIGN, key_like, _NOT_A_SECRET_KEY),

@@ -36,6 +36,7 @@ import ahocorasick
 
 from quipu.errors import SecretRefused
 from quipu.store import secret_prose, secret_rules
+from quipu.store.secret_patterns import Anchored
 from quipu.lite import NamedTuple
 
 TYPE_CHECKING = False
@@ -67,7 +68,10 @@ def _automaton(words: Collection[str]) -> Any:
     return found
 
 
-_FINDER = _automaton(_KEYWORDS)
+# The provider tokens' literals, lower-cased, are found in the same pass (``secret_patterns.Anchored``).
+_ANCHORED = tuple(rule.pattern for rule in secret_rules.RULES if isinstance(rule.pattern, Anchored))
+_LITERALS = frozenset(word for anchored in _ANCHORED for word in anchored.lowered()) - frozenset(_KEYWORDS)
+_FINDER = _automaton([*_KEYWORDS, *sorted(_LITERALS)])
 _UNKEYED = tuple(n for n, rule in enumerate(secret_rules.RULES) if not rule.keywords)  # they run on a long run
 _RULES_OF: dict[str, list[int]] = {}  # keyword -> the rules (by position) it lets run
 for _n, _rule in enumerate(secret_rules.RULES):
@@ -78,20 +82,25 @@ _PROSE, _PAIR, _CODE = (frozenset(k) for k in (secret_prose.PROSE_KEYWORDS, secr
 
 
 def _keywords_in(low: str) -> set[str]:
-    """The keywords ``low`` holds, anywhere (inside other words too), in one pass."""
+    """The keywords ``low`` holds, anywhere (inside other words too), and the lower-cased literals
+    of the provider tokens, in one pass."""
     return {word for _end, word in _FINDER.iter(low)}
 
 
 
 
+_RUN = re.compile(r"\S{%d}" % secret_rules.MIN_RUN)  # \S is what str.split() does not split on
+
+
 def _long_run(low: str) -> bool:
-    return max(map(len, low.split()), default=0) >= secret_rules.MIN_RUN
+    """Whether ``low`` has a run of ``MIN_RUN`` characters without a space."""
+    return _RUN.search(low) is not None
 
 
 def may_hold_secret(text: str) -> bool:
     """False only when no rule can match ``text``: the pre-filter, one pass over lower-cased text."""
     low = text.lower()
-    return _long_run(low) or next(_FINDER.iter(low), None) is not None
+    return _long_run(low) or not _LITERALS.issuperset(_keywords_in(low))
 
 
 def _spans(text: str, low: str, present: set[str], long_run: bool) -> list[Secret]:
@@ -99,7 +108,9 @@ def _spans(text: str, low: str, present: set[str], long_run: bool) -> list[Secre
     due = {n for word in present for n in _RULES_OF.get(word, ())}
     for n in sorted(due.union(_UNKEYED) if long_run else due):  # in the rules' order, as they are listed
         rule = secret_rules.RULES[n]
-        pattern = rule.pattern.for_text(text)  # compiled at first use, of the prefixes the text holds
+        if rule.gate is not None and not rule.gate.holds(text, low):
+            continue
+        pattern = rule.pattern.for_text(text, present)  # compiled at first use, of the prefixes the text holds
         if pattern is None:
             continue
         for m in pattern.finditer(text):
@@ -150,8 +161,8 @@ def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False
 def _found(text: str, low: str, present: set[str], long_run: bool, allow: Collection[str] = (), *,
            marker: bool = False) -> list[Secret]:
     """``find_secrets`` of a text with no ``[REDACTED:`` in it, its keywords and long run known."""
-    if not present and not long_run:
-        return []
+    if not long_run and _LITERALS.issuperset(present):
+        return []  # no keyword (a literal of a provider token counts only with a long run)
     spans = [s for s in _spans(text, low, present, long_run) if s.kind not in allow and s.end > s.start]
     if marker and ALLOW_MARKER in text:
         lines = _allowed_lines(text)
