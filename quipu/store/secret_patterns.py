@@ -28,7 +28,7 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Set
+from collections.abc import Mapping, Set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,9 +90,13 @@ class Gate:
 class Anchored:
     """``head (alt1|alt2|...) tail`` run on a text as the alternatives that can match in it."""
 
-    def __init__(self, head: str, alternatives: tuple[str, ...], tail: str) -> None:
+    def __init__(self, head: str, alternatives: tuple[str, ...], tail: str,
+                 known: "Mapping[str, tuple[str, ...]] | None" = None) -> None:
+        """``known``: each alternative's ``literals`` worked out before (a table written at build
+        time); an alternative it lacks is worked out here."""
         self.head, self.alternatives, self.tail = head, alternatives, tail
-        self.anchors = tuple(literals(a) for a in alternatives)
+        known = known or {}
+        self.anchors = tuple(known[a] if a in known else literals(a) for a in alternatives)
         self._compiled: dict[tuple[int, ...], tuple[re.Pattern[str], re.Pattern[str]]] = {}
         self._finder: Any = None  # each literal -> the alternatives it is found in, built at first use
         self._free = frozenset(i for i, anchors in enumerate(self.anchors) if not anchors)
@@ -103,8 +107,8 @@ class Anchored:
             import ahocorasick
 
             self._finder = ahocorasick.Automaton()
-            for anchor in {a for anchors in self.anchors for a in anchors}:
-                self._finder.add_word(anchor, frozenset(i for i, a in enumerate(self.anchors) if anchor in a))
+            for anchor, alternatives in self._where().items():
+                self._finder.add_word(anchor, alternatives)
             self._finder.make_automaton()
         return tuple(sorted(self._free.union(*(alternatives for _end, alternatives in self._finder.iter(text)))))
 
@@ -112,10 +116,18 @@ class Anchored:
         """Each literal in lower case -> (the literal, the alternatives it is found in)."""
         if self._lowered is None:
             self._lowered = {}
-            for anchor in sorted({a for anchors in self.anchors for a in anchors}):
-                self._lowered.setdefault(anchor.lower(), []).append(
-                    (anchor, frozenset(i for i, a in enumerate(self.anchors) if anchor in a)))
+            where = self._where()
+            for anchor in sorted(where):
+                self._lowered.setdefault(anchor.lower(), []).append((anchor, where[anchor]))
         return self._lowered
+
+    def _where(self) -> dict[str, frozenset[int]]:
+        """Each literal -> the alternatives it is a literal of."""
+        where: dict[str, set[int]] = {}
+        for i, anchors in enumerate(self.anchors):
+            for anchor in anchors:
+                where.setdefault(anchor, set()).add(i)
+        return {anchor: frozenset(found) for anchor, found in where.items()}
 
     def _chosen_from(self, text: str, found: Set[str]) -> tuple[int, ...]:
         lowered = self.lowered()

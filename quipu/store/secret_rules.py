@@ -28,6 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from quipu.lite import NamedTuple
+from quipu.store import secret_literals
 from quipu.store.secret_patterns import Anchored, Gate, Lazy, lazy
 
 
@@ -234,7 +235,8 @@ def _at_least(pattern: str) -> str:
     return re.sub(r"\{(\d{2,3})\}", lambda m: "{20,}" if int(m.group(1)) >= 20 else m.group(0), pattern)
 
 
-_PROVIDER = Anchored(r"(?<![\w\-+/.])(?P<value>", tuple(map(_at_least, _PREFIXES)), r")(?![\w\-+/])")
+PROVIDER_ALTERNATIVES = tuple(map(_at_least, _PREFIXES))
+_PROVIDER = Anchored(r"(?<![\w\-+/.])(?P<value>", PROVIDER_ALTERNATIVES, r")(?![\w\-+/])", secret_literals.LITERALS)
 
 _PUTTY = Lazy(r"(?i)Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<value>(?:[A-Za-z0-9+/=]{16,}\r?\n?)+)")
 _PEM = Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
