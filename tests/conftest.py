@@ -1,11 +1,28 @@
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from quipu.store.store import Store
 from testing.fixtures import TOPIC_NOTES, add_all, make_store, memory
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_prompt_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests that run the hook with an environment of their own (the real Claude Code and Codex
+    CLIs, installs) get the prompt server a user gets; each is stopped when the session ends."""
+    yield
+    for lock in tmp_path_factory.getbasetemp().glob("**/run/prompt.lock"):
+        text = lock.read_text().strip() if lock.is_file() else ""
+        cmdline = Path(f"/proc/{text}/cmdline")
+        if text.isdigit() and cmdline.is_file() and b"server.main" in cmdline.read_bytes():
+            with contextlib.suppress(OSError):
+                os.kill(int(text), signal.SIGTERM)
 
 
 @pytest.fixture(autouse=True)
