@@ -41,8 +41,8 @@ try:
         client.settimeout(5.0)
         client.connect(home + b"/run/prompt.sock")
         served = "declined"
-        fields = (f"{root}\0{sys.executable}".encode("utf-8", "surrogateescape"), posix.getcwd().encode(
-            "utf-8", "surrogateescape"), b"\0".join(k + b"=" + v for k, v in env.items()), raw)
+        fields = (f"{root}\0{sys.executable}".encode("utf-8", "surrogateescape"), posix.getcwdb(),
+                  b"\0".join(k + b"=" + v for k, v in env.items()), raw)
         client.sendall(b"QUIPU-PROMPT 1\n" + b"".join(b"%d\n" % len(f) + f for f in fields))
         client.shutdown(_socket.SHUT_WR)
         served = "timeout"
