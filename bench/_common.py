@@ -81,12 +81,10 @@ def isolate(scratch: Path) -> dict[str, str]:
 
 
 def prompt_server_pid(quipu_home: str) -> int | None:
-    """The process id of the prompt server of ``quipu_home``, from the lock file it holds (quipu.prompt.server)."""
-    try:
-        text = (Path(quipu_home) / "run" / "prompt.lock").read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+    """The process id of the prompt server of ``quipu_home`` (``quipu.prompt.server.pid_of``)."""
+    from quipu.prompt import server
+
+    return server.pid_of(quipu_home)
 
 
 def stop_prompt_server(quipu_home: str) -> None:

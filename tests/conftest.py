@@ -17,12 +17,14 @@ def no_prompt_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """Tests that run the hook with an environment of their own (the real Claude Code and Codex
     CLIs, installs) get the prompt server a user gets; each is stopped when the session ends."""
     yield
+    from quipu.prompt import server
+
     for lock in tmp_path_factory.getbasetemp().glob("**/run/prompt.lock"):
-        text = lock.read_text().strip() if lock.is_file() else ""
-        cmdline = Path(f"/proc/{text}/cmdline")
-        if text.isdigit() and cmdline.is_file() and b"server.main" in cmdline.read_bytes():
+        pid = server.pid_of(str(lock.parent.parent))
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        if pid and cmdline.is_file() and b"server.main" in cmdline.read_bytes():
             with contextlib.suppress(OSError):
-                os.kill(int(text), signal.SIGTERM)
+                os.kill(pid, signal.SIGTERM)
 
 
 @pytest.fixture(autouse=True)

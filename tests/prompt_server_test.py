@@ -43,11 +43,7 @@ def home(quipu_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def server_pid(home: Path) -> int | None:
-    try:
-        text = (home / "run" / "prompt.lock").read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+    return server.pid_of(str(home))
 
 
 def alive(pid: int | None) -> bool:

@@ -377,4 +377,3 @@ def run_as_hook(raw: "bytes | None" = None, root: str = "", served: str = "") ->
     import posix
 
     posix._exit(0)
-

@@ -6,8 +6,9 @@ home that has them loaded: ``hooks/prompt_submit.py`` sends it the event and its
 ``$QUIPU_HOME/run/prompt.sock`` and prints the answer, without importing quipu at all. Standard
 library only, like the rest of this folder. Contract:
 - Each request is answered by ``hook.main`` exactly as the hook process would answer it: with the
-  client's environment, working directory and stdin, the index opened anew (so every write is
-  seen), the same output bytes. Requests are answered one at a time.
+  client's environment, working directory and stdin, the same output bytes. Each index stays
+  open while its file is the same (``indexread.connect``); every prompt reads in a transaction of
+  its own, so every write is seen. Requests are answered one at a time.
 - A request names the quipu package folder and the interpreter the client runs; a server of
   another install, or whose own source files changed since it started (an upgrade), answers
   ``L`` ("run it yourself") and, in the second case, stops. The client then recalls in process.
@@ -75,8 +76,7 @@ def status(home: str, env: "dict[str, str]") -> "tuple[bool, str, list[str]]":
     if not enabled(env):
         return True, f"off ({SWITCH_ENV}={env.get(SWITCH_ENV)}): the prompt hook recalls in its own process", []
     if _fs.lexists(folder):
-        st = os.lstat(folder)
-        if not _fs.real_dir(folder) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        if not _private(folder):
             return False, f"{folder} is not a folder only you can use, so the prompt server does not start", [
                 f"chmod 700 {folder}" if _fs.real_dir(folder) else f"remove {folder}"]
     try:
@@ -92,6 +92,29 @@ def status(home: str, env: "dict[str, str]") -> "tuple[bool, str, list[str]]":
         return True, f"running (process {pid}), answering the prompt hook on {socket_path(home)}", []
     finally:
         os.close(fd)
+
+
+def _private(folder: str) -> bool:
+    """Whether ``folder`` is a real folder (not a symlink) of this user's that no one else may use."""
+    import os
+
+    if not _fs.real_dir(folder):
+        return False
+    st = os.lstat(folder)
+    return st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def pid_of(home: str) -> "int | None":
+    """The process id the prompt server of ``home`` wrote in its lock file (it may have ended since)."""
+    try:
+        fd = _fs.open_regular(_fs.join(_fs.dirname(socket_path(home)), LOCK_NAME))
+    except OSError:
+        return None
+    try:
+        text = _fs.read_fd(fd).decode("ascii", "replace").strip()
+    finally:
+        _fs.close_fd(fd)
+    return int(text) if text.isdigit() else None
 
 
 def token(root: str, executable: str) -> bytes:
@@ -176,8 +199,7 @@ class Server:
         os = self.os
         folder = _fs.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-        if not _fs.real_dir(folder) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        if not _private(folder):
             hook.log(f"prompt server not started: {folder} must be a folder only its owner can use "
                      f"(`chmod 700 {folder}`)")
             return False
