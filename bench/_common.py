@@ -72,28 +72,42 @@ def isolate(scratch: Path) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": "bench@example.invalid",
     }
     os.environ.update(env)
-    for key in ("QUIPU_STORE", "QUIPU_CHILD", "XDG_DATA_HOME", "QUIPU_PROMPT_SERVER"):
+    for key in ("QUIPU_STORE", "QUIPU_CHILD", "XDG_DATA_HOME", "QUIPU_PROMPT_SERVER", "QUIPU_COMMAND_SERVER"):
         os.environ.pop(key, None)
     import atexit
 
-    atexit.register(stop_prompt_server, env["QUIPU_HOME"])  # a hook run here may have started one
+    for kind in ("prompt", "command"):  # a hook or a command run here may have started one
+        atexit.register(stop_server, env["QUIPU_HOME"], kind)
     return dict(os.environ)
 
 
-def prompt_server_pid(quipu_home: str) -> int | None:
-    """The process id of the prompt server of ``quipu_home`` (``quipu.prompt.server.pid_of``)."""
+def server_pid(quipu_home: str, kind: str = "prompt") -> int | None:
+    """The process id of the server of ``kind`` of ``quipu_home`` (``quipu.prompt.server.pid_of``)."""
     from quipu.prompt import server
 
-    return server.pid_of(quipu_home)
+    return server.pid_of(quipu_home, kind)
 
 
-def stop_prompt_server(quipu_home: str) -> None:
-    pid = prompt_server_pid(quipu_home)
+def stop_server(quipu_home: str, kind: str = "prompt") -> None:
+    pid = server_pid(quipu_home, kind)
     if pid is not None:
         try:
             os.kill(pid, 15)
         except OSError:
             pass
+
+
+def wait_for_server(quipu_home: str, kind: str) -> None:
+    """Wait (at most 30 s) until the server of ``kind`` listens."""
+    import time
+
+    from quipu.prompt import locate
+
+    deadline = time.monotonic() + 30
+    while not (os.path.exists(locate.server_socket(quipu_home, kind)) and server_pid(quipu_home, kind)):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: the {kind} server did not start (see {quipu_home}/logs/hook.log)")
+        time.sleep(0.05)
 
 
 def scratch_dir(keep: str | None, name: str) -> Path:
@@ -108,6 +122,8 @@ def scratch_dir(keep: str | None, name: str) -> Path:
 
 
 def cleanup(path: Path, keep: str | None) -> None:
+    for kind in ("prompt", "command"):  # a server of the scratch home, before its folder goes
+        stop_server(str(path / "home" / ".quipu-home"), kind)
     if not keep:
         shutil.rmtree(path, ignore_errors=True)
 

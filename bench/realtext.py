@@ -166,7 +166,7 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
     per_prompt = ""
     if server_cpu is not None and after is not None and after[0] == server_cpu[0] and served:
         per_prompt = f"{(after[1] - server_cpu[1]) / served * 1000:.1f} ms"
-    C.stop_prompt_server(env["QUIPU_HOME"])
+    C.stop_server(env["QUIPU_HOME"])
     base = C.median(walls["bare"])
     base_cpu = C.median(cpus["bare"])
     rows = [("`python -I -S -c pass` (bare, baseline)", "", f"{base * 1000:.1f}",
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace, sizes: list[int], scratch: Path, env: dict[str
 
 def _server_cpu(env: dict[str, str]) -> tuple[int, float] | None:
     """(pid, user + system CPU seconds so far) of the prompt server, or None."""
-    pid = C.prompt_server_pid(env["QUIPU_HOME"])
+    pid = C.server_pid(env["QUIPU_HOME"])
     if pid is None:
         return None
     try:

@@ -4,6 +4,6 @@ import gc
 
 gc.disable()  # until quipu.cli.run knows the command: a one-memory command runs without it
 
-from quipu.cli import run  # noqa: E402
+from quipu.warm.client import run  # noqa: E402
 
 run()

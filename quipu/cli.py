@@ -30,6 +30,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 from quipu import __version__  # noqa: E402
+from quipu.commands import COMMANDS, ONE_MEMORY, chosen_command  # noqa: E402
 from quipu.errors import FatalError  # noqa: E402
 
 TYPE_CHECKING = False
@@ -37,61 +38,8 @@ if TYPE_CHECKING:  # annotations only: a command does not load typing
     from collections.abc import Sequence
     from typing import Any, NoReturn
 
-# Sub-command modules, in the order `quipu --help` lists them.
-COMMANDS = (
-    "init",
-    "clone",
-    "add",
-    "show",
-    "list",
-    "search",
-    "history",
-    "skills",
-    "recall",
-    "supersede",
-    "label",
-    "retract",
-    "log",
-    "undo",
-    "sync",
-    "index",
-    "doctor",
-    "hooks",
-    "hook",
-    "install",
-    "uninstall",
-    "import",
-    "sweep",
-    "review",
-    "session-end",
-    "pre-compact",
-    "verify",
-    "capture",
-    "fact",
-    "profile",
-    "session-start",
-    "mcp",
-    "serve",
-)
-
-
 def _module_name(command: str) -> str:
     return "import_" if command == "import" else command.replace("-", "_")
-
-
-def _chosen_command(argv: Sequence[str]) -> str | None:
-    """The sub-command named in ``argv`` (skipping the global options), if any."""
-    args = list(argv)
-    while args:
-        head = args.pop(0)
-        if head == "--store":
-            if args:
-                args.pop(0)
-            continue
-        if head.startswith("--store="):
-            continue
-        return head if head in COMMANDS else None
-    return None
 
 
 def _columns() -> int:
@@ -176,15 +124,11 @@ def check_dependencies(*, load: bool = True) -> None:
         raise ImportError("No module named 'pygit2' (the git library quipu writes with)")
 
 
-# The commands that read or write one memory: short processes, run without the cycle collector.
-ONE_MEMORY = frozenset({"add", "show", "label", "retract", "supersede"})
-
-
 def set_collector(argv: Sequence[str]) -> None:
     """Python's cycle collector off for a command of ``ONE_MEMORY``, on for any other."""
     import gc
 
-    if _chosen_command(argv) in ONE_MEMORY:
+    if chosen_command(argv) in ONE_MEMORY:
         gc.disable()
     else:
         gc.enable()
@@ -195,8 +139,9 @@ def run() -> NoReturn:
     set_collector(sys.argv[1:])
     code = main()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the process started with that descriptor closed
+                stream.flush()
     except (OSError, ValueError):  # a closed pipe: the interpreter's own exit reports it as it always has
         raise SystemExit(code) from None
     if _nothing_waits():
@@ -233,7 +178,7 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         _check_utf8(argv)
-        parser = build_parser(_chosen_command(argv))
+        parser = build_parser(chosen_command(argv))
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()

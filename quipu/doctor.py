@@ -211,17 +211,28 @@ def check_capture(store: Store) -> Check:
 
 def check_prompt_server(store: Store) -> Check:
     """The prompt server, which answers the prompt hook with its modules kept loaded (``quipu.prompt.server``)."""
+    return _server_check("prompt")
+
+
+def check_command_server(store: Store) -> Check:
+    """The command server, which runs ``quipu add`` and the other one-memory commands with their
+    modules kept loaded (``quipu.warm``)."""
+    return _server_check("command")
+
+
+def _server_check(kind: str) -> Check:
     import os
 
     from quipu.prompt import locate, server
 
-    ok, summary, fixes = server.status(locate.quipu_home(), dict(os.environ))
-    return Check("prompt server", ok, summary, fixes)
+    ok, summary, fixes = server.status(locate.quipu_home(), dict(os.environ), kind)
+    return Check(f"{kind} server", ok, summary, fixes)
 
 
 CHECKS: list[Callable[[Store], Check]] = [
     check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md,
     check_always_on, check_claude_code, check_capture, check_codex, check_prompt_server,
+    check_command_server,
 ]
 
 

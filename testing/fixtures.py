@@ -178,3 +178,29 @@ TOPIC_NOTES = [
     ("docker-note", "The docker images are built nightly by the release job"),
     ("yaml-note", "YAML is read with the safe loader only"),
 ]
+
+
+def alive(pid: int | None) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True  # no /proc: the signal went through
+
+
+def wait_for(predicate: Any, what: str, limit: float = 30.0) -> None:
+    """Poll until ``predicate()`` holds; the bound only catches a hang, it measures nothing."""
+    import pytest
+
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)

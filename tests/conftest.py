@@ -14,25 +14,28 @@ from testing.fixtures import TOPIC_NOTES, add_all, make_store, memory
 
 @pytest.fixture(scope="session", autouse=True)
 def no_prompt_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Tests that run the hook with an environment of their own (the real Claude Code and Codex
-    CLIs, installs) get the prompt server a user gets; each is stopped when the session ends."""
+    """Tests that run the hook or the CLI with an environment of their own (the real Claude Code
+    and Codex CLIs, installs) get the prompt and command servers a user gets; each is stopped when
+    the session ends."""
     yield
     from quipu.prompt import server
 
-    for lock in tmp_path_factory.getbasetemp().glob("**/run/prompt.lock"):
-        pid = server.pid_of(str(lock.parent.parent))
-        cmdline = Path(f"/proc/{pid}/cmdline")
-        if pid and cmdline.is_file() and b"server.main" in cmdline.read_bytes():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
+    for kind in ("prompt", "command"):
+        for lock in tmp_path_factory.getbasetemp().glob(f"**/run/{kind}.lock"):
+            pid = server.pid_of(str(lock.parent.parent), kind)
+            cmdline = Path(f"/proc/{pid}/cmdline")
+            if pid and cmdline.is_file() and b"server.main" in cmdline.read_bytes():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
 
 
 @pytest.fixture(autouse=True)
 def quipu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test reads or writes the real home: QUIPU_HOME, HOME and git identity point at tmp.
 
-    The prompt hook recalls in its own process (QUIPU_PROMPT_SERVER=off), so no test leaves a
-    prompt server behind; tests/prompt_server_test.py runs the hook with its server."""
+    The prompt hook recalls in its own process (QUIPU_PROMPT_SERVER=off), and so does every
+    command (QUIPU_COMMAND_SERVER=off), so no test leaves a server behind;
+    tests/prompt_server_test.py and tests/command_server_test.py run them with their servers."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -41,6 +44,7 @@ def quipu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("QUIPU_CHILD", raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("QUIPU_PROMPT_SERVER", "off")
+    monkeypatch.setenv("QUIPU_COMMAND_SERVER", "off")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Quipu Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Quipu Test")

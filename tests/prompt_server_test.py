@@ -18,7 +18,7 @@ import pytest
 
 from quipu.prompt import server
 from quipu.store.store import Store
-from testing.fixtures import REPO_ROOT, add_all, example_store, make_store, memory, quipu, real_python
+from testing.fixtures import REPO_ROOT, add_all, alive, example_store, make_store, memory, quipu, real_python, wait_for
 
 DEPLOY = "how do we deploy shop-api to production?"
 
@@ -44,26 +44,6 @@ def home(quipu_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def server_pid(home: Path) -> int | None:
     return server.pid_of(str(home))
-
-
-def alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] if Path(f"/proc/{pid}").exists() else ""
-    return state != "Z"
-
-
-def wait_for(predicate: object, what: str) -> None:
-    """Poll until ``predicate()`` holds; the bound only catches a hang, it measures nothing."""
-    deadline = time.monotonic() + 30
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def event(prompt: str, cwd: str = "", **extra: str) -> str:

@@ -63,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _from_editor() -> tuple[dict[str, Any], str]:
+    from quipu import commands
+
+    if commands.serving:  # an editor needs the terminal as its own: the `quipu` process runs this one
+        raise commands.NeedsTerminal
     import shlex  # only for the editor: a plain `quipu add` does not pay for subprocess and tempfile
     import subprocess
     import tempfile

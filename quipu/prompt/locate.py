@@ -10,6 +10,9 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
   ``[(project, "project"), (user, "user")]``, project first. ``--store`` and ``QUIPU_STORE``
   pin one store.
 - ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory.
+- ``server_socket(home, kind)`` is where the server of ``kind`` (``prompt``: the prompt server;
+  ``command``: the command server) listens, in ``$QUIPU_HOME/run``; ``server_enabled`` reads the
+  environment variable that turns it off (``QUIPU_PROMPT_SERVER``, ``QUIPU_COMMAND_SERVER``).
 - ``read_head`` returns the commit id HEAD points at by reading ``HEAD``, the loose ref file and
   ``packed-refs`` directly (no git, no subprocess), or None when it cannot tell.
 """
@@ -22,6 +25,9 @@ if TYPE_CHECKING:
 STORE_DIR_NAME = ".quipu"
 CACHE_DIR_NAME = ".cache"
 INDEX_NAME = "index.sqlite"
+RUN_DIR = "run"
+# The servers that keep quipu's modules loaded, by kind, and the variable that turns each off.
+SERVER_SWITCHES = {"prompt": "QUIPU_PROMPT_SERVER", "command": "QUIPU_COMMAND_SERVER"}
 
 
 def quipu_home(env: "Mapping[str, str] | None" = None) -> str:
@@ -30,6 +36,15 @@ def quipu_home(env: "Mapping[str, str] | None" = None) -> str:
         return _fs.abspath(_fs.expanduser(env["QUIPU_HOME"]))
     base = env.get("XDG_DATA_HOME") or _fs.join(_fs.expanduser("~"), ".local", "share")
     return _fs.join(base, "quipu")
+
+
+def server_socket(home: str, kind: str = "prompt") -> str:
+    """Where the server of ``kind`` of the quipu home ``home`` listens."""
+    return _fs.join(home, RUN_DIR, f"{kind}.sock")
+
+
+def server_enabled(env: "Mapping[str, str]", kind: str = "prompt") -> bool:
+    return env.get(SERVER_SWITCHES[kind], "").lower() not in ("off", "0", "no", "false")
 
 
 def default_store(env: "Mapping[str, str] | None" = None) -> str:

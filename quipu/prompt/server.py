@@ -25,16 +25,12 @@ library only, like the rest of this folder. Contract:
 """
 import sys
 
-from quipu.prompt import _fs, hook, indexread
+from quipu.prompt import _fs, hook, indexread, locate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-RUN_DIR = "run"
-SOCKET_NAME = "prompt.sock"
-LOCK_NAME = "prompt.lock"
-SWITCH_ENV = "QUIPU_PROMPT_SERVER"
 PROTOCOL = b"QUIPU-PROMPT 1\n"
 IDLE_SECONDS = 900.0
 CHECK_SECONDS = 30.0
@@ -49,12 +45,13 @@ BOOT = ("import sys; p = sys.argv.pop(1); sys.path.append(p); "
         "from quipu.prompt import server; server.main(p, sys.argv[1])")
 
 
-def socket_path(home: str) -> str:
-    return _fs.join(home, RUN_DIR, SOCKET_NAME)
+# What the server of each kind (``locate.SERVER_SWITCHES``) answers, and what starts it.
+ANSWERS = {"prompt": ("the prompt hook", "the next prompt starts it"),
+           "command": ("`quipu add`, `show`, `label`, `retract` and `supersede`", "the next `quipu add` starts it")}
 
 
-def enabled(env: "dict[str, str]") -> bool:
-    return env.get(SWITCH_ENV, "").lower() not in ("off", "0", "no", "false")
+socket_path = locate.server_socket
+enabled = locate.server_enabled
 
 
 def start(root: str, home: str) -> None:
@@ -67,29 +64,31 @@ def start(root: str, home: str) -> None:
                         [launch.interpreter(), "-I", "-S", "-c", BOOT, root, home])
 
 
-def status(home: str, env: "dict[str, str]") -> "tuple[bool, str, list[str]]":
-    """(fine, one line, how to fix it) about the prompt server of ``home``."""
+def status(home: str, env: "dict[str, str]", kind: str = "prompt") -> "tuple[bool, str, list[str]]":
+    """(fine, one line, how to fix it) about the server of ``kind`` of ``home``."""
     import fcntl
     import os
 
-    folder = _fs.dirname(socket_path(home))
-    if not enabled(env):
-        return True, f"off ({SWITCH_ENV}={env.get(SWITCH_ENV)}): the prompt hook recalls in its own process", []
+    folder = _fs.dirname(socket_path(home, kind))
+    switch = locate.SERVER_SWITCHES[kind]
+    answers, starts = ANSWERS[kind]
+    if not enabled(env, kind):
+        return True, f"off ({switch}={env.get(switch)}): {answers} run in their own process", []
     if _fs.lexists(folder):
         if not _private(folder):
-            return False, f"{folder} is not a folder only you can use, so the prompt server does not start", [
+            return False, f"{folder} is not a folder only you can use, so the {kind} server does not start", [
                 f"chmod 700 {folder}" if _fs.real_dir(folder) else f"remove {folder}"]
     try:
-        fd = os.open(_fs.join(folder, LOCK_NAME), os.O_RDONLY | _fs.O_NOFOLLOW)
+        fd = os.open(_fs.join(folder, f"{kind}.lock"), os.O_RDONLY | _fs.O_NOFOLLOW)
     except OSError:
-        return True, "not running: the next prompt starts it", []
+        return True, f"not running: {starts}", []
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)
-        return True, "not running: the next prompt starts it", []
+        return True, f"not running: {starts}", []
     except OSError:
         pid = os.read(fd, 32).decode(errors="replace").strip()
-        return True, f"running (process {pid}), answering the prompt hook on {socket_path(home)}", []
+        return True, f"running (process {pid}), answering {answers} on {socket_path(home, kind)}", []
     finally:
         os.close(fd)
 
@@ -104,10 +103,10 @@ def _private(folder: str) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
-def pid_of(home: str) -> "int | None":
-    """The process id the prompt server of ``home`` wrote in its lock file (it may have ended since)."""
+def pid_of(home: str, kind: str = "prompt") -> "int | None":
+    """The process id the server of ``kind`` of ``home`` wrote in its lock file (it may have ended since)."""
     try:
-        fd = _fs.open_regular(_fs.join(_fs.dirname(socket_path(home)), LOCK_NAME))
+        fd = _fs.open_regular(_fs.join(_fs.dirname(socket_path(home, kind)), f"{kind}.lock"))
     except OSError:
         return None
     try:
@@ -193,33 +192,11 @@ class Server:
 
     def open(self) -> bool:
         """Take the lock and listen; False when another server has it or the folder is unsafe."""
-        import fcntl
-        import socket
-
-        os = self.os
-        folder = _fs.dirname(self.path)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not _private(folder):
-            hook.log(f"prompt server not started: {folder} must be a folder only its owner can use "
-                     f"(`chmod 700 {folder}`)")
+        taken = listen(self.path, "prompt")
+        if taken is None:
             return False
-        self.lock = os.open(_fs.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT | _fs.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # another server is answering
-        os.ftruncate(self.lock, 0)
-        os.write(self.lock, str(os.getpid()).encode())  # who answers, for `kill` and the bench
-        try:
-            os.unlink(self.path)  # a dead server's socket
-        except FileNotFoundError:
-            pass
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.path)
-        listener.listen(64)
-        listener.settimeout(CHECK_SECONDS)
-        self.listener = listener
-        self.inode = os.stat(self.path).st_ino
+        self.listener, self.lock, self.inode = taken
+        self.listener.settimeout(CHECK_SECONDS)
         return True
 
     def _still_mine(self) -> bool:
@@ -311,6 +288,38 @@ class Server:
         if self.lock >= 0:
             self.os.close(self.lock)
             self.lock = -1
+
+
+def listen(path: str, kind: str) -> "tuple[Any, int, int] | None":
+    """Take the one lock of ``kind`` beside the socket ``path`` (writing this process's id in it)
+    and listen there: (socket, lock's descriptor, socket's inode), or None when another server
+    holds the lock or the folder is not one only this user can use (logged)."""
+    import fcntl
+    import os
+    import socket
+
+    folder = _fs.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not _private(folder):
+        hook.log(f"{kind} server not started: {folder} must be a folder only its owner can use "
+                 f"(`chmod 700 {folder}`)")
+        return None
+    lock = os.open(_fs.join(folder, f"{kind}.lock"), os.O_RDWR | os.O_CREAT | _fs.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return None  # another server is answering
+    os.ftruncate(lock, 0)
+    os.write(lock, str(os.getpid()).encode())  # who answers, for `kill`, doctor and the bench
+    try:
+        os.unlink(path)  # a dead server's socket
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    return listener, lock, os.stat(path).st_ino
 
 
 def _receive(conn: "Any") -> bytes:

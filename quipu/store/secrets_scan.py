@@ -17,6 +17,7 @@ Contract:
   provider-token rule only the families whose literals a text holds (``secret_patterns.Anchored``); what is found is
   exactly what the whole rule set finds. ``find_secrets_many(texts)`` searches many texts (an
   archived session's turns) in one pass and scans only those with a keyword or a long run.
+- ``warm()`` compiles now what a text holding every keyword runs (the command server calls it).
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
@@ -149,6 +150,15 @@ def _allowed_lines(text: str) -> list[tuple[int, int]]:
 
 
 _REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
+
+
+def warm() -> None:
+    """Compile the patterns every rule runs on a text with its keywords now, not at a first use
+    (a long-lived process, before it forks the children that scan)."""
+    texts = (" ".join(_KEYWORDS) + " a1B2c3D4e5F6g7H8i9J0k1L2m3N4", "plain words in a note: nothing to find",
+             "build 20261205061532123456 failed: the password step", "café: build 20261205061532123456, password")
+    for text in texts:
+        find_secrets(text)
 
 
 def find_secrets(text: str, allow: Collection[str] = (), *, marker: bool = False) -> list[Secret]:

@@ -1,0 +1,312 @@
+"""The command server: one process per quipu home with the one-memory commands' modules loaded.
+
+Contract:
+- ``main(home, paths)`` imports what ``quipu add``, ``show``, ``label``, ``retract`` and
+  ``supersede`` use (``WARM``), takes the lock ``$QUIPU_HOME/run/command.lock`` and listens on
+  ``command.sock`` beside it (the folder ``0700`` and this user's, checked as the prompt server
+  checks it). It serves until ``IDLE_SECONDS`` pass without a request, its socket is gone or
+  replaced, or a file it has loaded changes (an upgrade).
+- A request comes from a process of the same user (the socket's peer is checked), with the
+  client's standard input, output and error as passed descriptors. It names the interpreter,
+  ``sys.path`` and text encodings the client runs with (``client.identity``); a request that
+  names others, or that arrives after a loaded file changed, is answered ``L`` ("run it
+  yourself"); after ``DECLINE_AT_MOST`` such requests in a row the server stops, so that one of
+  the new kind can start.
+- Each request is run by a child forked from the server, with nothing of it in the server: the
+  client's arguments, environment (all of it), working folder, umask and streams (recreated with
+  the client's encodings and buffering), the signal dispositions of a new process, and
+  ``quipu.cli.main``. The child first sends ``P<pid>`` and waits for the go-ahead ``G`` (the
+  client then sends it the signals it gets); at the end, after the exit callbacks and threads a
+  normal exit waits for, it sends ``X<code>``, or ``T`` when the command needs the terminal as
+  its own (``quipu.commands.NeedsTerminal``, raised before it changed anything): the client runs
+  that one itself.
+- Children are reaped by the system; the server never waits for one, and many run at once (the
+  store's own locks order their writes, as between separate processes).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+
+from quipu import commands
+from quipu.prompt import hook
+from quipu.prompt import server as places
+from quipu.warm import client
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+KIND = "command"
+IDLE_SECONDS = 900.0
+CHECK_SECONDS = 30.0
+RECEIVE_SECONDS = 4.0
+SOURCE_CHECK_SECONDS = 1.0
+DECLINE_AT_MOST = 3
+MAX_REQUEST = 4_000_000
+# What the one-memory commands import at their first use, beyond their own modules.
+WARM = ("quipu.index.near", "quipu.index.refresh", "quipu.index.rebuild", "quipu.store.gitstore",
+        "quipu.store.scanned", "quipu.store.schema", "quipu.store.effects", "quipu.store.settings", "quipu.store.layers", "encodings.ascii")
+
+
+# Arguments each command is parsed with once at the start: argparse compiles the patterns it
+# matches arguments with at their first use.
+REHEARSALS = (["add", "-t", "t", "-f", "f"], ["add", "-t", "t", "body"], ["add", "-"], ["show", "x"],
+              ["label", "x", "pinned"], ["retract", "x", "--reason", "r"], ["supersede", "x", "y"])
+
+
+def warm() -> None:
+    """Import every module a one-memory command uses, and compile the patterns its parser and the
+    secret scanner would otherwise compile in every child."""
+    import contextlib
+    import importlib
+    import io
+
+    from quipu import cli
+    from quipu.store import secrets_scan
+
+    for argv in REHEARSALS:
+        parser = cli.build_parser(argv[0])
+        with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            parser.parse_args(argv)
+    for name in WARM:
+        importlib.import_module(name)
+    secrets_scan.warm()
+
+
+def _fingerprint() -> "dict[str, tuple[int, int]]":
+    """(mtime_ns, size) of the file of every module loaded now."""
+    out = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            try:
+                st = os.stat(path)
+                out[path] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                out[path] = (-1, -1)
+    return out
+
+
+class Server:
+    def __init__(self, home: str, paths: list[str]) -> None:
+        self.path = places.socket_path(home, KIND)
+        self.identity = client.identity(paths)
+        self.sources = _fingerprint()
+        self.checked = time.monotonic()
+        self.declined = 0
+        self.stop = False
+        self.listener: Any = None
+        self.lock = -1
+        self.inode = 0
+
+    def open(self) -> bool:
+        taken = places.listen(self.path, KIND)
+        if taken is None:
+            return False
+        self.listener, self.lock, self.inode = taken
+        self.listener.settimeout(CHECK_SECONDS)
+        return True
+
+    def _still_mine(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def _changed(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked < SOURCE_CHECK_SECONDS:
+            return False
+        self.checked = now
+        return _fingerprint() != self.sources
+
+    def serve(self) -> None:
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
+        signal.signal(signal.SIGTERM, _terminate)
+        last = time.monotonic()
+        while not self.stop:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
+                    break
+                continue
+            last = time.monotonic()
+            fds: list[int] = []
+            try:
+                fds = self.answer(conn)
+            except Exception as exc:  # noqa: BLE001 - one request's failure never stops the server
+                hook.log(f"command server: {type(exc).__name__}: {exc}")
+            finally:
+                for fd in fds:
+                    os.close(fd)
+                conn.close()
+        self.close()
+
+    def answer(self, conn: Any) -> list[int]:
+        """Read one request and hand it to a child; the passed descriptors, for the caller to close."""
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+            return []
+        data, fds = _receive(conn)
+        request = client.decode(data)
+        if request.identity != self.identity or len(fds) != 3 or self._changed():
+            self.declined = self.declined + 1 if request.identity != self.identity else DECLINE_AT_MOST
+            self.stop = self.declined >= DECLINE_AT_MOST
+            conn.sendall(b"L")
+            return fds
+        self.declined = 0
+        pid = os.fork()
+        if pid == 0:
+            _child(self, conn, request, fds)
+        return fds
+
+    def close(self) -> None:
+        if self.listener is not None:
+            if self._still_mine():
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            self.listener.close()
+            self.listener = None
+        if self.lock >= 0:
+            os.close(self.lock)
+            self.lock = -1
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(0)  # the socket is removed on the way out
+
+
+def _receive(conn: Any) -> tuple[bytes, list[int]]:
+    """The whole request and the descriptors passed with its first bytes."""
+    conn.settimeout(RECEIVE_SECONDS)
+    fds: list[int] = []
+    chunks = []
+    total = 0
+    data, ancillary, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * 4))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % 4
+            fds += [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True) for i in range(0, usable, 4)]
+    while data:
+        chunks.append(data)
+        total += len(data)
+        if total > MAX_REQUEST:
+            raise ValueError("a request over 4 MB")
+        if client.complete(b"".join(chunks)):
+            break
+        data = conn.recv(1 << 16)
+    return b"".join(chunks), fds
+
+
+def _child(server: Server, conn: Any, request: client.Request, fds: list[int]) -> NoReturn:
+    """Run the request as the client's own process would, then end (never returns to the loop)."""
+    code = 3
+    try:
+        server.listener.close()
+        os.close(server.lock)
+        for signum in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        conn.sendall(b"P%d\n" % os.getpid())
+        if conn.recv(1) != b"G":  # the client gave up waiting, and may run the command itself
+            os._exit(0)
+        conn.settimeout(None)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        _become(request)
+        try:
+            code = _run(request.argv)
+        except commands.NeedsTerminal:
+            conn.sendall(b"T")  # the client runs it: nothing was changed here
+            os._exit(0)
+    except BaseException as exc:  # noqa: BLE001 - the child must never return to the server's loop
+        try:
+            hook.log(f"command server: a child failed: {type(exc).__name__}: {exc}")
+        except BaseException:  # noqa: BLE001
+            pass
+    try:
+        conn.sendall(b"X%d\n" % code)
+    finally:
+        os._exit(code)
+
+
+def _become(request: client.Request) -> None:
+    """The client's environment, folder, umask, arguments and standard streams."""
+    import io
+
+    wanted = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+              for k, v in request.env.items()}
+    os.environ.clear()
+    os.environ.update(wanted)
+    time.tzset()
+    os.chdir(request.cwd)
+    os.umask(request.umask)
+    sys.argv = [sys.argv[0], *request.argv]
+    streams = []
+    for fd, (encoding, errors, line_buffering, write_through) in enumerate(request.streams):
+        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        streams.append(io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline="\n",
+                                        line_buffering=line_buffering, write_through=write_through))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    for name, stream in zip(("__stdin__", "__stdout__", "__stderr__"), streams, strict=True):
+        setattr(sys, name, stream)  # what the terminal's width is read from
+
+
+def _run(argv: list[str]) -> int:
+    """``quipu.cli.main`` as ``quipu.cli.run`` runs it, and what a normal exit waits for."""
+    import atexit
+
+    from quipu import cli
+
+    cli.set_collector(argv)
+    commands.serving = True
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # argparse's --help and usage errors
+        code = _exit_code(exc.code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    atexit._run_exitfuncs()
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # joins what a normal exit joins
+    return code
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def main(home: str, paths: list[str]) -> None:
+    """Warm up, then serve ``home`` (for clients whose ``sys.path`` beyond its first entry is
+    ``paths``) until idle, replaced or upgraded."""
+    try:
+        warm()
+        server = Server(home, paths)
+    except Exception as exc:  # noqa: BLE001 - a server that cannot start leaves each command to run alone
+        hook.log(f"command server not started: {type(exc).__name__}: {exc}")
+        return
+    try:
+        if server.open():
+            server.serve()
+    except Exception as exc:  # noqa: BLE001
+        hook.log(f"command server stopped: {type(exc).__name__}: {exc}")
+    finally:
+        server.close()
