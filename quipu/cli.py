@@ -69,6 +69,11 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+# Parsers a long-lived process built before it runs commands (the command server, ``quipu.warm``),
+# by command: a parser holds nothing of the arguments it parses.
+BUILT: dict[str | None, argparse.ArgumentParser] = {}
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that sub-command's module is imported (a hook entry point
     such as ``session-end`` must not pay for importing every command)."""
@@ -178,7 +183,8 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         _check_utf8(argv)
-        parser = build_parser(chosen_command(argv))
+        command = chosen_command(argv)
+        parser = BUILT.get(command) or build_parser(command)
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()

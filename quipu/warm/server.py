@@ -5,13 +5,13 @@ Contract:
   ``supersede`` use (``WARM``), takes the lock ``$QUIPU_HOME/run/command.lock`` and listens on
   ``command.sock`` beside it (the folder ``0700`` and this user's, checked as the prompt server
   checks it). It serves until ``IDLE_SECONDS`` pass without a request, its socket is gone or
-  replaced, or a file it has loaded changes (an upgrade).
+  replaced, or a file it has loaded changes (an upgrade: looked at once a second, between
+  requests and while a child runs, never while a client waits).
 - A request comes from a process of the same user (the socket's peer is checked), with the
   client's standard input, output and error as passed descriptors. It names the interpreter,
   ``sys.path`` and text encodings the client runs with (``client.identity``); a request that
-  names others, or that arrives after a loaded file changed, is answered ``L`` ("run it
-  yourself"); after ``DECLINE_AT_MOST`` such requests in a row the server stops, so that one of
-  the new kind can start.
+  names others is answered ``L`` ("run it yourself"); after ``DECLINE_AT_MOST`` such requests in
+  a row the server stops, so that one of the new kind can start.
 - Each request is run by a child forked from the server, with nothing of it in the server: the
   client's arguments, environment (all of it), working folder, umask and streams (recreated with
   the client's encodings and buffering), the signal dispositions of a new process, and
@@ -59,8 +59,8 @@ REHEARSALS = (["add", "-t", "t", "-f", "f"], ["add", "-t", "t", "body"], ["add",
 
 
 def warm() -> None:
-    """Import every module a one-memory command uses, and compile the patterns its parser and the
-    secret scanner would otherwise compile in every child."""
+    """Import every module a one-memory command uses, build each one's parser (``cli.BUILT``), and
+    compile the patterns the parsers and the secret scanner would otherwise compile in every child."""
     import contextlib
     import importlib
     import io
@@ -69,7 +69,9 @@ def warm() -> None:
     from quipu.store import secrets_scan
 
     for argv in REHEARSALS:
-        parser = cli.build_parser(argv[0])
+        if argv[0] not in cli.BUILT:
+            cli.BUILT[argv[0]] = cli.build_parser(argv[0])
+        parser = cli.BUILT[argv[0]]
         with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):
             parser.parse_args(argv)
     for name in WARM:
@@ -108,7 +110,7 @@ class Server:
         if taken is None:
             return False
         self.listener, self.lock, self.inode = taken
-        self.listener.settimeout(CHECK_SECONDS)
+        self.listener.settimeout(SOURCE_CHECK_SECONDS)
         return True
 
     def _still_mine(self) -> bool:
@@ -117,23 +119,28 @@ class Server:
         except OSError:
             return False
 
-    def _changed(self) -> bool:
+    def _look(self) -> None:
+        """Stop once a loaded file changed (looked at once a second at most, never while a
+        client waits: between requests, and while a child runs the last one)."""
         now = time.monotonic()
-        if now - self.checked < SOURCE_CHECK_SECONDS:
-            return False
-        self.checked = now
-        return _fingerprint() != self.sources
+        if now - self.checked >= SOURCE_CHECK_SECONDS:
+            self.checked = now
+            self.stop = self.stop or _fingerprint() != self.sources
 
     def serve(self) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
         signal.signal(signal.SIGTERM, _terminate)
-        last = time.monotonic()
+        last = looked = time.monotonic()
         while not self.stop:
             try:
                 conn, _ = self.listener.accept()
             except TimeoutError:
-                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
-                    break
+                self._look()
+                now = time.monotonic()
+                if now - looked >= CHECK_SECONDS:
+                    looked = now
+                    if now - last > IDLE_SECONDS or not self._still_mine():
+                        break
                 continue
             last = time.monotonic()
             fds: list[int] = []
@@ -145,6 +152,7 @@ class Server:
                 for fd in fds:
                     os.close(fd)
                 conn.close()
+            self._look()
         self.close()
 
     def answer(self, conn: Any) -> list[int]:
@@ -154,8 +162,8 @@ class Server:
             return []
         data, fds = _receive(conn)
         request = client.decode(data)
-        if request.identity != self.identity or len(fds) != 3 or self._changed():
-            self.declined = self.declined + 1 if request.identity != self.identity else DECLINE_AT_MOST
+        if request.identity != self.identity or len(fds) != 3:
+            self.declined += 1
             self.stop = self.declined >= DECLINE_AT_MOST
             conn.sendall(b"L")
             return fds
@@ -242,10 +250,12 @@ def _become(request: client.Request) -> None:
     """The client's environment, folder, umask, arguments and standard streams."""
     import io
 
-    wanted = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-              for k, v in request.env.items()}
-    os.environ.clear()
-    os.environ.update(wanted)
+    environ = os.environb  # the process's environment exactly: each change reaches os.environ too
+    for key in [k for k in environ if k not in request.env]:
+        del environ[key]
+    for key, value in request.env.items():
+        if environ.get(key) != value:
+            environ[key] = value
     time.tzset()
     os.chdir(request.cwd)
     os.umask(request.umask)
