@@ -169,13 +169,15 @@ def _remove_dead_writers_scratch(gitdir: str) -> None:
                     os.unlink(os.path.join(gitdir, name))
 
 
-def safe_worktree_path(workdir: str, rel: str, checked: set[str] | None = None) -> str:
-    """``checked``: the folders this write has already found real (see ``safepath.worktree_path``)."""
+def safe_worktree_path(workdir: str, rel: str, checked: set[str] | None = None, *, new: bool = False) -> str:
+    """``checked``: the folders this write has already found real (see ``safepath.worktree_path``);
+    ``new``: the caller creates the file with ``O_EXCL`` and ``O_NOFOLLOW``, which refuse anything
+    at the path, so only its folders are checked."""
     root = os.path.normpath(workdir)
     full = os.path.normpath(os.path.join(root, check_path(rel)))
     if not full.startswith(root + os.sep):
         raise InvalidMemory(f"refusing to write outside the store: {rel!r}")
-    return safepath.worktree_path(Path(root), rel, checked)  # no symlinked folder on the way
+    return safepath.worktree_path(Path(root), rel, checked, folders_only=new)  # no symlinked folder on the way
 
 
 def write_worktree(workdir: str, paths: list[str], data_of: Callable[[str], bytes | None]) -> dict[str, os.stat_result]:
@@ -214,8 +216,9 @@ def write_worktree(workdir: str, paths: list[str], data_of: Callable[[str], byte
 class NewFiles:
     """The files of a write that are new to its tree, created in a thread of their own while the
     caller builds the tree and its pack (the kernel's work of creating 100,000 files beside
-    Python's). Only a path free in the worktree is created (``O_EXCL``); anything there is left
-    to ``write_worktree``. Call after the paths are journalled: the next writer removes them if
+    Python's). Only a path free in the worktree is created (``O_EXCL`` with ``O_NOFOLLOW``:
+    anything there, a symlink included, is left to ``write_worktree``), in folders checked as
+    ``write_worktree`` checks them. Call after the paths are journalled: the next writer removes them if
     this write does not land. ``join`` gives each created file's status."""
 
     THREADS = 2  # the kernel creates files in two folders at once on two cores
@@ -236,7 +239,7 @@ class NewFiles:
         checked: set[str] = set()
         try:
             for rel, data in items:
-                made = _create(safe_worktree_path(workdir, rel, checked), data)
+                made = _create(safe_worktree_path(workdir, rel, checked, new=True), data)
                 if made is not None:
                     self.made[rel] = made
         except BaseException as exc:  # noqa: BLE001 - raised again in the writer's own thread by ``join``

@@ -69,14 +69,18 @@ def real_dir(root: Path, rel: str, *, create: bool = False) -> Path:
     return here
 
 
-def worktree_path(root: Path, rel: str, checked: set[str] | None = None) -> str:
-    """``checked``: folders already found real by this write (each is checked once per write)."""
+def worktree_path(root: Path, rel: str, checked: set[str] | None = None, *, folders_only: bool = False) -> str:
+    """``checked``: folders already found real by this write (each is checked once per write);
+    ``folders_only``: the file itself is not looked at (the caller opens it so that nothing there
+    is followed or written through)."""
     parent, _, _name = rel.rpartition("/")
     if parent and (checked is None or parent not in checked):
         real_dir(root, parent)
         if checked is not None:
             checked.add(parent)
     full = os.path.join(root, rel)
+    if folders_only:
+        return full
     try:
         mode = os.lstat(full).st_mode
     except FileNotFoundError:
