@@ -5,13 +5,13 @@ Contract:
   ``supersede`` use (``WARM``), takes the lock ``$QUIPU_HOME/run/command.lock`` and listens on
   ``command.sock`` beside it (the folder ``0700`` and this user's, checked as the prompt server
   checks it). It serves until ``IDLE_SECONDS`` pass without a request, its socket is gone or
-  replaced, or a file it has loaded changes (an upgrade: looked at once a second, between
-  requests and while a child runs, never while a client waits).
+  replaced, or one of quipu's files it has loaded changes (an upgrade).
 - A request comes from a process of the same user (the socket's peer is checked), with the
   client's standard input, output and error as passed descriptors. It names the interpreter,
   ``sys.path`` and text encodings the client runs with (``client.identity``); a request that
-  names others is answered ``L`` ("run it yourself"); after ``DECLINE_AT_MOST`` such requests in
-  a row the server stops, so that one of the new kind can start.
+  names others, or that arrives after one of quipu's loaded files changed, is answered ``L``
+  ("run it yourself"); after an upgrade the server then stops, and after ``DECLINE_AT_MOST``
+  requests in a row of another kind too, so that a server of the new kind can start.
 - Each request is run by a child forked from the server, with nothing of it in the server: the
   client's arguments, environment (all of it), working folder, umask and streams (recreated with
   the client's encodings and buffering), the signal dispositions of a new process, and
@@ -44,7 +44,6 @@ KIND = "command"
 IDLE_SECONDS = 900.0
 CHECK_SECONDS = 30.0
 RECEIVE_SECONDS = 4.0
-SOURCE_CHECK_SECONDS = 1.0
 DECLINE_AT_MOST = 3
 MAX_REQUEST = 4_000_000
 # What the one-memory commands import at their first use, beyond their own modules.
@@ -80,11 +79,14 @@ def warm() -> None:
 
 
 def _fingerprint() -> "dict[str, tuple[int, int]]":
-    """(mtime_ns, size) of the file of every module loaded now."""
+    """(mtime_ns, size) of the file of each of quipu's modules loaded now (an upgrade replaces them)."""
+    import quipu
+
+    package = os.path.dirname(os.path.abspath(quipu.__file__)) + os.sep
     out = {}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if isinstance(path, str):
+        if isinstance(path, str) and path.startswith(package):
             try:
                 st = os.stat(path)
                 out[path] = (st.st_mtime_ns, st.st_size)
@@ -98,7 +100,6 @@ class Server:
         self.path = places.socket_path(home, KIND)
         self.identity = client.identity(paths)
         self.sources = _fingerprint()
-        self.checked = time.monotonic()
         self.declined = 0
         self.stop = False
         self.listener: Any = None
@@ -110,7 +111,7 @@ class Server:
         if taken is None:
             return False
         self.listener, self.lock, self.inode = taken
-        self.listener.settimeout(SOURCE_CHECK_SECONDS)
+        self.listener.settimeout(CHECK_SECONDS)
         return True
 
     def _still_mine(self) -> bool:
@@ -119,28 +120,16 @@ class Server:
         except OSError:
             return False
 
-    def _look(self) -> None:
-        """Stop once a loaded file changed (looked at once a second at most, never while a
-        client waits: between requests, and while a child runs the last one)."""
-        now = time.monotonic()
-        if now - self.checked >= SOURCE_CHECK_SECONDS:
-            self.checked = now
-            self.stop = self.stop or _fingerprint() != self.sources
-
     def serve(self) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
         signal.signal(signal.SIGTERM, _terminate)
-        last = looked = time.monotonic()
+        last = time.monotonic()
         while not self.stop:
             try:
                 conn, _ = self.listener.accept()
             except TimeoutError:
-                self._look()
-                now = time.monotonic()
-                if now - looked >= CHECK_SECONDS:
-                    looked = now
-                    if now - last > IDLE_SECONDS or not self._still_mine():
-                        break
+                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
+                    break
                 continue
             last = time.monotonic()
             fds: list[int] = []
@@ -152,7 +141,6 @@ class Server:
                 for fd in fds:
                     os.close(fd)
                 conn.close()
-            self._look()
         self.close()
 
     def answer(self, conn: Any) -> list[int]:
@@ -162,9 +150,12 @@ class Server:
             return []
         data, fds = _receive(conn)
         request = client.decode(data)
-        if request.identity != self.identity or len(fds) != 3:
+        upgraded = _fingerprint() != self.sources
+        if upgraded or request.identity != self.identity or len(fds) != 3:
+            # Upgraded in place: stop, and the next start loads the new code. Asked by another kind
+            # of client again and again: make way, so that a server of that kind can start.
             self.declined += 1
-            self.stop = self.declined >= DECLINE_AT_MOST
+            self.stop = upgraded or self.declined >= DECLINE_AT_MOST
             conn.sendall(b"L")
             return fds
         self.declined = 0
