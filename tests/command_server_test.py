@@ -19,7 +19,7 @@ import pytest
 from quipu.prompt import server as places
 from quipu.store import gitstore
 from quipu.store.store import Store
-from quipu.warm import client
+from quipu.warm import client, server
 from testing.fixtures import alive, example_store, git, make_store, quipu, real_python, wait_for
 
 OFF = {"QUIPU_COMMAND_SERVER": "off"}
@@ -177,6 +177,7 @@ def test_a_client_that_gives_up_before_the_go_ahead_runs_nothing_there(tmp_path:
     fields = [identity, os.getcwdb(), b"\0".join(k + b"=" + v for k, v in os.environb.items()),
               b"\0".join(a.encode() for a in argv), b"18", b"utf-8\0strict\x000\x000\n" * 2 + b"utf-8\0strict\x001\x000"]
     request = client.encode(fields)
+    assert server.decode(request).argv == argv
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(30)
         conn.connect(str(home / "run" / "command.sock"))
@@ -203,8 +204,6 @@ def test_a_server_of_another_kind_declines_and_makes_way(tmp_path: Path, home: P
 
 
 def places_decline() -> int:
-    from quipu.warm import server
-
     return server.DECLINE_AT_MOST
 
 

@@ -125,9 +125,16 @@ def decode_request(data: bytes) -> "tuple[bytes, bytes, dict[bytes, bytes], byte
     """The four fields of a request; ValueError when it is not one."""
     if not data.startswith(PROTOCOL):
         raise ValueError("not a prompt request")
+    fields = read_fields(data[len(PROTOCOL):], 4)
+    return fields[0], fields[1], environment(fields[2]), fields[3]
+
+
+def read_fields(data: bytes, count: int) -> "list[bytes]":
+    """``count`` fields, each its length in digits, a newline and its bytes, and nothing after
+    them; ValueError when ``data`` is not that."""
     fields = []
-    at = len(PROTOCOL)
-    for _ in range(4):
+    at = 0
+    for _ in range(count):
         end = data.index(b"\n", at, at + 21)
         size = int(data[at:end])
         fields.append(data[end + 1:end + 1 + size])
@@ -136,37 +143,121 @@ def decode_request(data: bytes) -> "tuple[bytes, bytes, dict[bytes, bytes], byte
             raise ValueError("a field is cut short")
     if at != len(data):
         raise ValueError("bytes after the last field")
+    return fields
+
+
+def environment(blob: bytes) -> "dict[bytes, bytes]":
+    """The variables of ``NAME=value`` pairs joined by NUL; ValueError for one without a name."""
     env: "dict[bytes, bytes]" = {}
-    for pair in fields[2].split(b"\0") if fields[2] else ():
+    for pair in blob.split(b"\0") if blob else ():
         key, sep, value = pair.partition(b"=")
         if not sep or not key:
             raise ValueError("a variable without a name")
         env[key] = value
-    return fields[0], fields[1], env, fields[3]
+    return env
+
+
+def become_environment(env: "dict[bytes, bytes]") -> None:
+    """This process's environment made exactly ``env`` (``os.environ`` sees each change), and the
+    time zone read again when ``TZ`` changed."""
+    import os
+    import time
+
+    environ = os.environb
+    zone = environ.get(b"TZ")
+    for key in [k for k in environ if k not in env]:
+        del environ[key]
+    for key, value in env.items():
+        if environ.get(key) != value:
+            environ[key] = value
+    if env.get(b"TZ") != zone:
+        time.tzset()
 
 
 class _Timeout(Exception):
     pass
 
 
-class Server:
-    """One listening socket and the loop that answers it (see the module's contract)."""
+class Listening:
+    """A server's socket and lock (``listen``) and the loop that accepts on it: until ``stop``,
+    ``IDLE_SECONDS`` without a request, or its socket gone or replaced. Each connection goes to
+    ``handle``; one that fails is logged and the server goes on."""
 
-    def __init__(self, root: str, home: str) -> None:
-        import os
+    kind = "prompt"
 
-        self.token = token(root, sys.executable)
-        self.path = socket_path(home)
-        self.sources = self._fingerprint()
-        self.checked = 0.0
-        self.declined = 0  # requests in a row from another install's hook
-        self.env: "dict[bytes, bytes]" = {}
-        self.tz = os.environ.get("TZ")
+    def __init__(self, path: str) -> None:
+        self.path = path
         self.stop = False
         self.listener: "Any" = None  # a socket.socket once listening
         self.inode = 0
         self.lock = -1
-        self.os = os
+
+    def open(self) -> bool:
+        """Take the lock and listen; False when another server has it or the folder is unsafe."""
+        taken = listen(self.path, self.kind)
+        if taken is None:
+            return False
+        self.listener, self.lock, self.inode = taken
+        self.listener.settimeout(CHECK_SECONDS)
+        return True
+
+    def _still_mine(self) -> bool:
+        import os
+
+        try:
+            return os.stat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def handle(self, conn: "Any") -> None:
+        raise NotImplementedError
+
+    def loop(self) -> None:
+        import time
+
+        last = time.monotonic()
+        while not self.stop:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
+                    break
+                continue
+            last = time.monotonic()
+            try:
+                self.handle(conn)
+            except Exception as exc:  # noqa: BLE001 - one request's failure never stops the server
+                hook.log(f"{self.kind} server: {type(exc).__name__}: {exc}")
+            finally:
+                conn.close()
+        self.close()
+
+    def close(self) -> None:
+        import os
+
+        if self.listener is not None:
+            if self._still_mine():
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+            self.listener.close()
+            self.listener = None
+        if self.lock >= 0:
+            os.close(self.lock)
+            self.lock = -1
+
+
+class Server(Listening):
+    """The prompt server (see the module's contract)."""
+
+    def __init__(self, root: str, home: str) -> None:
+        super().__init__(socket_path(home))
+        self.token = token(root, sys.executable)
+        self.sources = self._fingerprint()
+        self.checked = 0.0
+        self.declined = 0  # requests in a row from another install's hook
+        self.env: "dict[bytes, bytes]" = {}
 
     def _changed(self) -> bool:
         """Whether the prompt path's sources changed since the start (looked at once a second)."""
@@ -190,24 +281,8 @@ class Server:
                 out.append((path, -1, -1))
         return out
 
-    def open(self) -> bool:
-        """Take the lock and listen; False when another server has it or the folder is unsafe."""
-        taken = listen(self.path, "prompt")
-        if taken is None:
-            return False
-        self.listener, self.lock, self.inode = taken
-        self.listener.settimeout(CHECK_SECONDS)
-        return True
-
-    def _still_mine(self) -> bool:
-        try:
-            return self.os.stat(self.path).st_ino == self.inode
-        except OSError:
-            return False
-
     def serve(self) -> None:
         import signal
-        import time
 
         def expire(signum: int, frame: object) -> None:
             raise _Timeout(f"a request ran over {REQUEST_SECONDS:g} s")
@@ -217,28 +292,16 @@ class Server:
 
         signal.signal(signal.SIGALRM, expire)
         signal.signal(signal.SIGTERM, terminate)
-        last = time.monotonic()
-        while not self.stop:
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
-                    break
-                continue
-            last = time.monotonic()
-            try:
-                signal.setitimer(signal.ITIMER_REAL, REQUEST_SECONDS)
-                try:
-                    self.answer(conn)
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-            except BaseException as exc:  # noqa: BLE001 - one request's failure never stops the server
-                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                    raise
-                hook.log(f"prompt server: {type(exc).__name__}: {exc}")
-            finally:
-                conn.close()
-        self.close()
+        self.loop()
+
+    def handle(self, conn: "Any") -> None:
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, REQUEST_SECONDS)
+        try:
+            self.answer(conn)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def answer(self, conn: "Any") -> None:
         import io
@@ -253,21 +316,11 @@ class Server:
             conn.sendall(b"L")
             return
         self.declined = 0
-        os = self.os
         if env != self.env:  # the client's environment, exactly: the hook reads it through os.environ
-            wanted = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-                      for k, v in env.items()}
-            for key in [k for k in os.environ if k not in wanted]:
-                del os.environ[key]
-            for key, value in wanted.items():
-                if os.environ.get(key) != value:
-                    os.environ[key] = value
+            become_environment(env)  # and the hook log's times in the client's zone
             self.env = env
-            if wanted.get("TZ") != self.tz:
-                import time
+        import os
 
-                time.tzset()  # the hook log's times in the client's zone
-                self.tz = wanted.get("TZ")
         try:
             os.chdir(cwd)
         except OSError:
@@ -275,19 +328,6 @@ class Server:
         out = io.StringIO()
         hook.main(io.BytesIO(stdin), out)
         conn.sendall(b"A" + out.getvalue().encode("utf-8"))
-
-    def close(self) -> None:
-        if self.listener is not None:
-            if self._still_mine():
-                try:
-                    self.os.unlink(self.path)
-                except OSError:
-                    pass
-            self.listener.close()
-            self.listener = None
-        if self.lock >= 0:
-            self.os.close(self.lock)
-            self.lock = -1
 
 
 def listen(path: str, kind: str) -> "tuple[Any, int, int] | None":

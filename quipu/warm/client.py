@@ -9,8 +9,8 @@ server takes, runs in this process (``quipu.cli.run``), exactly as without a ser
 - A command is never run twice: the server's child waits for this process's go-ahead (``G``)
   before it starts, and this process falls back to running the command itself only before it has
   sent that. A server that does not answer within ``ANSWER_SECONDS`` is given up.
-- A command that needs the terminal as its own (``add`` opening an editor) is handed back before
-  it changes anything, and runs here.
+- A command that needs the terminal as its own (``add`` opening an editor), or that the child
+  could not begin, is handed back before anything of it was done, and runs here.
 - After the go-ahead, ^C and the other terminal signals this process receives are sent on to the
   child. A child that ends without an exit code (killed) ends this process with 128 + the signal
   it was sent, or 3 with a message.
@@ -48,62 +48,9 @@ def identity(paths: list[str]) -> bytes:
     return "\0".join(parts).encode("utf-8", "surrogateescape")
 
 
-class Request:
-    """A decoded request (``decode``)."""
-
-    __slots__ = ("identity", "cwd", "env", "argv", "umask", "streams")
-
-    def __init__(self, fields: list[bytes]) -> None:
-        self.identity = fields[0]
-        self.cwd = fields[1]
-        self.env: dict[bytes, bytes] = {}
-        for pair in fields[2].split(b"\0") if fields[2] else ():
-            key, sep, value = pair.partition(b"=")
-            if not sep or not key:
-                raise ValueError("a variable without a name")
-            self.env[key] = value
-        self.argv = [a.decode("utf-8", "surrogateescape") for a in fields[3].split(b"\0")] if fields[3] else []
-        self.umask = int(fields[4])
-        self.streams = []
-        for line in fields[5].decode("ascii").split("\n"):
-            encoding, errors, line_buffering, write_through = line.split("\0")
-            self.streams.append((encoding, errors, line_buffering == "1", write_through == "1"))
-        if len(self.streams) != 3:
-            raise ValueError("three streams")
-
-
 def encode(fields: list[bytes]) -> bytes:
     body = b"".join(b"%d\n" % len(f) + f for f in fields)
     return PROTOCOL + b"%d\n" % len(body) + body
-
-
-def complete(data: bytes) -> bool:
-    """Whether ``data`` holds a whole request (the server reads until it does)."""
-    if not data.startswith(PROTOCOL) or b"\n" not in data[len(PROTOCOL):]:
-        return False
-    head, _, body = data[len(PROTOCOL):].partition(b"\n")
-    return len(body) >= int(head)
-
-
-def decode(data: bytes) -> Request:
-    """The request in ``data``; ValueError when it is not one."""
-    if not data.startswith(PROTOCOL):
-        raise ValueError("not a command request")
-    head, _, body = data[len(PROTOCOL):].partition(b"\n")
-    if len(body) != int(head):
-        raise ValueError("a request cut short")
-    fields = []
-    at = 0
-    for _ in range(6):
-        end = body.index(b"\n", at, at + 21)
-        size = int(body[at:end])
-        fields.append(body[end + 1:end + 1 + size])
-        at = end + 1 + size
-        if size < 0 or at > len(body):
-            raise ValueError("a field is cut short")
-    if at != len(body):
-        raise ValueError("bytes after the last field")
-    return Request(fields)
 
 
 def _request(argv: list[str]) -> bytes:
@@ -140,12 +87,14 @@ class _Forward:
 
 def served(argv: list[str], home: str) -> int | str:
     """The command's exit code when the server ran it; else why it did not (``absent``: no server
-    or not a usable one; ``declined``; ``terminal``: it needs this process's terminal), and the
-    command must run here."""
+    or not a usable one; ``declined``; ``handed back``: the child gave it back before doing any of
+    it, as for an editor, which needs this process's terminal), and the command must run here."""
     import _socket
     import _signal  # type: ignore[import-not-found]  # signal itself loads enum
 
-    path = os.path.join(home, "run", f"{KIND}.sock")
+    from quipu.prompt import locate
+
+    path = locate.server_socket(home, KIND)
     try:
         st = os.lstat(os.path.dirname(path))
     except OSError:
@@ -171,8 +120,8 @@ def served(argv: list[str], home: str) -> int | str:
         if not head.startswith(b"P"):
             return why
         forward = _Forward(int(head[1:]))
-        for signum in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT):
-            _signal.signal(signum, forward)
+        before = {signum: _signal.signal(signum, forward)
+                  for signum in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT)}
         conn.sendall(b"G")  # from here on the command is the child's: never run it here too
     except (OSError, ValueError):
         conn.close()
@@ -186,8 +135,10 @@ def served(argv: list[str], home: str) -> int | str:
         pass
     if tail.startswith(b"X") and tail.endswith(b"\n") and tail[1:-1].isdigit():
         return int(tail[1:-1])
-    if tail == b"T":
-        return "terminal"  # an editor: it needs this process's terminal, and nothing was done there
+    if tail == b"T":  # handed back before anything was done: an editor needs this terminal, say
+        for signum, handler in before.items():
+            _signal.signal(signum, handler)  # ^C is this process's own again
+        return "handed back"
     if forward.sent:
         return 128 + forward.sent
     os.write(2, b"quipu: the process running the command ended before it finished; see "

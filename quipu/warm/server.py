@@ -4,8 +4,9 @@ Contract:
 - ``main(home, paths)`` imports what ``quipu add``, ``show``, ``label``, ``retract`` and
   ``supersede`` use (``WARM``), takes the lock ``$QUIPU_HOME/run/command.lock`` and listens on
   ``command.sock`` beside it (the folder ``0700`` and this user's, checked as the prompt server
-  checks it). It serves until ``IDLE_SECONDS`` pass without a request, its socket is gone or
-  replaced, or one of quipu's files it has loaded changes (an upgrade).
+  checks it; ``quipu.prompt.server.Listening``). It serves until 15 minutes pass without a
+  request, its socket is gone or replaced, or one of quipu's files it has loaded changes (an
+  upgrade).
 - A request comes from a process of the same user (the socket's peer is checked), with the
   client's standard input, output and error as passed descriptors. It names the interpreter,
   ``sys.path`` and text encodings the client runs with (``client.identity``); a request that
@@ -17,9 +18,9 @@ Contract:
   the client's encodings and buffering), the signal dispositions of a new process, and
   ``quipu.cli.main``. The child first sends ``P<pid>`` and waits for the go-ahead ``G`` (the
   client then sends it the signals it gets); at the end, after the exit callbacks and threads a
-  normal exit waits for, it sends ``X<code>``, or ``T`` when the command needs the terminal as
-  its own (``quipu.commands.NeedsTerminal``, raised before it changed anything): the client runs
-  that one itself.
+  normal exit waits for, it sends ``X<code>``; or ``T`` ("run it yourself") when the command
+  needs the terminal as its own (``quipu.commands.NeedsTerminal``, raised before it changed
+  anything) or the child failed before the command began (say the client's folder is gone).
 - Children are reaped by the system; the server never waits for one, and many run at once (the
   store's own locks order their writes, as between separate processes).
 """
@@ -29,7 +30,6 @@ import os
 import signal
 import socket
 import sys
-import time
 
 from quipu import commands
 from quipu.prompt import hook
@@ -40,16 +40,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-KIND = "command"
-IDLE_SECONDS = 900.0
-CHECK_SECONDS = 30.0
+KIND = client.KIND
 RECEIVE_SECONDS = 4.0
 DECLINE_AT_MOST = 3
 MAX_REQUEST = 4_000_000
 # What the one-memory commands import at their first use, beyond their own modules.
 WARM = ("quipu.index.near", "quipu.index.refresh", "quipu.index.rebuild", "quipu.store.gitstore",
-        "quipu.store.scanned", "quipu.store.schema", "quipu.store.effects", "quipu.store.settings", "quipu.store.layers", "encodings.ascii")
-
+        "quipu.store.scanned", "quipu.store.schema", "quipu.store.effects", "quipu.store.settings",
+        "quipu.store.layers", "encodings.ascii")
 
 # Arguments each command is parsed with once at the start: argparse compiles the patterns it
 # matches arguments with at their first use.
@@ -95,61 +93,72 @@ def _fingerprint() -> "dict[str, tuple[int, int]]":
     return out
 
 
-class Server:
+class Request:
+    """A decoded request (``decode``)."""
+
+    __slots__ = ("identity", "cwd", "env", "argv", "umask", "streams")
+
+    def __init__(self, fields: list[bytes]) -> None:
+        self.identity = fields[0]
+        self.cwd = fields[1]
+        self.env = places.environment(fields[2])
+        self.argv = [a.decode("utf-8", "surrogateescape") for a in fields[3].split(b"\0")] if fields[3] else []
+        self.umask = int(fields[4])
+        self.streams = []
+        for line in fields[5].decode("ascii").split("\n"):
+            encoding, errors, line_buffering, write_through = line.split("\0")
+            self.streams.append((encoding, errors, line_buffering == "1", write_through == "1"))
+        if len(self.streams) != 3:
+            raise ValueError("three streams")
+
+
+def complete(data: bytes) -> bool:
+    """Whether ``data`` holds a whole request (``client.encode``: the protocol line, the length of
+    what follows, then the fields)."""
+    head, newline, body = data[len(client.PROTOCOL):].partition(b"\n")
+    return data.startswith(client.PROTOCOL) and bool(newline) and len(body) >= int(head)
+
+
+def decode(data: bytes) -> Request:
+    """The request in ``data``; ValueError when it is not one."""
+    if not data.startswith(client.PROTOCOL):
+        raise ValueError("not a command request")
+    head, _, body = data[len(client.PROTOCOL):].partition(b"\n")
+    if len(body) != int(head):
+        raise ValueError("a request cut short")
+    return Request(places.read_fields(body, 6))
+
+
+class Server(places.Listening):
+    kind = KIND
+
     def __init__(self, home: str, paths: list[str]) -> None:
-        self.path = places.socket_path(home, KIND)
+        super().__init__(places.socket_path(home, KIND))
         self.identity = client.identity(paths)
         self.sources = _fingerprint()
         self.declined = 0
-        self.stop = False
-        self.listener: Any = None
-        self.lock = -1
-        self.inode = 0
-
-    def open(self) -> bool:
-        taken = places.listen(self.path, KIND)
-        if taken is None:
-            return False
-        self.listener, self.lock, self.inode = taken
-        self.listener.settimeout(CHECK_SECONDS)
-        return True
-
-    def _still_mine(self) -> bool:
-        try:
-            return os.stat(self.path).st_ino == self.inode
-        except OSError:
-            return False
 
     def serve(self) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
         signal.signal(signal.SIGTERM, _terminate)
-        last = time.monotonic()
-        while not self.stop:
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                if time.monotonic() - last > IDLE_SECONDS or not self._still_mine():
-                    break
-                continue
-            last = time.monotonic()
-            fds: list[int] = []
-            try:
-                fds = self.answer(conn)
-            except Exception as exc:  # noqa: BLE001 - one request's failure never stops the server
-                hook.log(f"command server: {type(exc).__name__}: {exc}")
-            finally:
-                for fd in fds:
-                    os.close(fd)
-                conn.close()
-        self.close()
+        self.loop()
 
-    def answer(self, conn: Any) -> list[int]:
-        """Read one request and hand it to a child; the passed descriptors, for the caller to close."""
+    def handle(self, conn: Any) -> None:
+        fds: list[int] = []
+        try:
+            self.answer(conn, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def answer(self, conn: Any, fds: list[int]) -> None:
+        """Read one request and hand it to a child; ``fds`` gets the passed descriptors (the
+        caller closes them)."""
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
         if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
-            return []
-        data, fds = _receive(conn)
-        request = client.decode(data)
+            return
+        data = _receive(conn, fds)
+        request = decode(data)
         upgraded = _fingerprint() != self.sources
         if upgraded or request.identity != self.identity or len(fds) != 3:
             # Upgraded in place: stop, and the next start loads the new code. Asked by another kind
@@ -157,35 +166,19 @@ class Server:
             self.declined += 1
             self.stop = upgraded or self.declined >= DECLINE_AT_MOST
             conn.sendall(b"L")
-            return fds
+            return
         self.declined = 0
-        pid = os.fork()
-        if pid == 0:
+        if os.fork() == 0:
             _child(self, conn, request, fds)
-        return fds
-
-    def close(self) -> None:
-        if self.listener is not None:
-            if self._still_mine():
-                try:
-                    os.unlink(self.path)
-                except OSError:
-                    pass
-            self.listener.close()
-            self.listener = None
-        if self.lock >= 0:
-            os.close(self.lock)
-            self.lock = -1
 
 
 def _terminate(signum: int, frame: object) -> None:
     raise SystemExit(0)  # the socket is removed on the way out
 
 
-def _receive(conn: Any) -> tuple[bytes, list[int]]:
-    """The whole request and the descriptors passed with its first bytes."""
+def _receive(conn: Any, fds: list[int]) -> bytes:
+    """The whole request; ``fds`` gets the descriptors passed with its first bytes."""
     conn.settimeout(RECEIVE_SECONDS)
-    fds: list[int] = []
     chunks = []
     total = 0
     data, ancillary, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_SPACE(3 * 4))
@@ -198,15 +191,16 @@ def _receive(conn: Any) -> tuple[bytes, list[int]]:
         total += len(data)
         if total > MAX_REQUEST:
             raise ValueError("a request over 4 MB")
-        if client.complete(b"".join(chunks)):
+        if complete(b"".join(chunks)):
             break
         data = conn.recv(1 << 16)
-    return b"".join(chunks), fds
+    return b"".join(chunks)
 
 
-def _child(server: Server, conn: Any, request: client.Request, fds: list[int]) -> NoReturn:
+def _child(server: Server, conn: Any, request: Request, fds: list[int]) -> NoReturn:
     """Run the request as the client's own process would, then end (never returns to the loop)."""
     code = 3
+    handed_back = b"T"  # "run it yourself": nothing of the command was done here
     try:
         server.listener.close()
         os.close(server.lock)
@@ -223,12 +217,15 @@ def _child(server: Server, conn: Any, request: client.Request, fds: list[int]) -
         _become(request)
         try:
             code = _run(request.argv)
-        except commands.NeedsTerminal:
-            conn.sendall(b"T")  # the client runs it: nothing was changed here
+        except commands.NeedsTerminal:  # an editor: the client's own terminal
+            conn.sendall(handed_back)
             os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - the child must never return to the server's loop
         try:
             hook.log(f"command server: a child failed: {type(exc).__name__}: {exc}")
+            if not commands.serving:  # before the command began
+                conn.sendall(handed_back)
+                os._exit(0)
         except BaseException:  # noqa: BLE001
             pass
     try:
@@ -237,17 +234,11 @@ def _child(server: Server, conn: Any, request: client.Request, fds: list[int]) -
         os._exit(code)
 
 
-def _become(request: client.Request) -> None:
+def _become(request: Request) -> None:
     """The client's environment, folder, umask, arguments and standard streams."""
     import io
 
-    environ = os.environb  # the process's environment exactly: each change reaches os.environ too
-    for key in [k for k in environ if k not in request.env]:
-        del environ[key]
-    for key, value in request.env.items():
-        if environ.get(key) != value:
-            environ[key] = value
-    time.tzset()
+    places.become_environment(request.env)
     os.chdir(request.cwd)
     os.umask(request.umask)
     sys.argv = [sys.argv[0], *request.argv]
