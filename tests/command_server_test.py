@@ -196,10 +196,12 @@ def test_a_server_of_another_kind_declines_and_makes_way(tmp_path: Path, home: P
     pid = serving(home, store)
     other = tmp_path / "elsewhere"
     other.mkdir()
-    for n in range(places_decline()):  # another sys.path: these commands run alone, correctly
-        done, loaded = run("--store", str(store.root), "add", "-t", f"Other path {n}", "--id", f"other-{n}", "body",
-                           PYTHONPATH=str(other))
-        assert done.returncode == 0 and loaded and store.exists(f"other-{n}")
+    # Another sys.path, warnings made errors, another encoding: each runs alone, correctly.
+    kinds = [{"PYTHONPATH": str(other)}, {"PYTHONWARNINGS": "error"}, {"PYTHONUTF8": "1", "LC_ALL": "C"}]
+    assert len(kinds) == places_decline()
+    for n, env in enumerate(kinds):
+        done, loaded = run("--store", str(store.root), "add", "-t", f"Other kind {n}", "--id", f"other-{n}", "body", **env)
+        assert done.returncode == 0 and loaded and store.exists(f"other-{n}"), done.stderr
     wait_for(lambda: not alive(pid), "the server to make way")
 
 

@@ -18,7 +18,8 @@ server takes, runs in this process (``quipu.cli.run``), exactly as without a ser
   the absolute interpreter, ``-I -S``, this process's ``sys.path`` without its first entry, at
   most once per ``START_MARK_SECONDS``). ``QUIPU_COMMAND_SERVER=off`` turns all of it off.
 - ``identity()`` is what a server must share with a client to run its commands: the interpreter,
-  the package's folder, ``sys.path``, and the file-name and locale encodings.
+  the package's folder, ``sys.path``, the file-name and locale encodings, and the interpreter's
+  options that change what code does (``-X dev``, ``-O``, ``-b``, ``-W`` and ``PYTHONWARNINGS``).
 """
 from __future__ import annotations
 
@@ -42,9 +43,10 @@ def identity(paths: list[str]) -> bytes:
 
     import quipu
 
+    flags = sys.flags  # those that change what a command does (-X dev, -O, -b, -W, -X utf8)
     parts = [sys.executable, os.path.dirname(os.path.dirname(os.path.abspath(quipu.__file__))),
-             sys.getfilesystemencoding(), sys.getfilesystemencodeerrors(), str(sys.flags.utf8_mode),
-             _locale.getencoding(), *paths]
+             sys.getfilesystemencoding(), sys.getfilesystemencodeerrors(), _locale.getencoding(),
+             repr((flags.utf8_mode, flags.dev_mode, flags.optimize, flags.bytes_warning, sys.warnoptions)), *paths]
     return "\0".join(parts).encode("utf-8", "surrogateescape")
 
 
