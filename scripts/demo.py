@@ -55,6 +55,9 @@ def main() -> int:
     print(quipu(store, "log", "--limit", "3"))
     print(quipu(store, "undo", "--memory", "deploy-accident"))
     print(quipu(store, "show", "deploy-accident").split("\n\n")[0])
+    print("\n(The supersession ran in its own process, which then started the command server: `quipu add`, `show`, "
+          "`label`, `retract` and `supersede` are run by a child it forks, with their modules already loaded, "
+          "in your folder, environment and terminal. It stops after 15 idle minutes; `quipu doctor` shows it.)")
     print(f"\nThe store is an ordinary git repository: git -C {store} log --stat")
     bin_dir = Path(sys.executable).parent
     print(f"\nquipu is installed in {bin_dir.parent}. Run it as {bin_dir / 'quipu'}, or put it on your PATH:\n"
