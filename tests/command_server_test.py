@@ -167,6 +167,22 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
+def test_the_quipu_script_and_python_m_quipu_share_one_server(tmp_path: Path, home: Path) -> None:
+    """A venv's `quipu` script runs `python3`, `python -m quipu` often `python`: one interpreter."""
+    store = example_store(tmp_path / "store")
+    script = Path(real_python()).parent / "quipu"
+    twin = Path(real_python()).parent / ("python3" if Path(real_python()).name == "python" else "python")
+    if not script.exists() or not twin.exists():
+        pytest.skip("no `quipu` script or no second name for the interpreter beside it")
+    subprocess.run([str(script), "--store", str(store.root), "show", "deploy-procedure"], capture_output=True,
+                   check=True, timeout=120)
+    started(home)
+    for python in (real_python(), str(twin)):
+        done = subprocess.run([python, "-X", "importtime", "-m", "quipu", "--store", str(store.root), "show",
+                               "deploy-procedure"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "| quipu.cli" not in done.stderr, python
+
+
 def test_a_client_that_gives_up_before_the_go_ahead_runs_nothing_there(tmp_path: Path, home: Path) -> None:
     store = example_store(tmp_path / "store")
     pid = serving(home, store)

@@ -44,7 +44,9 @@ def identity(paths: list[str]) -> bytes:
     import quipu
 
     flags = sys.flags  # those that change what a command does (-X dev, -O, -b, -W, -X utf8)
-    parts = [sys.executable, os.path.dirname(os.path.dirname(os.path.abspath(quipu.__file__))),
+    # The interpreter itself: a venv's `python` and `python3` (the `quipu` script's) are one; the
+    # venv is in sys.path.
+    parts = [os.path.realpath(sys.executable), os.path.dirname(os.path.dirname(os.path.abspath(quipu.__file__))),
              sys.getfilesystemencoding(), sys.getfilesystemencodeerrors(), _locale.getencoding(),
              repr((flags.utf8_mode, flags.dev_mode, flags.optimize, flags.bytes_warning, sys.warnoptions)), *paths]
     return "\0".join(parts).encode("utf-8", "surrogateescape")
