@@ -241,7 +241,7 @@ def _become(request: Request) -> None:
     places.become_environment(request.env)
     os.chdir(request.cwd)
     os.umask(request.umask)
-    sys.argv = [sys.argv[0], *request.argv]
+    sys.argv = ["quipu", *request.argv]  # what the crash log names
     streams = []
     for fd, (encoding, errors, line_buffering, write_through) in enumerate(request.streams):
         raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
