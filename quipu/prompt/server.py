@@ -22,6 +22,11 @@ library only, like the rest of this folder. Contract:
 - ``start(root, home)`` spawns one detached (absolute interpreter, ``-I -S``, the package's own
   folder last on ``sys.path``), at most once per ``START_MARK_SECONDS``; the prompt hook calls
   it after answering a prompt no server answered. ``QUIPU_PROMPT_SERVER=off`` turns all of it off.
+- What the command server (``quipu.warm``) shares with this one lives here too: ``listen`` and
+  ``Listening`` (the folder's check, the lock, the socket and the loop of accepting, by kind:
+  ``prompt`` or ``command``), ``read_fields`` and ``environment`` (a request's length-prefixed
+  fields and its variables), ``become_environment``, and ``status`` and ``pid_of`` for doctor,
+  the benches and the tests.
 """
 import sys
 
