@@ -55,7 +55,8 @@ COMMANDS = (
 )
 
 
-# The commands that read or write one memory: short processes, run without the cycle collector.
+# The commands that read or write one memory: short processes, run without the cycle collector,
+# and the ones the command server runs (``quipu.warm``).
 ONE_MEMORY = frozenset({"add", "show", "label", "retract", "supersede"})
 
 
