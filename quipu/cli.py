@@ -183,6 +183,9 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         _check_utf8(argv)
+        if argv == ["--version"]:  # what argparse prints, without importing every command for the parser
+            print(f"quipu {__version__}")
+            return 0
         command = chosen_command(argv)
         parser = BUILT.get(command) or build_parser(command)
         args = parser.parse_args(argv)

@@ -46,6 +46,14 @@ def test_every_sub_command_has_help(capsys: pytest.CaptureFixture[str], name: st
     assert len(out.split("\n\n", 1)[-1].strip()) > 20  # a description, not just the usage line
 
 
+def test_version_is_what_the_parser_says_without_building_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    short = capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:  # the parser's own --version, reached with another option beside it
+        cli.main(["--store", "somewhere", "--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == short == f"quipu {cli.__version__}\n"
+
+
 def test_the_top_level_help_lists_every_command_with_a_summary() -> None:
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
