@@ -37,6 +37,19 @@ def test_file_questions_match_os_path(tmp_path: Path) -> None:
     assert _fs.join(tmp_path, "f") == str(tmp_path / "f")  # path-like arguments
 
 
+def test_a_private_folder_is_a_real_folder_of_this_users_closed_to_others(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o755)
+    os.symlink(closed, tmp_path / "link")
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "file").chmod(0o600)
+    found = {name: _fs.private_dir(str(tmp_path / name)) for name in ("closed", "open", "link", "file", "missing")}
+    assert found == {"closed": True, "open": False, "link": False, "file": False, "missing": False}
+
+
 def test_environ_is_the_process_environment_without_importing_os() -> None:
     code = ("import sys; sys.path.append(%r); from quipu.prompt import _fs; env = _fs.environ(); "
             "print(env['QUIPU_FS_PROBE'], 'os' in sys.modules)") % str(Path(__file__).resolve().parent.parent)

@@ -11,7 +11,8 @@ straight to it (what that saves: bench/bench_stand_ins.py). Contract:
 - ``open_fd``, ``read_fd``, ``write_fd`` and ``close_fd`` work on file descriptors, without the
   buffered file objects ``open`` builds (which cost more calls than reading a small file).
 - ``real_dir(path)`` / ``real_file(path)`` are ``isdir`` / ``isfile`` without following a
-  symlink (``lstat``); ``O_NOFOLLOW`` is 0 where the platform has none.
+  symlink (``lstat``); ``O_NOFOLLOW`` is 0 where the platform has none. ``private_dir(path)``
+  also asks that the folder be this user's and closed to everyone else (a server's socket folder).
 - ``open_regular`` opens a file for reading without blocking (a FIFO or a device named where a
   file is expected must not hang the hook) and refuses anything but a regular file.
 - On a platform without ``posix`` every name is simply the ``os`` one.
@@ -86,6 +87,15 @@ def _lmode(path: str) -> int:
 
 def real_dir(path: str) -> bool:
     return _lmode(path) == _S_IFDIR
+
+
+def private_dir(path: str) -> bool:
+    """Whether ``path`` is a real folder (not a symlink) of this user's that no one else may use."""
+    try:
+        st = _posix.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return st.st_mode & _S_IFMT == _S_IFDIR and st.st_uid == _posix.getuid() and not st.st_mode & 0o077
 
 
 def real_file(path: str) -> bool:

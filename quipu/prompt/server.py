@@ -80,7 +80,7 @@ def status(home: str, env: "dict[str, str]", kind: str = "prompt") -> "tuple[boo
     if not enabled(env, kind):
         return True, f"off ({switch}={env.get(switch)}): {answers} run in their own process", []
     if _fs.lexists(folder):
-        if not _private(folder):
+        if not _fs.private_dir(folder):
             return False, f"{folder} is not a folder only you can use, so the {kind} server does not start", [
                 f"chmod 700 {folder}" if _fs.real_dir(folder) else f"remove {folder}"]
     try:
@@ -96,16 +96,6 @@ def status(home: str, env: "dict[str, str]", kind: str = "prompt") -> "tuple[boo
         return True, f"running (process {pid}), answering {answers} on {socket_path(home, kind)}", []
     finally:
         os.close(fd)
-
-
-def _private(folder: str) -> bool:
-    """Whether ``folder`` is a real folder (not a symlink) of this user's that no one else may use."""
-    import os
-
-    if not _fs.real_dir(folder):
-        return False
-    st = os.lstat(folder)
-    return st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def pid_of(home: str, kind: str = "prompt") -> "int | None":
@@ -345,7 +335,7 @@ def listen(path: str, kind: str) -> "tuple[Any, int, int] | None":
 
     folder = _fs.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    if not _private(folder):
+    if not _fs.private_dir(folder):
         hook.log(f"{kind} server not started: {folder} must be a folder only its owner can use "
                  f"(`chmod 700 {folder}`)")
         return None

@@ -41,12 +41,12 @@ BOOT = ("import sys; home, root = sys.argv[1:3]; sys.path[:] = [*sys.argv[3:], r
 def identity(paths: list[str]) -> bytes:
     import _locale
 
-    import quipu
+    from quipu.prompt import launch
 
     flags = sys.flags  # those that change what a command does (-X dev, -O, -b, -W, -X utf8)
     # The interpreter itself: a venv's `python` and `python3` (the `quipu` script's) are one; the
     # venv is in sys.path.
-    parts = [os.path.realpath(sys.executable), os.path.dirname(os.path.dirname(os.path.abspath(quipu.__file__))),
+    parts = [os.path.realpath(sys.executable), launch.package_parent(),
              sys.getfilesystemencoding(), sys.getfilesystemencodeerrors(), _locale.getencoding(),
              repr((flags.utf8_mode, flags.dev_mode, flags.optimize, flags.bytes_warning, sys.warnoptions)), *paths]
     return "\0".join(parts).encode("utf-8", "surrogateescape")
@@ -96,15 +96,11 @@ def served(argv: list[str], home: str) -> int | str:
     import _socket
     import _signal  # type: ignore[import-not-found]  # signal itself loads enum
 
-    from quipu.prompt import locate
+    from quipu.prompt import _fs, locate
 
     path = locate.server_socket(home, KIND)
-    try:
-        st = os.lstat(os.path.dirname(path))
-    except OSError:
-        return "absent"
-    if (st.st_mode & 0o170000) != 0o040000 or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return "absent"  # not a folder only this user can use: its socket may be anyone's (doctor says so)
+    if not _fs.private_dir(os.path.dirname(path)):
+        return "absent"  # none, or not a folder only this user can use: its socket may be anyone's
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     why = "absent"
     try:
@@ -154,11 +150,8 @@ def start(home: str) -> None:
     """A command server for ``home`` and this process's interpreter and ``sys.path``, detached."""
     from quipu.prompt import hook, launch
 
-    import quipu
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(quipu.__file__)))
     hook.spawn_detached("the command server", os.path.join(home, "command-server.started"), START_MARK_SECONDS,
-                        [launch.interpreter(), "-I", "-S", "-c", BOOT, home, root, *sys.path[1:]])
+                        [launch.interpreter(), "-I", "-S", "-c", BOOT, home, launch.package_parent(), *sys.path[1:]])
 
 
 def run() -> NoReturn:
