@@ -17,6 +17,10 @@ query. Every note must be found by `quipu list`. Medians of ``--rounds`` rounds,
 Goals: the import <= 3x `git add -A && git commit` (5,882 notes), <= 3x `quipu index --rebuild`
 (100,000 notes); the first search after it <= 2x a later one.
 
+The disk's queued writes are flushed (``sync``) before each timed step, and no store is removed
+until the run ends: removing 100,000 files, or writing them back, slows the next step by a
+quarter or more on a small machine's disk.
+
 Usage: python bench/bench_import.py [--notes 5882] [--rounds 3] [--against git|rebuild] [--write-results]
 """
 from __future__ import annotations
@@ -79,6 +83,7 @@ def _import_round(scratch: Path, folder: Path, env: dict[str, str], n: int,
     as skipped, as a person would see it (at most 1 in 100 here)."""
     store_root = scratch / f"store-{n}"
     Store.init(store_root)
+    os.sync()  # the disk's queued writes (the notes just written) flushed before a timed step
     quipu_s, rss, out = _quipu(env, store_root, "import", "markdown", str(folder), "--json")
     report = json.loads(out)
     first_s, _, _ = _quipu(env, store_root, "search", QUERY, "--json")
@@ -88,8 +93,8 @@ def _import_round(scratch: Path, folder: Path, env: dict[str, str], n: int,
     if count != len(report["imported"]) or len(report["skipped"]) > len(report["imported"]) // 100:
         raise SystemExit(f"bench: {count} memories listed, {len(report['imported'])} imported, "
                          f"{len(report['skipped'])} skipped")
+    os.sync()
     rebuild_s = _quipu(env, store_root, "index", "--rebuild", "--json")[0] if rebuild else 0.0
-    C.cleanup(store_root, None)
     return quipu_s, first_s, later_s, count, rebuild_s, rss
 
 
@@ -119,11 +124,11 @@ def _git_round(scratch: Path, folder: Path, n: int) -> float:
     repo = scratch / f"plain-git-{n}"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["cp", "-r", str(folder), str(repo / "notes")], check=True)
+    os.sync()
     start = time.perf_counter()
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "notes"], check=True)
     seconds = time.perf_counter() - start
-    C.cleanup(repo, None)
     return seconds
 
 

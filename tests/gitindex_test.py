@@ -145,3 +145,22 @@ def test_many_entries_set_at_once_are_the_index_setting_each_makes(tmp_path: Pat
     git(root, "commit", "-q", "-m", "many")
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(root, "diff-files", "--name-only") == ""
+
+
+def test_an_entry_this_write_staged_is_not_hashed_again_and_an_older_one_is(tmp_path: Path) -> None:
+    """Racily clean entries (as new as the index replaced) whose file changed are smudged, as git
+    does before it writes an index; one staged by this very write from the bytes it wrote is up
+    to date, as git's ``CE_UPTODATE``, and left as staged."""
+    root = _repo(tmp_path / "r", 2)
+    for rel in ("memories/ab/abc-one.md", "memories/ab/abd-two.md"):  # same size, same stat data
+        before = os.stat(root / rel)
+        (root / rel).write_text((root / rel).read_text().upper())
+        os.utime(root / rel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    staged = IndexFile.parse(_index(root).read_bytes())
+    changed = staged.smudge_racy(0, str(root), uptodate=["memories/ab/abd-two.md"])
+    assert [rel for rel, _fixed in changed] == ["memories/ab/abc-one.md"]
+    _index(root).write_bytes(staged.serialize())
+    later = os.stat(_index(root)).st_mtime_ns + 5_000_000_000  # an index a tick newer: nothing racy to git
+    os.utime(_index(root), ns=(later, later))
+    # (the edits changed the ctime, which git would look at otherwise)
+    assert git(root, "-c", "core.trustctime=false", "diff", "--name-only") == "memories/ab/abc-one.md\n"

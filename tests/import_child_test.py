@@ -80,6 +80,32 @@ def test_a_child_behind_leaves_the_notes_to_be_checked_by_the_reader() -> None:
     assert any(found is None for found in here)
 
 
+def test_a_child_that_caught_up_is_handed_notes_again() -> None:
+    """Once the child was behind (stopped here), the reader checks notes itself only until the
+    child has taken what was waiting: then it hands the child notes again."""
+    memories = _memories()
+    child = secrets_child.ScanChild.start()
+    assert child is not None
+    os.kill(child.pid, signal.SIGSTOP)
+    try:
+        here: list[bool | None] = []
+        while len(here) < 100_000 and (not here or here[-1] is None):  # until the reader checks one itself
+            m = memories[len(here) % len(memories)]
+            here.append(child.check(render_memory(m), memory_fields(m).values()))
+        assert here[-1] is not None
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+    behind = len(here)
+    while len(here) < behind + 100_000 and here[-1] is not None:  # the child drains the pipe meanwhile
+        m = memories[len(here) % len(memories)]
+        here.append(child.check(render_memory(m), memory_fields(m).values()))
+    assert here[-1] is None, "the reader never handed the child a note again"
+    answers = iter(child.verdicts())
+    verdicts = [next(answers) if found is None else found for found in here]
+    expected = {n: _here(memories[n]) for n in {n % len(memories) for n in range(len(here))}}
+    assert verdicts == [expected[n % len(memories)] for n in range(len(here))]
+
+
 def test_a_large_import_skips_exactly_the_notes_the_scanner_refuses(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()

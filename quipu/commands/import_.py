@@ -31,7 +31,7 @@ import argparse
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from quipu.index import index
@@ -45,6 +45,9 @@ from quipu.store.memory import MAX_FILE_BYTES, Memory, render_memory
 from quipu.output import print_json
 from quipu.store.store import Store
 from quipu.commands.import_folder import FolderImport, import_markdown, secret_reason, stage
+
+if TYPE_CHECKING:
+    from quipu.index import vectors_aside
 
 TYPE_CLASSES = {"user": "preference", "feedback": "rule", "project": "project-note", "reference": "reference"}
 _SECTION_WORDS = {**TYPE_CLASSES, "users": "preference", "projects": "project-note", "references": "reference"}
@@ -217,15 +220,27 @@ def import_memory_md(
     return outcomes, others, skipped
 
 
-def _index_and_vectors(store: Store, known: dict[str, Memory] | None = None) -> None:
+def _index_and_vectors(store: Store, known: dict[str, Memory] | None = None,
+                       aside: vectors_aside.Aside | None = None) -> None:
     """The index brought up to the import's commit, and the meaning vectors built in the same
-    command (a batch at a time), so the first search after an import is no slower than any other."""
+    command (a batch at a time, or by ``aside`` meanwhile), so the first search after an import is
+    no slower than any other."""
     stage("Updating the index...")
-    if not index.refresh_after_write(store, known):
+    try:
+        fresh = index.refresh_after_write(store, known)
+    except BaseException:
+        if aside is not None:
+            aside.close()
+        raise
+    if not fresh:
+        if aside is not None:
+            aside.close()
         return
     from quipu.index import vectors
 
     stage("Building the meaning vectors...")
+    if aside is not None:
+        aside.wait()
     cache = index.index_file(store).parent
     found = index.query(store, lambda db: vectors.ensure_vectors(cache, db))
     if found is not None:
@@ -245,7 +260,7 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
     """Index what was committed and print the import's summary (or its JSON); the exit code."""
     if done.commit:
         with gc_paused():
-            _index_and_vectors(store, done.known)
+            _index_and_vectors(store, done.known, done.vectors)
     code = EXIT_SOME_SKIPPED if done.skipped else 0
     if args.json:
         print_json({

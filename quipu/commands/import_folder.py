@@ -13,7 +13,10 @@ Contract:
   is behind; a note it does not answer is checked here. The skipped and the existing notes are listed in the order read. The rest is one commit (``Store.commit``: one tree,
   its blobs in one pack), which does not scan again the bytes checked here
   (``quipu.store.scanned``). ``FolderImport.known`` maps each committed blob to its memory, so
-  the index refresh writes the rows without parsing them again.
+  the index refresh writes the rows without parsing them again. From ``CHILD_FROM`` new notes
+  on, a second process builds their meaning vectors while this one commits and the caller
+  indexes (``FolderImport.vectors``, ``quipu.index.vectors_aside``): the caller waits for it
+  before bringing the vectors up to the index, or closes it.
 - Python's cycle collector is off during the pass (``quipu.index.rebuild.gc_paused``): it would walk every kept note
   again at each collection. Progress is drawn on a terminal's stderr only.
 """
@@ -24,15 +27,20 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quipu.errors import FatalError, InvalidMemory
+from quipu.index import index
 from quipu.index.rebuild import gc_paused
+from quipu.index.schema import text_fields
 from quipu.output import Progress
 from quipu.store import gitobj, notes, scanned, secrets_child, secrets_scan
 from quipu.store.gitobj import object_id
 from quipu.store.memory import Memory, check_file_bytes, render_memory
 from quipu.store.store import Store, memory_fields
 
+if TYPE_CHECKING:
+    from quipu.index import vectors_aside
 
 READ_BATCH = 256  # notes read before they are checked
 CHILD_FROM = 2048  # notes from which a second process checks them for secrets (``secrets_child``)
@@ -45,6 +53,7 @@ class FolderImport:
     skipped: list[notes.Skipped]
     commit: str | None
     known: dict[str, Memory] = field(default_factory=dict)  # what was committed, by blob id
+    vectors: vectors_aside.Aside | None = None  # the committed memories' vectors, being built
 
 
 def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
@@ -185,9 +194,11 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     for n, item, data, sent, here in waiting:  # a note the child did not answer (None) is checked here
         decide(n, item, data, next(answers) if sent else here)
     shown.done()
-    commit = None
+    commit, aside = None, None
     if fresh and not dry_run:
         stage(f"Committing {len(fresh):,} notes...")
+        if len(fresh) >= CHILD_FROM:
+            aside = _vectors_aside(store, parsed.values())
         changes: dict[str, bytes | None] = {parsed[mid].path: data for mid, data in fresh.items()}
         try:
             commit = store.commit(
@@ -195,11 +206,29 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
                 {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
                 allow_secret_like=allow_secret_like, marker=True, fields=_Fields(parsed.values()),
             )
+        except BaseException:
+            if aside is not None:
+                aside.close()
+            raise
         finally:
             stage("")
     known = {object_id("blob", fresh[mid]): memory for mid, memory in parsed.items()} if commit else {}
     return FolderImport(list(parsed.values()), [m for _, m in sorted(existing, key=lambda e: e[0])],
-                        [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known)
+                        [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known, aside)
+
+
+def _vectors_aside(store: Store, memories: Iterable[Memory]) -> vectors_aside.Aside | None:
+    """The new memories' vectors started in a second process (None: built after the index)."""
+    from quipu.index import vectors, vectors_aside
+
+    try:
+        where = index.index_file(store)
+    except (FatalError, OSError):  # an unsafe cache folder: the index says so when it is written
+        return None
+    if not where.parent.is_dir():
+        return None
+    return vectors_aside.Aside.start(where.parent, where, ((m.id, vectors.memory_text(*text_fields(m)))
+                                                           for m in memories))
 
 
 def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,

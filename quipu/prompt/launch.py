@@ -27,5 +27,20 @@ def package_parent() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above quipu/prompt/
 
 
+def child_argv(code: str, *args: str) -> "list[str]":
+    """``[<absolute interpreter>, "-I", "-c", code, <package parent>, *args]``: ``code`` puts
+    ``sys.argv[1]``, this package's folder, on ``sys.path`` before it imports quipu."""
+    return [interpreter(), "-I", "-c", code, package_parent(), *args]
+
+
 def quipu_argv(*args: str) -> "list[str]":
-    return [interpreter(), "-I", "-c", BOOT, package_parent(), *args]
+    return child_argv(BOOT, *args)
+
+
+def spare_processor() -> bool:
+    """Whether a second process would run beside this one rather than take turns with it."""
+    import os
+
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) >= 2
+    return (os.cpu_count() or 1) >= 2

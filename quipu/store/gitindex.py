@@ -21,12 +21,14 @@ Contract:
   ``trailer`` is the SHA-1 of the file last parsed or serialized (git's checksum of the file).
 - ``set`` returns the entry's fixed part; ``set_fixed`` stages such a part again (replaying
   another writer's change, see quipu.store.gitstore).
-- ``smudge_racy(since, workdir)`` does what git does before it writes an index (git's
+- ``smudge_racy(since, workdir, uptodate)`` does what git does before it writes an index (git's
   Documentation/technical/racy-git.txt): an entry whose mtime is not older than the index file
   being replaced (``since``, whole seconds, as git compares them) may hide an edit made in the
   same tick, because its stat data still matches the file. Its file is hashed; if the content
   differs from the staged blob, the entry's size is set to 0, which no later stat matches, so
   git looks at the content. Once a newer index is written, nothing else would catch that edit.
+  As in git, an entry staged by this very write from the bytes it wrote (``uptodate``) is not
+  hashed again: it is checked by the next index written after it.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import bisect
 import operator
 import os
 import struct
+from collections.abc import Collection
 
 from quipu.lite import sha1
 
@@ -225,12 +228,17 @@ class IndexFile:
             del self.paths[i], self.encoded[i]
             self._reencode(i)
 
-    def smudge_racy(self, since: int, workdir: str) -> list[tuple[str, bytes]]:
+    def smudge_racy(self, since: int, workdir: str, uptodate: Collection[str] = ()) -> list[tuple[str, bytes]]:
         """Set the size of racily clean entries whose file no longer holds the staged blob to 0;
-        returns the entries changed (path, fixed part)."""
+        returns the entries changed (path, fixed part). ``uptodate``: paths this write staged from
+        the very bytes it wrote, with the status taken as it wrote them, which git marks up to date
+        and leaves out (``do_write_index``): the next index written checks them."""
         stamp = struct.pack(">I", since & 0xFFFFFFFF)
+        skip = {path.encode("utf-8") for path in uptodate}
         changed: list[tuple[str, bytes]] = []
         for i in _at_least(list(map(_MTIME_OF, self.encoded)), stamp):  # (the fixed part leads)
+            if self.paths[i] in skip:
+                continue
             fixed = self._fixed(i)
             if fixed[_SIZE] == b"\x00\x00\x00\x00":
                 continue

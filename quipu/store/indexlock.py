@@ -178,7 +178,8 @@ class GitIndexLock:
             # Entries as new as the index being replaced may hide a same-tick edit (racy git).
             since = _mtime_seconds(self.index)
             if since is not None:
-                changes["set"].extend([rel, fixed.hex()] for rel, fixed in staged.smudge_racy(since, self.workdir))
+                racy = staged.smudge_racy(since, self.workdir, [item[0] for item in setting if item[0] in stats])
+                changes["set"].extend([rel, fixed.hex()] for rel, fixed in racy)
             _write_into(self.lock, staged.serialize())
             self.record = {"from": start, "to": staged.trailer.hex(), **changes}
         else:

@@ -237,9 +237,14 @@ class NewFiles:
 
     def _run(self, workdir: str, items: list[tuple[str, bytes]]) -> None:
         checked: set[str] = set()
+        folders: dict[str, str] = {}  # each folder checked once, by its first file's whole path
         try:
             for rel, data in items:
-                made = _create(safe_worktree_path(workdir, rel, checked, new=True), data)
+                parent, _, name = check_path(rel).rpartition("/")
+                folder = folders.get(parent)
+                if folder is None:
+                    folder = folders[parent] = os.path.dirname(safe_worktree_path(workdir, rel, checked, new=True))
+                made = _create(os.path.join(folder, name), data)
                 if made is not None:
                     self.made[rel] = made
         except BaseException as exc:  # noqa: BLE001 - raised again in the writer's own thread by ``join``

@@ -31,16 +31,13 @@ import sys
 import threading
 from collections.abc import Iterable
 
+from quipu.prompt import launch
 from quipu.store import scanned
 
 _LENGTH = struct.Struct("<I")
 BACKLOG = 1 << 16  # bytes of notes waiting for the pipe past which the reader checks notes itself
 BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from quipu.store.secrets_child import serve; serve(sys.argv[1:])")
-
-
-def _package_parent() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above quipu/store/
 
 
 def _frame(parts: list[bytes]) -> bytes:
@@ -63,11 +60,11 @@ class ScanChild:
 
     @classmethod
     def start(cls, allow: Iterable[str] = ()) -> ScanChild | None:
-        if len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) < 2:
+        if not launch.spare_processor():
             return None  # one processor: the second process would only take turns with the first
         try:
             child = subprocess.Popen(
-                [os.path.abspath(sys.executable), "-I", "-c", BOOT, _package_parent(), *allow],
+                launch.child_argv(BOOT, *allow),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
                 close_fds=True)
         except (OSError, ValueError, subprocess.SubprocessError):
@@ -94,6 +91,7 @@ class ScanChild:
         """Hand a note to the child (None), or, while the child is behind, check it here (whether
         it holds a secret): the reader never waits for the child."""
         parts = scanned.rendered_parts(data, fields)
+        self._push()  # what the child has taken since the last note
         if len(self._backlog) >= BACKLOG or self._gone:
             return scanned.parts_hold_secret(parts, self._allow, marker=True)
         self._sent += 1

@@ -1,0 +1,176 @@
+"""A bulk import's meaning vectors built in a second process while the first commits and indexes.
+
+Contract:
+- ``Aside.start(cache_dir, index_path, texts)`` starts the child and hands it ``texts`` (each new
+  memory's id and ``vectors.memory_text``), or returns None (one processor, no embedding
+  installed, any error starting it): the vectors are then built after the index as before. The
+  child is the absolute interpreter run with ``-I`` and this package's folder first on its path,
+  from ``/`` (``launch.child_argv``): nothing in a store can stand in for quipu.
+- The child adds the texts of the memories already in the index at ``index_path`` (read only;
+  none when it cannot be read), and builds every vector of that whole store to be
+  (``prebuild``), its flat copy (``vectors.matrix``) and the tokenizer's SQLite copy, under
+  ``vectors.lock`` as any writer of the vectors.
+- ``wait()`` returns once the child has ended (whether it built them); ``close()`` ends it at
+  once (the import stopped). Either way the next ``vectors.ensure_vectors`` brings the vectors up
+  to the index: a vector of the text a row holds is linked to it, any other text is embedded
+  then, a vector of a memory the index lacks dropped. The child only saves time, never decides
+  what a search finds.
+"""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import struct
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from quipu.index import sif, vectors
+from quipu.prompt import launch
+from quipu.store.locks import file_lock
+
+_LENGTH = struct.Struct("<I")
+BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from quipu.index.vectors_aside import serve; serve(sys.argv[1], sys.argv[2])")
+SEND = 1 << 20  # bytes of texts written to the child at a time
+
+
+def prebuild(cache_dir: Path, texts: Mapping[str, str]) -> vectors.Vectors | None:
+    """Every vector of a store to be, before the index has its rows: ``texts`` (each memory id's
+    ``memory_text``) counted afresh and embedded, each vector linked to no index row yet (``src``
+    0), so the next ``ensure_vectors`` finds each by its text's hash and only links it to its row.
+    None when the embedding is not installed or there is nothing to build."""
+    from quipu.index import embed
+
+    files = embed.locate()
+    if files is None or not texts:
+        return None
+    model = vectors.model_name()
+    path = cache_dir / vectors.FILE_NAME
+    table = embed.load_table(files.weights)
+    keyed = {mid: (0, text) for mid, text in texts.items()}
+    with file_lock(cache_dir / "vectors.lock"):
+        db = vectors._open(path, model)
+        try:
+            pieces = sif.pieces_for(cache_dir, True)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                bag = sif.recount(db, keyed, pieces)
+                enc = embed.Embedder(table, pieces, bulk=True, weights=sif.weights(db, int(table.shape[0])))
+                todo = [(mid, 0, vectors._sha(text), text) for mid, (_rowid, text) in keyed.items()]
+                embedded = vectors._write(db, todo, vectors._of_bag(enc, bag, {mid: n for n, mid in enumerate(keyed)}))
+                generation = vectors._new_generation(db)
+                db.execute("DELETE FROM meta WHERE key = 'synced'")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        finally:
+            db.close()
+    return vectors.Vectors(path, model, embedded, 0, generation)
+
+
+class Aside:
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        self._child = child
+
+    @classmethod
+    def start(cls, cache_dir: Path, index_path: Path, texts: Iterable[tuple[str, str]]) -> Aside | None:
+        from quipu.index import embed
+
+        if not launch.spare_processor() or embed.locate() is None:
+            return None
+        try:
+            child = subprocess.Popen(launch.child_argv(BOOT, str(cache_dir), str(index_path)),
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     cwd="/", close_fds=True)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        aside = cls(child)
+        if not aside._send(texts):
+            aside.close()
+            return None
+        return aside
+
+    @property
+    def pid(self) -> int:
+        return self._child.pid
+
+    def _send(self, texts: Iterable[tuple[str, str]]) -> bool:
+        """Write every (id, text) framed, then end the child's input; False if it has gone."""
+        sink = self._child.stdin
+        assert sink is not None
+        chunk = bytearray()
+        try:
+            for mid, text in texts:
+                for part in (mid.encode("utf-8"), text.encode("utf-8", "replace")):
+                    chunk += _LENGTH.pack(len(part))
+                    chunk += part
+                if len(chunk) >= SEND:
+                    sink.write(chunk)
+                    chunk.clear()
+            sink.write(chunk)
+            sink.close()
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def wait(self) -> bool:
+        """Wait for the child to end; whether it built the vectors."""
+        return self._child.wait() == 0
+
+    def close(self) -> None:
+        """End the child at once: whatever it had not committed is rolled back."""
+        with contextlib.suppress(OSError):
+            self._child.kill()
+        with contextlib.suppress(OSError, ValueError):
+            assert self._child.stdin is not None
+            self._child.stdin.close()
+        self._child.wait()
+
+
+def _read_texts(data: bytes) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    at, end = 0, len(data)
+    while at < end:
+        parts = []
+        for _ in range(2):
+            (size,) = _LENGTH.unpack_from(data, at)
+            at += _LENGTH.size
+            parts.append(data[at:at + size].decode("utf-8"))
+            at += size
+        texts[parts[0]] = parts[1]
+    return texts
+
+
+def _indexed(index_path: Path) -> dict[str, str]:
+    """The texts of the memories the index already has (none when it cannot be read)."""
+    try:
+        db = sqlite3.connect(f"{index_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    except (OSError, sqlite3.Error):
+        return {}
+    try:
+        return {mid: vectors.memory_text(*fields) for mid, *fields in
+                db.execute("SELECT id, title, aliases, tags, description, body FROM memories")}
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
+def serve(cache_dir: str, index_path: str) -> None:
+    """The child: the import's texts in, the store's vectors written; exits 0 once they are."""
+    texts = _read_texts(sys.stdin.buffer.read())
+    if not texts:
+        raise SystemExit(1)
+    every = _indexed(Path(index_path)) if Path(index_path).is_file() else {}
+    every.update(texts)
+    found = prebuild(Path(cache_dir), every)
+    if found is None:
+        raise SystemExit(1)
+    _ = found.matrix  # the flat copy a search reads
+    vectors.encoder(Path(cache_dir))  # and the tokenizer's copy a query is split with
+
+
+__all__ = ["Aside", "prebuild", "serve"]
