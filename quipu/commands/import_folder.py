@@ -163,9 +163,9 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     # From CHILD_FROM notes on, a second process checks for secrets while this one reads on.
     child = secrets_child.ScanChild.start(allow_secret_like) if total >= CHILD_FROM else None
     # (n, note, file, handed to the child, the verdict found here or None), in the order read
-    waiting: list[tuple[int, notes.Note, bytes, bool, bool | None]] = []
+    waiting: list[tuple[int, notes.Note, bytes, dict[str, str], bool, bool | None]] = []
 
-    def decide(n: int, item: notes.Note, data: bytes, verdict: bool | None) -> None:
+    def decide(n: int, item: notes.Note, data: bytes, verdict: bool | None, fields: dict[str, str]) -> None:
         """The note in, or skipped with its reason; ``verdict``: the child's secret check, or None."""
         if item.memory.id in fresh:
             existing.append((n, item.memory))
@@ -177,7 +177,7 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
             reason, memory = _secret_refusal(item, allow_secret_like), None
         else:
             reason = None
-            scanned.remember_clean(data, memory_fields(item.memory), allow_secret_like)
+            scanned.remember_clean(data, fields, allow_secret_like)
         if reason or memory is None:
             skipped.append((n, notes.Skipped(item.path, reason or "it cannot be read")))
         else:
@@ -191,8 +191,8 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
             child.close()
         raise
     answers = iter(child.verdicts() if child else ())
-    for n, item, data, sent, here in waiting:  # a note the child did not answer (None) is checked here
-        decide(n, item, data, next(answers) if sent else here)
+    for n, item, data, fields, sent, here in waiting:  # a note the child did not answer (None) is checked here
+        decide(n, item, data, next(answers) if sent else here, fields)
     shown.done()
     commit, aside = None, None
     if fresh and not dry_run:
@@ -232,9 +232,11 @@ def _vectors_aside(store: Store, memories: Iterable[Memory]) -> vectors_aside.As
 
 
 def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,
-              decide: Callable[[int, notes.Note, bytes, bool | None], None], head: Callable[[str], bool],
+              decide: Callable[[int, notes.Note, bytes, bool | None, dict[str, str]], None],
+              head: Callable[[str], bool],
               existing: list[tuple[int, Memory]], skipped: list[tuple[int, notes.Skipped]],
-              waiting: list[tuple[int, notes.Note, bytes, bool, bool | None]], shown: Progress) -> None:
+              waiting: list[tuple[int, notes.Note, bytes, dict[str, str], bool, bool | None]],
+              shown: Progress) -> None:
     """Read every note: decided at once, or (with a child) rendered and handed to the child. A
     batch of notes is read, then checked: each pass's code and tables stay in the processor's
     caches for a batch (one note read, then checked, costs each pass about a third more)."""
@@ -248,12 +250,13 @@ def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.
             elif head(item.memory.path):
                 existing.append((n, item.memory))
             elif child is None:
-                decide(n, item, b"", None)
+                decide(n, item, b"", None, {})
             else:
                 reason, data = _rendered(item)
                 # A file that may not be committed is refused here, as it would be alone.
-                here = None if reason else child.check(data, memory_fields(item.memory).values())
-                waiting.append((n, item, data, not reason and here is None, here))
+                fields = memory_fields(item.memory)
+                here = None if reason else child.check(data, fields.values())
+                waiting.append((n, item, data, fields, not reason and here is None, here))
 
 
 class _Fields(Mapping[str, str]):

@@ -72,7 +72,7 @@ def _one_line(value: object, limit: int = 300) -> str:
     return text[:limit] if text.isprintable() else ""
 
 
-def created_of(fields: dict[str, Any], path: Path, mtime: float | None = None) -> str:
+def created_of(fields: dict[str, Any], path: Path | str, mtime: float | None = None) -> str:
     """A note's ``created`` (or ``date``, ``modified``) when it is a date, else the file's mtime
     (``mtime``, when the caller has it)."""
     for key in ("created", "date", "modified"):
@@ -88,14 +88,14 @@ def created_of(fields: dict[str, Any], path: Path, mtime: float | None = None) -
                 return value.strip()
         except (ValueError, OverflowError):
             continue
-    when = _dt.datetime.fromtimestamp(path.stat().st_mtime if mtime is None else mtime, _dt.timezone.utc)
+    when = _dt.datetime.fromtimestamp(os.stat(path).st_mtime if mtime is None else mtime, _dt.timezone.utc)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def read_note(path: Path, root: Path, rel: str | None = None, status: os.stat_result | None = None) -> Note:
+def read_note(path: Path | str, root: Path, rel: str | None = None, status: os.stat_result | None = None) -> Note:
     """One note and the memory it becomes; InvalidMemory (naming the file) when it cannot be one.
     ``rel``: the note's path in the folder, when the caller knows it; ``status``: its ``lstat``."""
-    rel = rel or path.relative_to(root).as_posix()
+    rel = rel or Path(path).relative_to(root).as_posix()
     status = status or os.stat(path)
     if status.st_size > MAX_FILE_BYTES:
         raise InvalidMemory(f"{rel}: {status.st_size:,} bytes; a memory may hold at most {MAX_FILE_BYTES:,}")
@@ -119,7 +119,8 @@ def read_note(path: Path, root: Path, rel: str | None = None, status: os.stat_re
         fields, body = {}, text  # frontmatter another tool wrote in a form quipu does not read: keep it all
     body = body.strip("\n")
     heading = _HEADING.search(body)
-    title = _one_line(fields.get("title")) or (_one_line(heading.group(1)) if heading else "") or _one_line(path.stem)
+    title = (_one_line(fields.get("title")) or (_one_line(heading.group(1)) if heading else "")
+             or _one_line(os.path.splitext(os.path.basename(path))[0]))
     if not title:
         raise InvalidMemory(f"{rel}: no title (no frontmatter title, heading or usable file name)")
     if not body.strip():
@@ -171,10 +172,10 @@ class FolderNotes:
             yield Skipped(where.relative_to(root).as_posix() if where != root else ".",
                           f"a folder that cannot be read: {error.strerror or error}")
         for rel, full in self.paths:
-            yield _read_one(Path(full), root, rel, rel in self.links)
+            yield _read_one(full, root, rel, rel in self.links)
 
 
-def _read_one(path: Path, root: Path, rel: str, link: bool) -> Note | Skipped:
+def _read_one(path: str, root: Path, rel: str, link: bool) -> Note | Skipped:
     if link:
         return Skipped(rel, "not a regular folder (links are not followed): a link to a folder")
     try:
