@@ -84,7 +84,7 @@ def test_a_vectors_file_of_the_earlier_layout_is_built_again(tmp_path: Path) -> 
 def test_an_aside_closed_is_gone(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     where = index.index_file(store)
-    aside = vectors_aside.Aside.start(where.parent, where, [(f"id-{n}", f"text {n}") for n in range(3)])
+    aside = vectors_aside.Aside.start(where.parent, where, [(f"id-{n}", f"text {n}") for n in range(3)], 3)
     assert aside is not None
     aside.close()
     try:
@@ -93,3 +93,15 @@ def test_an_aside_closed_is_gone(tmp_path: Path) -> None:
         pass
     else:
         raise AssertionError("the child still runs after close()")
+
+
+def test_no_aside_when_the_index_holds_more_than_the_import_brings(tmp_path: Path) -> None:
+    """Into a store of more memories than it brings, an import's few vectors are built after the
+    index: the second process would embed every memory again."""
+    store = make_store(tmp_path / "store")
+    add_all(store, NOTES)
+    where = index.index_file(store)
+    assert vectors_aside.Aside.start(where.parent, where, [("id-0", "text")], 1) is None
+    aside = vectors_aside.Aside.start(where.parent, where, [(f"id-{n}", f"text {n}") for n in range(20)], 20)
+    assert aside is not None
+    assert aside.wait()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -198,7 +198,7 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     if fresh and not dry_run:
         stage(f"Committing {len(fresh):,} notes...")
         if len(fresh) >= CHILD_FROM:
-            aside = _vectors_aside(store, parsed.values())
+            aside = _vectors_aside(store, list(parsed.values()))
         changes: dict[str, bytes | None] = {parsed[mid].path: data for mid, data in fresh.items()}
         try:
             commit = store.commit(
@@ -217,7 +217,7 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
                         [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known, aside)
 
 
-def _vectors_aside(store: Store, memories: Iterable[Memory]) -> vectors_aside.Aside | None:
+def _vectors_aside(store: Store, memories: Sequence[Memory]) -> vectors_aside.Aside | None:
     """The new memories' vectors started in a second process (None: built after the index)."""
     from quipu.index import vectors, vectors_aside
 
@@ -228,7 +228,7 @@ def _vectors_aside(store: Store, memories: Iterable[Memory]) -> vectors_aside.As
     if not where.parent.is_dir():
         return None
     return vectors_aside.Aside.start(where.parent, where, ((m.id, vectors.memory_text(*text_fields(m)))
-                                                           for m in memories))
+                                                           for m in memories), len(memories))
 
 
 def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,

@@ -1,9 +1,11 @@
 """A bulk import's meaning vectors built in a second process while the first commits and indexes.
 
 Contract:
-- ``Aside.start(cache_dir, index_path, texts)`` starts the child and hands it ``texts`` (each new
-  memory's id and ``vectors.memory_text``), or returns None (one processor, no embedding
-  installed, any error starting it): the vectors are then built after the index as before. The
+- ``Aside.start(cache_dir, index_path, texts, count)`` starts the child and hands it ``texts``
+  (each new memory's id and ``vectors.memory_text``), or returns None (one processor, no
+  embedding installed, any error starting it, or an index already holding more memories than
+  the import brings, whose vectors need not be built again): the vectors are then built after
+  the index as before. The
   child is the absolute interpreter run with ``-I`` and this package's folder first on its path,
   from ``/`` (``launch.child_argv``): nothing in a store can stand in for quipu.
 - The child adds the texts of the memories already in the index at ``index_path`` (read only;
@@ -18,7 +20,6 @@ Contract:
 """
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import struct
 import subprocess
@@ -76,10 +77,12 @@ class Aside:
         self._child = child
 
     @classmethod
-    def start(cls, cache_dir: Path, index_path: Path, texts: Iterable[tuple[str, str]]) -> Aside | None:
+    def start(cls, cache_dir: Path, index_path: Path, texts: Iterable[tuple[str, str]], count: int) -> Aside | None:
+        """``count``: how many ``texts``; None too when the index already holds more memories
+        (the vectors of those few are built after the index, without embedding the rest again)."""
         from quipu.index import embed
 
-        if not launch.spare_processor() or embed.locate() is None:
+        if not launch.spare_processor() or embed.locate() is None or _indexed_count(index_path) > count:
             return None
         try:
             child = subprocess.Popen(launch.child_argv(BOOT, str(cache_dir), str(index_path)),
@@ -122,12 +125,7 @@ class Aside:
 
     def close(self) -> None:
         """End the child at once: whatever it had not committed is rolled back."""
-        with contextlib.suppress(OSError):
-            self._child.kill()
-        with contextlib.suppress(OSError, ValueError):
-            assert self._child.stdin is not None
-            self._child.stdin.close()
-        self._child.wait()
+        launch.end_child(self._child)
 
 
 def _read_texts(data: bytes) -> dict[str, str]:
@@ -144,19 +142,31 @@ def _read_texts(data: bytes) -> dict[str, str]:
     return texts
 
 
-def _indexed(index_path: Path) -> dict[str, str]:
-    """The texts of the memories the index already has (none when it cannot be read)."""
+def _read_only(index_path: Path, sql: str) -> list[tuple[str, ...]]:
+    """The rows of ``sql`` in the index (none when it is missing or cannot be read)."""
+    if not index_path.is_file():
+        return []
     try:
         db = sqlite3.connect(f"{index_path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
     except (OSError, sqlite3.Error):
-        return {}
+        return []
     try:
-        return {mid: vectors.memory_text(*fields) for mid, *fields in
-                db.execute("SELECT id, title, aliases, tags, description, body FROM memories")}
+        return db.execute(sql).fetchall()
     except sqlite3.Error:
-        return {}
+        return []
     finally:
         db.close()
+
+
+def _indexed_count(index_path: Path) -> int:
+    rows = _read_only(index_path, "SELECT count(*) FROM memories")
+    return int(rows[0][0]) if rows else 0
+
+
+def _indexed(index_path: Path) -> dict[str, str]:
+    """The texts of the memories the index already has."""
+    return {mid: vectors.memory_text(*fields)
+            for mid, *fields in _read_only(index_path, "SELECT id, title, aliases, tags, description, body FROM memories")}
 
 
 def serve(cache_dir: str, index_path: str) -> None:
@@ -164,7 +174,7 @@ def serve(cache_dir: str, index_path: str) -> None:
     texts = _read_texts(sys.stdin.buffer.read())
     if not texts:
         raise SystemExit(1)
-    every = _indexed(Path(index_path)) if Path(index_path).is_file() else {}
+    every = _indexed(Path(index_path))
     every.update(texts)
     found = prebuild(Path(cache_dir), every)
     if found is None:

@@ -11,6 +11,10 @@ Standard library only (the prompt hook's detached refresh uses it). Contract:
 """
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+
 BOOT = ('import sys; p = sys.argv.pop(1); p in sys.path or sys.path.insert(0, p); '
         'import runpy; runpy.run_module("quipu", run_name="__main__", alter_sys=True)')
 
@@ -44,3 +48,15 @@ def spare_processor() -> bool:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0)) >= 2
     return (os.cpu_count() or 1) >= 2
+
+
+def end_child(child: "subprocess.Popen[bytes]") -> None:
+    """End a child at once and reap it (its input closed, whatever it was doing dropped)."""
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        child.kill()
+    with contextlib.suppress(OSError, ValueError):
+        if child.stdin is not None:
+            child.stdin.close()
+    child.wait()

@@ -113,12 +113,7 @@ class ScanChild:
 
     def close(self) -> None:
         """End the child at once (the import stopped): nothing it found is used."""
-        with contextlib.suppress(OSError):
-            self._child.kill()
-        with contextlib.suppress(OSError, ValueError):
-            assert self._child.stdin is not None
-            self._child.stdin.close()
-        self._child.wait()
+        launch.end_child(self._child)
         self._reader.join()
 
     def verdicts(self) -> list[bool | None]:
