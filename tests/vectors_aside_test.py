@@ -57,7 +57,7 @@ def test_a_text_the_index_holds_otherwise_is_embedded_when_linked(tmp_path: Path
     texts = {m.id: vectors.memory_text(*text_fields(store.get(m.id))) for m in NOTES}
     changed = NOTES[0].id
     texts[changed] = "a text the index does not hold"
-    assert vectors_aside.prebuild(cache, texts) is not None
+    assert vectors.prebuild(cache, texts) is not None
     built = _stored(cache)
     linked = _sync(store)
     assert linked.embedded == 1

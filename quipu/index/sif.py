@@ -25,16 +25,20 @@ PIECES_NAME = "pieces.sqlite"
 SIF_A = 1e-3
 
 
-def _meta(db: sqlite3.Connection, key: str) -> str:
+def meta_text(db: sqlite3.Connection, key: str) -> str:
     row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return str(row[0]) if row is not None else ""
+
+
+def meta_int(db: sqlite3.Connection, key: str) -> int:
+    return int(value) if (value := meta_text(db, key)).isdigit() else 0
 
 
 def weights(db: sqlite3.Connection, size: int, only: Sequence[int] | None = None) -> npt.NDArray[np.float32]:
     """SIF weights per piece id from the stored counts (a piece the store lacks weighs 1); with
     ``only``, just those pieces' (the rest stay 1: a few texts need no more)."""
     out = np.ones(size, dtype=np.float32)
-    total = int(value) if (value := _meta(db, "pieces_total")).isdigit() else 0
+    total = meta_int(db, "pieces_total")
     if total:
         if only is None:
             rows = db.execute("SELECT id, n FROM pieces").fetchall()

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,7 +99,7 @@ class Vectors:
             db = _connect(self.path)
             try:
                 db.execute("BEGIN")
-                generation = _meta_text(db, "generation")
+                generation = sif.meta_text(db, "generation")
                 rows = db.execute("SELECT id, vec FROM vectors ORDER BY id").fetchall()
                 db.execute("COMMIT")
             finally:
@@ -226,19 +226,10 @@ def ensure_vectors(cache_dir: Path, index_db: sqlite3.Connection) -> Vectors | N
         return None
 
 
-def _meta_text(db: sqlite3.Connection, key: str) -> str:
-    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return str(row[0]) if row is not None else ""
-
-
 def _index_mark(index_db: sqlite3.Connection) -> str:
     """What identifies the index's state: the commit it is at and when it was last written."""
     meta = dict(index_db.execute("SELECT key, value FROM meta WHERE key IN ('head', 'built_at', 'count')"))
     return f"{meta.get('head', '')} {meta.get('built_at', '')} {meta.get('count', '')}" if meta else ""
-
-
-def _meta_int(db: sqlite3.Connection, key: str) -> int:
-    return int(value) if (value := _meta_text(db, key)).isdigit() else 0
 
 
 def _main_file(db: sqlite3.Connection) -> str:
@@ -277,11 +268,11 @@ def _sync(db: sqlite3.Connection, cache_dir: Path, index_db: sqlite3.Connection,
     assert files is not None  # checked by ensure_vectors
     table = embed.load_table(files.weights)
     count = int(index_db.execute("SELECT count(*) FROM memories").fetchone()[0])
-    counted = _meta_int(db, "counted_memories")
+    counted = sif.meta_int(db, "counted_memories")
     recount = not counted or not (counted / RECOUNT_FACTOR <= count <= counted * RECOUNT_FACTOR)
     mark = _index_mark(index_db)
-    generation = _meta_text(db, "generation")
-    if not recount and mark and generation and _meta_text(db, "synced") == mark:
+    generation = sif.meta_text(db, "generation")
+    if not recount and mark and generation and sif.meta_text(db, "synced") == mark:
         return Vectors(cache_dir / FILE_NAME, model, 0, 0, generation)  # nothing changed since
     pieces: Pieces | None = None
     bag: Bag | None = None
@@ -389,6 +380,41 @@ def _write(db: sqlite3.Connection, todo: _Todo, vectors_of: Callable[[_Todo], Ma
     return len(todo)
 
 
+def prebuild(cache_dir: Path, texts: Mapping[str, str]) -> Vectors | None:
+    """Every vector of a store to be, before the index has its rows: ``texts`` (each memory id's
+    ``memory_text``) counted afresh and embedded, each vector linked to no index row yet (``src``
+    0), so the next ``ensure_vectors`` finds each by its text's hash and only links it to its row.
+    None when the embedding is not installed or there is nothing to build."""
+    from quipu.index import embed
+
+    files = embed.locate()
+    if files is None or not texts:
+        return None
+    model = model_name()
+    path = cache_dir / FILE_NAME
+    table = embed.load_table(files.weights)
+    keyed = {mid: (0, text) for mid, text in texts.items()}
+    with file_lock(cache_dir / "vectors.lock"):
+        db = _open(path, model)
+        try:
+            pieces = sif.pieces_for(cache_dir, True)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                bag = sif.recount(db, keyed, pieces)
+                enc = embed.Embedder(table, pieces, bulk=True, weights=sif.weights(db, int(table.shape[0])))
+                todo = [(mid, 0, _sha(text), text) for mid, (_rowid, text) in keyed.items()]
+                embedded = _write(db, todo, _of_bag(enc, bag, {mid: n for n, mid in enumerate(keyed)}))
+                generation = _new_generation(db)
+                db.execute("DELETE FROM meta WHERE key = 'synced'")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        finally:
+            db.close()
+    return Vectors(path, model, embedded, 0, generation)
+
+
 def _new_generation(db: sqlite3.Connection) -> str:
     """Mark the vectors as changed (inside the caller's transaction): a flat copy of another
     generation is never read again."""
@@ -404,4 +430,4 @@ def remove(cache_dir: Path) -> None:
             os.unlink(cache_dir / name)
 
 
-__all__: Sequence[str] = ["Vectors", "ensure_vectors", "nearest", "first_person", "encoder", "memory_text", "remove"]
+__all__: Sequence[str] = ["Vectors", "ensure_vectors", "prebuild", "nearest", "first_person", "encoder", "memory_text", "remove"]

@@ -10,7 +10,7 @@ Contract:
   from ``/`` (``launch.child_argv``): nothing in a store can stand in for quipu.
 - The child adds the texts of the memories already in the index at ``index_path`` (read only;
   none when it cannot be read), and builds every vector of that whole store to be
-  (``prebuild``), its flat copy (``vectors.matrix``) and the tokenizer's SQLite copy, under
+  (``vectors.prebuild``), its flat copy (``vectors.matrix``) and the tokenizer's SQLite copy, under
   ``vectors.lock`` as any writer of the vectors.
 - ``wait()`` returns once the child has ended (whether it built them); ``close()`` ends it at
   once (the import stopped). Either way the next ``vectors.ensure_vectors`` brings the vectors up
@@ -24,52 +24,16 @@ import sqlite3
 import struct
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
-from quipu.index import sif, vectors
+from quipu.index import vectors
 from quipu.prompt import launch
-from quipu.store.locks import file_lock
 
 _LENGTH = struct.Struct("<I")
 BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from quipu.index.vectors_aside import serve; serve(sys.argv[1], sys.argv[2])")
 SEND = 1 << 20  # bytes of texts written to the child at a time
-
-
-def prebuild(cache_dir: Path, texts: Mapping[str, str]) -> vectors.Vectors | None:
-    """Every vector of a store to be, before the index has its rows: ``texts`` (each memory id's
-    ``memory_text``) counted afresh and embedded, each vector linked to no index row yet (``src``
-    0), so the next ``ensure_vectors`` finds each by its text's hash and only links it to its row.
-    None when the embedding is not installed or there is nothing to build."""
-    from quipu.index import embed
-
-    files = embed.locate()
-    if files is None or not texts:
-        return None
-    model = vectors.model_name()
-    path = cache_dir / vectors.FILE_NAME
-    table = embed.load_table(files.weights)
-    keyed = {mid: (0, text) for mid, text in texts.items()}
-    with file_lock(cache_dir / "vectors.lock"):
-        db = vectors._open(path, model)
-        try:
-            pieces = sif.pieces_for(cache_dir, True)
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                bag = sif.recount(db, keyed, pieces)
-                enc = embed.Embedder(table, pieces, bulk=True, weights=sif.weights(db, int(table.shape[0])))
-                todo = [(mid, 0, vectors._sha(text), text) for mid, (_rowid, text) in keyed.items()]
-                embedded = vectors._write(db, todo, vectors._of_bag(enc, bag, {mid: n for n, mid in enumerate(keyed)}))
-                generation = vectors._new_generation(db)
-                db.execute("DELETE FROM meta WHERE key = 'synced'")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        finally:
-            db.close()
-    return vectors.Vectors(path, model, embedded, 0, generation)
 
 
 class Aside:
@@ -176,11 +140,11 @@ def serve(cache_dir: str, index_path: str) -> None:
         raise SystemExit(1)
     every = _indexed(Path(index_path))
     every.update(texts)
-    found = prebuild(Path(cache_dir), every)
+    found = vectors.prebuild(Path(cache_dir), every)
     if found is None:
         raise SystemExit(1)
     _ = found.matrix  # the flat copy a search reads
     vectors.encoder(Path(cache_dir))  # and the tokenizer's copy a query is split with
 
 
-__all__ = ["Aside", "prebuild", "serve"]
+__all__ = ["Aside", "serve"]
