@@ -231,7 +231,8 @@ def test_hook_returns_at_once_and_a_detached_worker_does_the_session_work(
     wait_for(lambda: "done: 1 applied" in _hook_log(quipu_env))
     assert decided_pairs(store) == [("vpn-new", "vpn-old")]
     seen = [json.loads(x) for x in (tmp_path / "model-seen.jsonl").read_text().splitlines()]
-    assert [s["child_marker"] for s in seen] == ["1"]  # the model child carries the recursion marker
+    assert [s["purpose"] for s in seen] == ["curate", "enrich"]  # the pair, then the session's memories' aliases
+    assert {s["child_marker"] for s in seen} == {"1"}  # the model child carries the recursion marker
 
 
 @pytest.mark.parametrize("command", sorted(EVENTS))
@@ -265,8 +266,9 @@ def test_session_end_in_the_foreground_only_checks_the_sessions_memories(tmp_pat
     report = json.loads(done.stdout)
     assert [(q["loser"], q["winner"]) for q in report["queued"]] == [("open-decisions", "ledger-decided")]
     assert report["applied"] == []
-    seen = [json.loads(x)["pair"] for x in (tmp_path / "model-seen.jsonl").read_text().splitlines()]
-    assert all("ledger-decided" in pair for pair in seen)
+    seen = [json.loads(x) for x in (tmp_path / "model-seen.jsonl").read_text().splitlines()]
+    assert all("ledger-decided" in s["pair"] for s in seen if s["purpose"] == "curate")
+    assert report["enrich"]["wanting"] == 1  # only the session's memory is asked for aliases
 
 
 # ------------------------------------------------------------------ the recursion marker on the prompt path

@@ -9,9 +9,14 @@ Contract:
   dropped when it is empty, too long, a duplicate, looks like a secret, or when most of its
   content words (``COPY_RATIO`` or more, after light stemming) already occur in the memory's
   own title, description or body: such an alias adds nothing the index does not already hold.
+  An alias that looks like a secret or instructs the agent (the prompt-injection gate of
+  ``quipu.capture.gates``) is dropped too: aliases are recalled into prompts.
 - ``enrich(model, memory)`` asks the model for aliases of one memory (one call, purpose
   ``enrich``) and returns the memory with the filtered aliases merged in. Model errors are the
   caller's to handle (``ModelError``); enrichment is optional and a failure never loses the memory.
+- ``propose(model, memories)`` asks for the aliases of several memories in one call (the
+  sweep's enrichment, ``quipu.curate.enrichment``): ``{id: kept aliases}`` for each memory the
+  answer names by its number, filtered as above; a number the prompt did not hold is ignored.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from quipu.capture import gates
 from quipu.model import Model
 from quipu.prompt import fence
 from quipu.store import secrets_scan
@@ -35,12 +41,29 @@ me my no not of on or our should so that the their them then there these they th
 when where which who why will with would you your about am any just also than too very
 """.split())
 
+MAX_NOTE_CHARS = 2000  # of a note's body shown to the model
+
 ALIAS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["aliases"],
     "properties": {"aliases": {"type": "array", "maxItems": 10, "items": {"type": "string"}}},
 }
+
+
+BATCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["notes"],
+    "properties": {"notes": {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": ["note", "aliases"],
+        "properties": {"note": {"type": "integer"},
+                       "aliases": {"type": "array", "maxItems": 10, "items": {"type": "string"}}},
+    }}},
+}
+_ASK = ("list up to 6 short phrases a person would actually type when they need {it} but do not remember "
+        "its words: paraphrases, symptoms, the question they would ask. Do not repeat {whose} own words; "
+        "every phrase must use different words.")
 
 
 def stem(word: str) -> str:
@@ -82,6 +105,8 @@ def filter_aliases(
             dropped.append((alias, "empty or too long"))
         elif secrets_scan.has_secret(alias):
             dropped.append(("[REDACTED]", "looks like a secret"))
+        elif (refusal := gates.check_text(alias, gates=("prompt-injection",))) is not None:
+            dropped.append((alias, refusal.detail))
         elif key in seen:
             dropped.append((alias, "duplicate"))
         elif copy_ratio(alias, own) >= COPY_RATIO:
@@ -94,13 +119,35 @@ def filter_aliases(
     return kept, dropped
 
 
+def _note(memory: Memory, attrs: str = "") -> str:
+    body = memory.body.strip()[:MAX_NOTE_CHARS].replace("</note", "</ note")
+    return f"<note{attrs}>\nTitle: {memory.title}\nDescription: {memory.description}\n{body}\n</note>"
+
+
 def alias_prompt(memory: Memory) -> str:
-    return (
-        "A memory store holds the note below. List up to 6 short phrases a person would actually type "
-        "when they need this note but do not remember its words: paraphrases, symptoms, the question "
-        "they would ask. Do not repeat the note's own words; every phrase must use different words.\n\n"
-        f"<note>\nTitle: {memory.title}\nDescription: {memory.description}\n{memory.body.strip()[:2000]}\n</note>"
-    )
+    ask = _ASK.format(it="this note", whose="the note's")
+    return f"A memory store holds the note below. {ask[0].upper()}{ask[1:]}\n\n{_note(memory)}"
+
+
+def batch_prompt(memories: Sequence[Memory]) -> str:
+    """The prompt asking for the aliases of ``memories``, numbered from 1 in order."""
+    ask = _ASK.format(it="that note", whose="a note's")
+    notes = "\n\n".join(_note(m, f' n="{n}"') for n, m in enumerate(memories, 1))
+    return (f"A memory store holds the notes below. For each note, {ask} Answer for every note, "
+            f"by its number n.\n\n{notes}")
+
+
+def propose(model: Model, memories: Sequence[Memory]) -> dict[str, list[str]]:
+    """The kept aliases of each memory the model answered for, in one call (purpose ``enrich``)."""
+    answer = model.complete(fence.visible(batch_prompt(memories)), BATCH_SCHEMA, purpose="enrich")
+    out: dict[str, list[str]] = {}
+    for item in answer["notes"]:
+        n = item["note"]
+        if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= len(memories):
+            m = memories[n - 1]
+            kept, _dropped = filter_aliases(item["aliases"], m.title, m.description, m.body, m.aliases)
+            out.setdefault(m.id, kept)
+    return out
 
 
 def enrich(model: Model, memory: Memory) -> Memory:

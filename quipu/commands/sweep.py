@@ -36,12 +36,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Run the curator once: a deterministic pass (byte-identical duplicates, memories naming "
         "paths that no longer exist) and a model pass over related pairs. A supersession is applied only "
         "when all four guards pass (confidence >= 0.75, two shared topics or entities, same class, full "
-        "scope); other tensions go to `quipu review`. Every decision is a commit; undo the whole run with "
+        "scope); other tensions go to `quipu review`. Then, on what is left of the budget, it asks for "
+        "aliases (the words a person would type to find a memory) of memories that have none, each "
+        "memory's aliases a commit of its own. Every decision is a commit; undo the whole run with "
         "`quipu undo --sweep ID`. Meant to run daily (see docs/schedule.md).",
     )
     add_model_options(p, calls=DEFAULT_MAX_CALLS, chars=DEFAULT_MAX_CHARS)
     p.add_argument("--dry-run", action="store_true",
                    help="ask no model and change nothing: list the findings and the pairs that would be sent")
+    p.add_argument("--no-enrich", action="store_true",
+                   help="do not ask for aliases of memories that have none (default: ask, unless [sweep] "
+                        "enrich = false in $QUIPU_HOME/config.toml)")
     p.add_argument("--quiet", action="store_true", help="print nothing unless something fails")
     add_json(p)
     p.set_defaults(func=run)
@@ -106,6 +111,10 @@ def print_report(report: SweepReport) -> None:
     print(f"  model: {usage.get('calls', 0)} calls, {usage.get('chars_sent', 0):,} characters sent "
           f"(budget: {_limit_text(report.budget.get('max_calls'), 'calls')}, "
           f"{_limit_text(report.budget.get('max_chars'), 'characters')})")
+    if report.enrich:
+        e = report.enrich
+        print(f"  aliases: {e['wanting']:,} memories have none; {len(e['enriched'])} enriched, {e['without']} asked "
+              f"with nothing kept, {len(e['skipped'])} skipped, {e['deferred']:,} left for the next sweep")
     for item in report.findings:
         print(f"  {item['kind']}: {item['memory']} {item['detail']}" + (f"  [review {item['review']}]" if "review" in item else ""))
     for item in report.applied:
@@ -117,13 +126,17 @@ def print_report(report: SweepReport) -> None:
         print(f"  queued: {item['loser']} vs {item['winner']} ({item['verdict']}, {why})  [review {item['review']}]")
     for item in report.skipped:
         print(f"  skipped: {' / '.join(item['pair'])}: {item['reason']}")
+    for item in (report.enrich or {}).get("skipped", []):
+        print(f"  aliases skipped: {item.get('memory') or ', '.join(item.get('memories', []))}: {item['reason']}")
     if report.dry_run:
         for pair in report.would_send[:20]:
             print(f"  would send: {pair['a']} / {pair['b']} (shared: {', '.join(pair['shared']) or '-'})")
     if report.stopped:
         print(f"  stopped: {report.stopped.splitlines()[0]}")
+    if report.queued or (report.findings and not report.dry_run):
+        print("Review queued items with `quipu review`.")
     if report.commits:
-        print(f"Review queued items with `quipu review`; undo this sweep with `quipu undo --sweep {report.sweep_id}`.")
+        print(f"Undo this sweep with `quipu undo --sweep {report.sweep_id}`.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if root is not None and not root.is_dir():
         raise FatalError(f"--project-root {args.project_root} is not a folder\n- pass the root of the project the memories are about")
     show = (lambda done, total: progress(done, total, "sweep")) if not (args.json or args.quiet) else None
-    report = run_sweep(store, model, budget, SweepOptions(project_root=root, dry_run=args.dry_run, progress=show))
+    enrich = not args.no_enrich and _setting(store, "enrich") is not False
+    report = run_sweep(store, model, budget, SweepOptions(project_root=root, dry_run=args.dry_run, progress=show,
+                                                          enrich=enrich))
     if args.json:
         print_json(report.to_json())
     elif not args.quiet:

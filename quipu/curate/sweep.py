@@ -12,7 +12,11 @@ Contract:
 - A verdict that cannot be used (not JSON, wrong shape, unknown id, confidence outside 0..1, a
   failed call) is skipped with its reason in the report and in ``<store>/.cache/sweep.log``, and
   changes nothing. ``ModelUnavailable`` stops the model pass (reported in ``stopped``).
-- ``dry_run`` asks no model and writes nothing: it reports the findings and the pairs it would send.
+- Then the enrichment (``quipu.curate.enrichment``): aliases for memories without any, on what is
+  left of the same budget, each memory's aliases a commit of the same sweep. ``enrich=False``
+  skips it.
+- ``dry_run`` asks no model and writes nothing: it reports the findings, the pairs it would send
+  and how many memories want aliases.
 - The report is also written to ``<store>/.cache/sweeps/<sweep id>.json``.
 - ``spawn_detached`` starts a process in its own session with stdio on /dev/null and returns at
   once; the hook entry points use it to hand the per-session work (``per_session_work``) to a
@@ -36,7 +40,7 @@ from typing import Any
 from quipu.curate import consistency
 from quipu.index import index
 from quipu.prompt import fence, launch
-from quipu.curate import apply, candidates, deterministic
+from quipu.curate import apply, candidates, deterministic, enrichment
 from quipu.curate.corpus import Corpus, load
 from quipu.curate.ledger import Ledger, load_ledger
 from quipu.curate.verdict import ACTING_VERDICTS, SCHEMA, BadVerdict, Verdict, build_prompt, check_guards
@@ -103,6 +107,8 @@ class SweepOptions:
     focus: frozenset[str] | None = None  # only pairs and findings touching these memories
     lock_wait: float = 0.0
     progress: Callable[[int, int], None] | None = None
+    enrich: bool = True
+    enrich_calls: int = enrichment.MAX_CALLS
 
 
 @dataclass
@@ -128,6 +134,7 @@ class SweepReport:
     failed: bool = False  # the model pass stopped because the model was unavailable (not the budget)
     commits: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    enrich: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,7 +145,8 @@ class SweepReport:
                       "deferred": self.deferred},
             "applied": self.applied, "queued": self.queued, "skipped": self.skipped,
             "findings": self.findings, "would_send": self.would_send, "budget": self.budget,
-            "usage": self.usage, "stopped": self.stopped, "failed": self.failed, "commits": self.commits,
+            "enrich": self.enrich, "usage": self.usage, "stopped": self.stopped, "failed": self.failed,
+            "commits": self.commits,
             "seconds": round(self.seconds, 3),
         }
 
@@ -230,6 +238,21 @@ def _model_pass(store: Store, corpus: Corpus, ledger: Ledger, model: MeteredMode
         options.progress(len(pairs), len(pairs))
 
 
+def _enrich(store: Store, corpus: Corpus, model: MeteredModel, report: SweepReport, options: SweepOptions) -> None:
+    """The enrichment, on what the pairs left of the budget (a pass the budget stopped asks nothing)."""
+    if report.stopped:
+        report.enrich = enrichment.pending(store, corpus, options.focus).to_json()
+        return
+    done = enrichment.enrich_pass(store, corpus, model, report.sweep_id, focus=options.focus,
+                                  max_calls=options.enrich_calls)
+    report.enrich = done.to_json()
+    report.commits.extend(item["commit"] for item in done.enriched)
+    for item in done.skipped:
+        _log_skip(store, report.sweep_id, {"enrich": True, **item})
+    if done.stopped:
+        report.stopped, report.failed = done.stopped, done.failed
+
+
 def run_sweep(store: Store, model: Model | None, budget: Budget, options: SweepOptions | None = None,
               *, sweep_id: str | None = None) -> SweepReport:
     """Run the deterministic and the model pass once (see the module contract)."""
@@ -254,12 +277,18 @@ def run_sweep(store: Store, model: Model | None, budget: Budget, options: SweepO
         if options.dry_run or model is None:
             report.would_send = [p.to_json() for p in pairs]
             report.deferred = len(pairs) if model is None and not options.dry_run else 0
+            if options.enrich:
+                report.enrich = enrichment.pending(store, corpus, options.focus).to_json()
         else:
             metered = MeteredModel(model, budget, store.cache_dir / CALLS_LOG)
             try:
-                _model_pass(store, corpus, ledger, metered, pairs, report, options)
+                try:
+                    _model_pass(store, corpus, ledger, metered, pairs, report, options)
+                finally:
+                    report.sent = metered.summary().calls  # the pairs' calls
+                if options.enrich and not report.failed:
+                    _enrich(store, corpus, metered, report, options)
             finally:
-                report.sent = metered.summary().calls
                 report.usage = metered.summary()._asdict()
         if report.commits:
             index.ensure_fresh(store)

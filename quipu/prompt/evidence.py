@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 # - A short question in everyday words only ("which package manager do we use?") has no topic
 #   term, yet a memory may have been written for exactly that question: it speaks when its title
 #   or aliases have TITLE_WORDS of the question's words, and no other memory does.
+# - A prompt that opens by agreeing with the agent ("yes, address the review comments":
+#   ``opens_with_assent``) and asks nothing carries on with the agent's own proposal: only
+#   STRONG_EVIDENCE (or a phrase said whole) speaks for a memory. A store whose memories carry
+#   aliases (everyday words by design) otherwise answers such follow-ups on a word or two.
 # - A prompt that is mostly pasted output is read by the person's own words
 #   (``quipu.prompt.query.split_pasted``); each of the paste's rarest topic words the memory
 #   holds adds PASTE_VALUE, for at most PASTE_WORDS of them.
@@ -175,6 +179,20 @@ _QUESTION_WORDS = frozenset("who whom whose what when where which why how".split
 _ASKING = ("remind me", "tell me", "do you remember", "do you know", "any idea", "i forgot", "i forget")
 
 
+# A prompt that opens by agreeing with the agent ("yes, address the review comments", "sounds
+# right, go for the changes you proposed") carries on with what the agent proposed: its words
+# name that work, not a memory. In English and the other languages people write prompts in.
+_ASSENT = frozenset("""yes yeah yep yup ok okay sure alright great perfect nice cool good agreed lgtm thanks
+thank sounds correct exactly indeed absolutely si sí oui ja sim vale claro genau parfait perfekt perfeito
+perfecto bueno danke merci gracias obrigado obrigada""".split())
+
+
+def opens_with_assent(prompt: str) -> bool:
+    """Whether the prompt's first word agrees ("yes, ...", "ok so ...", "sounds good, ...")."""
+    words = phrase_words(prompt[:40])
+    return bool(words) and words[0] in _ASSENT
+
+
 def is_question(prompt: str) -> bool:
     """A short prompt (at most QUESTION_WORDS_MAX words) that asks: it ends with "?", has a
     sentence ending with "?" inside ("... what the deploy process is? I think there was a
@@ -223,8 +241,10 @@ class Evidence:
     def __init__(self, db: "Connection", prompt_terms: "Sequence[Term]", stems: dict[str, str],
                  df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
                  question: bool, by_title: bool = False,
-                 phrased: "dict[int, str] | None" = None, from_paste: bool = False) -> None:
+                 phrased: "dict[int, str] | None" = None, from_paste: bool = False,
+                 follow_up: bool = False) -> None:
         self.db = db
+        self.follow_up = follow_up  # it opens by agreeing with the agent: only strong evidence speaks
         self.from_paste = from_paste
         self.phrased = phrased or {}
         self.by_title = by_title
@@ -355,6 +375,9 @@ class Evidence:
             if len(named) < TITLE_WORDS:
                 why = (f"a question in everyday words speaks only for a memory whose title or aliases have "
                        f"{TITLE_WORDS} of them (this one has {', '.join(named) or 'none'})")
+        elif self.follow_up and value < STRONG_EVIDENCE:
+            why = (f"the prompt carries on with the agent's work (it opens by agreeing): its {value:g} of "
+                   f"evidence is not the {STRONG_EVIDENCE:g} it needs")
         elif not topic:
             if not self._rare_together(words):
                 why = "matches only generic words of the prompt (" + ", ".join(words) + ")"

@@ -39,6 +39,7 @@ from quipu.prompt.evidence import (
     Evidence,
     is_question,
     names_a_subject,
+    opens_with_assent,
     phrase_hits,
 )
 from quipu.prompt.indexread import frequencies_of, stems_of, store_size_of
@@ -86,6 +87,10 @@ DEFAULT_MIN_SCORE = 1.0
 # copy of the settings is clamped again here, so even a forged index cannot lift them.
 HARD_LIMIT = 5
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
+# A self-updating fact note (quipu.capture.facts): class ``fact`` and an id derived from its subject
+# alone (``facts.fact_id``). Other notes of class ``fact`` (a fact a person wrote or imported)
+# are not capped: two of them may both answer a question.
+FACT_ID_PREFIX = "fact-"
 
 
 def label_text(status: str, superseded_by: "str | None", labels: "Sequence[str]") -> str:
@@ -126,6 +131,11 @@ class Hit:
 
     def label_text(self) -> str:
         return label_text(self.status, self.superseded_by, self.labels)
+
+    @property
+    def self_updating(self) -> bool:
+        """A self-updating fact note, whose slots ``FACT_SLOTS`` caps."""
+        return self.cls == "fact" and self.id.startswith(FACT_ID_PREFIX)
 
     def to_json(self) -> "dict[str, Any]":
         return {
@@ -226,13 +236,13 @@ def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int 
         if hit.id in taken:  # one memory in both stores (a copy): shown once, the better-ranked
             continue
         taken.add(hit.id)
-        if hit.cls == "fact" and fact_slots is not None and facts >= fact_slots and limit > fact_slots:
-            merged.left_out.append(f"{hit.id}: fact notes may take only {fact_slots} slot(s) ({hit.store} store)")
+        if hit.self_updating and fact_slots is not None and facts >= fact_slots and limit > fact_slots:
+            merged.left_out.append(f"{hit.id}: self-updating fact notes may take only {fact_slots} slot(s) ({hit.store} store)")
             continue
         if len(merged.hits) >= limit:
             merged.left_out.append(f"{hit.id}: past the limit of {limit} ({hit.store} store)")
             continue
-        facts += hit.cls == "fact"
+        facts += hit.self_updating
         merged.hits.append(hit)
     if not merged.hits:
         merged.reason = "; ".join(f"{label} store: {r.reason}" for label, r in results if r.reason)
@@ -401,7 +411,7 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     scored.sort(key=lambda h: (-h.score, h.id))
     result.candidates = scored
     evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased,
-                         from_paste)
+                         from_paste, follow_up=not question and opens_with_assent(prompt))
                 if options.require_topic else None)
     eligible = [h for h in scored if h.score >= options.min_score or h.rowid in phrased][:EVIDENCE_CHECKS]
     checked = {h.rowid for h in eligible} | set(phrased)
@@ -423,13 +433,13 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
                 result.left_out.append(f"{hit.id}: {why}")
                 continue
         slots = options.fact_slots
-        if hit.cls == "fact" and slots is not None and facts >= slots and options.limit > slots:
-            result.left_out.append(f"{hit.id}: fact notes may take only {slots} slot(s)")
+        if hit.self_updating and slots is not None and facts >= slots and options.limit > slots:
+            result.left_out.append(f"{hit.id}: self-updating fact notes may take only {slots} slot(s)")
             continue
         if len(result.hits) >= options.limit:
             result.left_out.append(f"{hit.id}: past the limit of {options.limit}")
             continue
-        facts += hit.cls == "fact"
+        facts += hit.self_updating
         result.hits.append(hit)
     if result.hits:  # excerpts only for what is shown
         shown = excerpts_of(db, [h.rowid for h in result.hits], [stems[f] for c in chosen for f in forms_of(c) if f in stems])

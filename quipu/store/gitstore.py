@@ -223,9 +223,11 @@ def commit_files(root: Path, changes: Mapping[str, bytes | None], message: str, 
 
 
 def write_files(root: Path, changes: Mapping[str, bytes | None], message: str, *, objects: gitobj.Objects | None = None,
-                create_only: Collection[str] = (), require: Collection[str] = ()) -> Landed | None:
-    """``commit_files``, returning the landed write (None when nothing changed)."""
-    for rel in [*changes, *create_only, *require]:
+                create_only: Collection[str] = (), require: Collection[str] = (),
+                unchanged: Mapping[str, str] | None = None) -> Landed | None:
+    """``commit_files``, returning the landed write (None when nothing changed); ``unchanged``:
+    paths whose blob must still be the one named (``ConflictError`` otherwise, nothing written)."""
+    for rel in [*changes, *create_only, *require, *(unchanged or {})]:
         check_path(rel)
     w = Writer(root, objects)
     checked: set[str] = set()
@@ -239,7 +241,7 @@ def write_files(root: Path, changes: Mapping[str, bytes | None], message: str, *
         pending = recover(w.gitdir, w.workdir)
         compact_index(w.gitdir, w.workdir)
         landed = _land(w, build, message, pending, written=changes, check=lambda base: check_preconditions(
-            base, create_only, require), new={rel: data for rel in create_only if (data := changes.get(rel))})
+            base, create_only, require, unchanged), new={rel: data for rel in create_only if (data := changes.get(rel))})
     if landed is None:
         return None
     _maybe_gc(w.gitdir)

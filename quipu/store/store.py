@@ -233,9 +233,12 @@ class Store:
         *,
         create_only: Collection[str] = (), require: Collection[str] = (),
         allow_secret_like: Collection[str] = (), fields: Mapping[str, str] | None = None, marker: bool = False,
+        unchanged: Mapping[str, str] | None = None,
     ) -> str:
         """One commit; ``create_only``/``require`` paths are checked under the writer lock. Every path
         is one of the store's schema (``InvalidMemory`` otherwise, and nothing is written).
+        ``unchanged`` maps paths to the blob ids they were read as: a write made from a file read
+        earlier is refused (``ConflictError``) when someone changed the file since.
 
         No secret is committed, in any file, in ``fields`` (the raw strings a file was rendered from)
         or in the message (``SecretRefused``, nothing written). Rules a person vouches for
@@ -257,7 +260,8 @@ class Store:
         # The rule names quipu adds are not scanned (``secret-like`` would read as a password).
         message = format_message(summary, {**trailers, "Quipu-Allowed-Secret-Like": ",".join(used) or None})
         landed = gitstore.write_files(
-            self.root, changes, message, objects=self.objects, create_only=create_only, require=require
+            self.root, changes, message, objects=self.objects, create_only=create_only, require=require,
+            unchanged=unchanged,
         )
         if landed is None:
             raise ConflictError(f"nothing to commit for {summary!r}: the store already holds exactly this")

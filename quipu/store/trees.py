@@ -1,7 +1,7 @@
 """The paths a write may touch, and what must (not) exist in the tree it is built on."""
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from quipu.errors import ConflictError, InvalidMemory, NotFound
 
@@ -27,7 +27,14 @@ def check_path(rel: object) -> str:
     return rel  # type: ignore[return-value]
 
 
-def check_preconditions(tree: Tree, create_only: Collection[str], require: Collection[str]) -> None:
+def check_preconditions(tree: Tree, create_only: Collection[str], require: Collection[str],
+                        unchanged: Mapping[str, str] | None = None) -> None:
+    """``create_only`` paths must not exist, ``require`` paths must; each path of ``unchanged``
+    must still be the blob it names (a write made from what was read, not over a newer version)."""
+    for rel, oid in (unchanged or {}).items():
+        entry = tree.blob(rel)
+        if entry is None or entry[1] != oid:
+            raise ConflictError(f"{rel} changed since it was read\n- read it again; nothing was written")
     for rel in create_only:
         if tree.has(rel):
             raise ConflictError(f"{rel} already exists in the store\n- choose another id")

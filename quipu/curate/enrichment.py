@@ -1,0 +1,168 @@
+"""The sweep's enrichment: aliases for the memories that have none, several memories a model call.
+
+A note imported or written with ``quipu add`` holds only its author's words; a person looking
+for it later types other ones. Capture asks for aliases when it writes a memory; this pass asks
+for the rest, a few at a time, on the sweep's budget.
+
+Contract:
+- ``wanting(corpus, focus, tried)``: the active memories without aliases (``focus``: only
+  those), less the ones already asked about in their current form (``tried``), newest first.
+- ``enrich_pass(store, corpus, model, sweep_id, ...)`` asks ``quipu.capture.enrich.propose`` for
+  BATCH memories (at most BATCH_CHARS of prompt) a call, at most ``max_calls`` calls. Each memory
+  that gains aliases is its own commit (``Quipu-Action: enrich``, ``Quipu-Memory``,
+  ``Quipu-Sweep``), so ``quipu undo --memory`` or ``--sweep`` takes it back, and only the
+  ``aliases`` field changes. The commit is made only if the file is still the one the model was
+  shown (``Store.commit(unchanged=...)``): an edit made meanwhile wins, and the memory is asked
+  again by a later sweep.
+- A memory whose answer kept no alias is remembered in the git-ignored
+  ``<store>/.cache/enrich-tried.jsonl`` under its file's fingerprint and not asked again until
+  the file changes; losing that file costs model calls, never correctness. A failed call marks
+  nothing.
+- The budget and an unavailable model stop the pass (the rest is left for the next sweep); any
+  other model error skips that call's memories.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from quipu.capture import enrich
+from quipu.curate.corpus import Corpus, Entry
+from quipu.errors import ConflictError, FatalError, NotFound
+from quipu.model import BudgetExceeded, MeteredModel, ModelError, ModelUnavailable
+from quipu.store import gitobj
+from quipu.store.memory import render_memory
+from quipu.store.store import Store, memory_fields
+from quipu.store.trailers import cut_words
+
+TRIED_NAME = "enrich-tried.jsonl"
+BATCH = 8                # memories a call
+BATCH_CHARS = 12_000     # of prompt a call (each note's body is cut at enrich.MAX_NOTE_CHARS)
+MAX_CALLS = 20           # calls a sweep (the daily one); a session's sweep has its own small budget
+
+
+@dataclass
+class EnrichReport:
+    wanting: int = 0
+    asked: int = 0
+    enriched: list[dict[str, Any]] = field(default_factory=list)  # {memory, aliases, commit}
+    without: int = 0    # asked, and nothing the model said was kept
+    skipped: list[dict[str, Any]] = field(default_factory=list)   # {memories | memory, reason}
+    deferred: int = 0
+    stopped: str | None = None
+    failed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"wanting": self.wanting, "asked": self.asked, "enriched": self.enriched, "without": self.without,
+                "skipped": self.skipped, "deferred": self.deferred}
+
+
+def load_tried(store: Store) -> set[tuple[str, str]]:
+    """(id, fingerprint) of the memories asked about whose answer kept nothing."""
+    out: set[tuple[str, str]] = set()
+    with contextlib.suppress(OSError):
+        for line in (store.cache_dir / TRIED_NAME).read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                item = json.loads(line)
+                out.add((str(item["id"]), str(item["fp"])))
+    return out
+
+
+def _mark_tried(store: Store, entries: Sequence[Entry]) -> None:
+    if not entries:
+        return
+    with contextlib.suppress(OSError):
+        store.cache_dir.mkdir(parents=True, exist_ok=True)
+        with (store.cache_dir / TRIED_NAME).open("a", encoding="utf-8") as fh:
+            fh.write("".join(json.dumps({"id": e.id, "fp": e.fingerprint}) + "\n" for e in entries))
+
+
+def wanting(corpus: Corpus, focus: Collection[str] | None, tried: set[tuple[str, str]]) -> list[Entry]:
+    """The active memories without aliases, not yet asked about in this form, newest first."""
+    out = [e for e in corpus.active() if not e.memory.aliases and (focus is None or e.id in focus)
+           and (e.id, e.fingerprint) not in tried]
+    return sorted(out, key=lambda e: (-e.created_ts, e.id))
+
+
+def pending(store: Store, corpus: Corpus, focus: Collection[str] | None) -> EnrichReport:
+    """What a pass that asks nothing reports: every memory that wants aliases is left for later."""
+    want = len(wanting(corpus, focus, load_tried(store)))
+    return EnrichReport(wanting=want, deferred=want)
+
+
+def batches(entries: Sequence[Entry], size: int = BATCH, chars: int = BATCH_CHARS) -> list[list[Entry]]:
+    """``entries`` in order, cut into calls of at most ``size`` memories and about ``chars`` of prompt."""
+    out: list[list[Entry]] = []
+    current: list[Entry] = []
+    used = 0
+    for entry in entries:
+        m = entry.memory
+        cost = len(m.title) + len(m.description) + min(len(m.body), enrich.MAX_NOTE_CHARS) + 64
+        if current and (len(current) >= size or used + cost > chars):
+            out.append(current)
+            current, used = [], 0
+        current.append(entry)
+        used += cost
+    if current:
+        out.append(current)
+    return out
+
+
+def _commit(store: Store, entry: Entry, aliases: Sequence[str], sweep_id: str) -> str:
+    memory = entry.memory.with_changes(aliases=tuple(aliases))
+    return store.commit(
+        {memory.path: render_memory(memory)},
+        f"quipu: enrich {memory.id} {cut_words(memory.title, 60)}",
+        {"Quipu-Action": "enrich", "Quipu-Memory": memory.id, "Quipu-Sweep": sweep_id},
+        require=(memory.path,), unchanged={memory.path: gitobj.object_id("blob", entry.data)},
+        fields=memory_fields(memory),
+    )
+
+
+def enrich_pass(store: Store, corpus: Corpus, model: MeteredModel, sweep_id: str, *,
+                focus: Collection[str] | None = None, max_calls: int = MAX_CALLS) -> EnrichReport:
+    """Ask for the aliases of the memories that want them (see the module contract)."""
+    report = EnrichReport()
+    todo = wanting(corpus, focus, load_tried(store))
+    report.wanting = len(todo)
+    calls = batches(todo)
+    for n, batch in enumerate(calls):
+        if n >= max_calls:
+            report.deferred = sum(len(b) for b in calls[n:])
+            break
+        ids = [e.id for e in batch]
+        try:
+            answer = enrich.propose(model, [e.memory for e in batch])
+        except (BudgetExceeded, ModelUnavailable) as exc:
+            report.stopped = str(exc).split("\n", 1)[0]
+            report.failed = isinstance(exc, ModelUnavailable)
+            report.deferred = sum(len(b) for b in calls[n:])
+            break
+        except ModelError as exc:
+            report.skipped.append({"memories": ids, "reason": f"{type(exc).__name__}: {exc}"})
+            continue
+        report.asked += len(batch)
+        nothing: list[Entry] = []
+        for entry in batch:
+            kept = answer.get(entry.id)
+            if kept is None:
+                continue  # not answered: asked again next time
+            if not kept:
+                nothing.append(entry)
+                continue
+            try:
+                sha = _commit(store, entry, kept, sweep_id)
+            except (ConflictError, NotFound) as exc:
+                report.skipped.append({"memory": entry.id, "reason": str(exc).split("\n", 1)[0]})
+                continue
+            except FatalError as exc:  # a secret or an invalid field: nothing written
+                report.skipped.append({"memory": entry.id, "reason": f"{type(exc).__name__}: {exc}"})
+                nothing.append(entry)
+                continue
+            report.enriched.append({"memory": entry.id, "aliases": list(kept), "commit": sha})
+        report.without += len(nothing)
+        _mark_tried(store, nothing)
+    return report
