@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -65,6 +66,23 @@ def replay_model(memories: dict[str, object], recorded: dict[str, list[str]]) ->
         return {"notes": notes}
 
     return ScriptedModel(responder=respond)
+
+
+class PlainWithAliases(P.PlainFts):
+    """Plain FTS5 BM25 over each memory's title, aliases, description and body."""
+
+    def __init__(self, db_path: Path) -> None:
+        source = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        rows = source.execute("SELECT id, title, aliases, description, body FROM memories").fetchall()
+        source.close()
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='porter unicode61')")
+        self.db.executemany("INSERT INTO t VALUES (?, ?)", [(r[0], " ".join(x or "" for x in r[1:])) for r in rows])
+
+
+def run_plain(db_path: Path, cases: list[P.Case]) -> list[list[str]]:
+    fts = PlainWithAliases(db_path)
+    return [fts.search(c.text) for c in cases]
 
 
 def enriched_store(scratch: Path, name: str, source: Path, recorded: dict[str, list[str]]) -> tuple[Path, dict[str, object]]:
@@ -131,7 +149,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, machine: str) -> i
 
     rows = []
     for state, f_root, t_root in (("as imported", full, foreign), ("after the enrichment", full_e, foreign_e)):
-        for system, run in ((P.QUIPU, P.run_quipu), (P.PLAIN, P.run_plain)):
+        for system, run in ((P.QUIPU, P.run_quipu), (P.PLAIN, run_plain)):
             conv = run(db(f_root), conversational)
             top = run(db(t_root), topical)
             cells = [P.pct(sum(1 for ids in conv if ids), len(conv)), P.pct(sum(1 for ids in top if ids), len(top))]

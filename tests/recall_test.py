@@ -361,3 +361,33 @@ def test_common_terms_read_a_bounded_number_of_rows_and_still_find_the_memory(tm
     finally:
         db.close()
     assert hits[0].id == "target"
+
+
+def test_self_updating_facts_take_one_slot_and_facts_a_person_wrote_are_not_capped(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [
+        memory("fact-maria-s-employer", "Maria's employer: Acme Robotics", "Current: Acme Robotics (since 2026-03-01)",
+               cls="fact"),
+        memory("fact-maria-s-team", "Maria's team: Acme Robotics firmware", "Current: firmware (since 2026-03-01)",
+               cls="fact"),
+        memory("replica-port", "The Postgres read replica listens on port 6433",
+               "Reports read from the Postgres replica on port 6433, never the primary.", cls="fact"),
+        memory("primary-port", "The Postgres primary listens on port 5433",
+               "Writes go to the Postgres primary on port 5433 (compose maps it from 5432).", cls="fact"),
+    ])
+    # Two facts a person wrote both answer; a self-updating fact note takes one slot of two.
+    assert set(ranked(store, "which port do the postgres primary and the replica listen on?")) == {
+        "replica-port", "primary-port"}
+    shown = ranked(store, "does maria still work at acme robotics?")
+    assert len([i for i in shown if i.startswith("fact-")]) == 1
+
+
+def test_a_follow_up_that_opens_by_agreeing_is_silent_where_a_question_recalls(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "s")
+    add_all(store, [memory("no-review-talk", "Do not narrate change history in code comments",
+                           "Comments describe the code as it is, never the reviewer or what changed.",
+                           cls="rule", aliases=["comments that address reviewers", "replying to review in code"])])
+    assert ranked(store, "how should I address the review comments?") == ["no-review-talk"]
+    for follow_up in ("yes, address the review comments", "ok address the review comments",
+                      "sounds good, address the review comments", "oui, address the review comments"):
+        assert ranked(store, follow_up) == [], follow_up

@@ -34,7 +34,7 @@ class Cap(NamedTuple):
 
 # Settings that choose what runs, where files go, or how much goes to a model.
 USER_ONLY: dict[str, tuple[str, ...]] = {
-    "sweep": ("model", "max_calls", "max_chars", "use_api_key"),
+    "sweep": ("model", "max_calls", "max_chars", "use_api_key", "enrich"),
     "verify": ("roots", "paths"),
 }
 # How much reaches the model's context: a store may lower these, only the user may raise them.
@@ -143,6 +143,7 @@ def problems(store: Any) -> list[str]:
             if key in table:
                 also = f", the {MODEL_ENV} environment variable or --model" if key == "model" else (
                     " or --root NAME=PATH" if key == "roots" else " or --check-any-path" if key == "paths"
+                    else " or --no-enrich" if key == "enrich"
                     else "" if key == "use_api_key" else f" or --{key.replace('_', '-')}")
                 out.append(f"[{name}] {key} in {where} is ignored: a store may not choose what runs, where files go "
                            f"or how much is sent to a model\n- set it in {home} [{name}]{also}")
