@@ -98,7 +98,7 @@ def enriched_store(scratch: Path, name: str, source: Path, recorded: dict[str, l
     memories = {e.id: e.memory for e in loaded.entries.values()}
     model = MeteredModel(replay_model(memories, recorded), Budget(), None)
     start = time.perf_counter()
-    done = enrichment.enrich_pass(store, loaded, model, "sw-bench-enrich", max_calls=1_000_000)
+    done = enrichment.enrich_pass(store, loaded, model, "sw-bench-enrich")
     index.ensure_fresh(store)
     figures = {"seconds": round(time.perf_counter() - start, 1), "calls": model.summary().calls,
                "wanting": done.wanting, "enriched": len(done.enriched), "without": done.without,

@@ -275,6 +275,9 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
           f"{len(done.skipped)} skipped.")
     for item in done.skipped:
         print(f"  skipped {item.path}: {item.reason}")
+    if done.imported and not args.dry_run:
+        print("Notes hold only their author's words: `quipu sweep` asks the model for the words a person would "
+              "type to find them (docs/schedule.md).")
     return code
 
 

@@ -8,7 +8,8 @@ Contract:
 - ``wanting(corpus, focus, tried)``: the active memories without aliases (``focus``: only
   those), less the ones already asked about in their current form (``tried``), newest first.
 - ``enrich_pass(store, corpus, model, sweep_id, ...)`` asks ``quipu.capture.enrich.propose`` for
-  BATCH memories (at most BATCH_CHARS of prompt) a call, at most ``max_calls`` calls. Each memory
+  BATCH memories (at most BATCH_CHARS of prompt) a call, until the model's budget (the sweep's,
+  what the pairs left of it) or ``max_calls`` stops it. Each memory
   that gains aliases is its own commit (``Quipu-Action: enrich``, ``Quipu-Memory``,
   ``Quipu-Sweep``), so ``quipu undo --memory`` or ``--sweep`` takes it back, and only the
   ``aliases`` field changes. The commit is made only if the file is still the one the model was
@@ -41,7 +42,6 @@ from quipu.store.trailers import cut_words
 TRIED_NAME = "enrich-tried.jsonl"
 BATCH = 8                # memories a call
 BATCH_CHARS = 12_000     # of prompt a call (each note's body is cut at enrich.MAX_NOTE_CHARS)
-MAX_CALLS = 20           # calls a sweep (the daily one); a session's sweep has its own small budget
 
 
 @dataclass
@@ -123,14 +123,14 @@ def _commit(store: Store, entry: Entry, aliases: Sequence[str], sweep_id: str) -
 
 
 def enrich_pass(store: Store, corpus: Corpus, model: MeteredModel, sweep_id: str, *,
-                focus: Collection[str] | None = None, max_calls: int = MAX_CALLS) -> EnrichReport:
+                focus: Collection[str] | None = None, max_calls: int | None = None) -> EnrichReport:
     """Ask for the aliases of the memories that want them (see the module contract)."""
     report = EnrichReport()
     todo = wanting(corpus, focus, load_tried(store))
     report.wanting = len(todo)
     calls = batches(todo)
     for n, batch in enumerate(calls):
-        if n >= max_calls:
+        if max_calls is not None and n >= max_calls:
             report.deferred = sum(len(b) for b in calls[n:])
             break
         ids = [e.id for e in batch]

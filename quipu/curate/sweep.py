@@ -108,7 +108,6 @@ class SweepOptions:
     lock_wait: float = 0.0
     progress: Callable[[int, int], None] | None = None
     enrich: bool = True
-    enrich_calls: int = enrichment.MAX_CALLS
 
 
 @dataclass
@@ -243,8 +242,7 @@ def _enrich(store: Store, corpus: Corpus, model: MeteredModel, report: SweepRepo
     if report.stopped:
         report.enrich = enrichment.pending(store, corpus, options.focus).to_json()
         return
-    done = enrichment.enrich_pass(store, corpus, model, report.sweep_id, focus=options.focus,
-                                  max_calls=options.enrich_calls)
+    done = enrichment.enrich_pass(store, corpus, model, report.sweep_id, focus=options.focus)
     report.enrich = done.to_json()
     report.commits.extend(item["commit"] for item in done.enriched)
     for item in done.skipped:
