@@ -38,6 +38,7 @@ def store_with(path: Path, *notes: tuple[str, str], **fields: Any) -> Store:
 
 
 def env_for(tmp_path: Path, store: Store, aliases: dict[str, list[str]] | None = None, **more: str) -> dict[str, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "aliases.json"
     path.write_text(json.dumps(ALIASES if aliases is None else aliases))
     return {"QUIPU_STORE": str(store.root), "FAKE_MODEL_ALIASES": str(path),
@@ -167,3 +168,36 @@ def test_no_enrich_the_users_setting_and_a_dry_run_ask_for_no_aliases(tmp_path: 
     assert enrich_calls(tmp_path) == 0
     text = quipu("sweep", "--model", FAKE_MODEL, env={**env, "QUIPU_HOME": str(tmp_path / "other-home")}).stdout
     assert "aliases: 1 memories have none; 1 enriched" in text
+
+
+def test_two_clones_that_each_enriched_a_memory_meet_as_one_memory_through_sync(tmp_path: Path) -> None:
+    from quipu.sync import sync as sync_
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    left = store_with(tmp_path / "left", DEPLOY, LINT)
+    sync_.set_remote(left, str(remote))
+    sync_.sync(left)
+    right = sync_.clone(str(remote), tmp_path / "right")[0]
+    # Each clone's daily sweep enriches the same notes with its own model's words...
+    sweep(env_for(tmp_path / "l", left, aliases={"Deploy gate": ["how do we ship to prod"],
+                                                 "Lint before push": ["formatter complaints on push"]}))
+    sweep(env_for(tmp_path / "r", right, aliases={"Deploy gate": ["shipping the app live", "How do we  ship to prod"]}))
+    # ...and a person edits the lint note on the right meanwhile.
+    lint = right.get("note-1")
+    right.add(lint.with_changes(body="Run make lint before every push; CI runs it too.\n"), overwrite=True, action="edit")
+    sync_.sync(left)
+    result = sync_.sync(right)
+    sync_.sync(left)
+
+    assert result.kept_both == [] and result.refused == []
+    for store in (left, right):
+        index.ensure_fresh(store)
+        ids = sorted(r["id"] for r in index.rows(store, "SELECT id FROM memories"))
+        assert ids == ["note-0", "note-1"]  # no copy of either memory
+        # The store that merged keeps its own aliases first; the same words in another case come once.
+        assert store.get("note-0").aliases == ("shipping the app live", "How do we ship to prod")
+        assert store.get("note-1").body.startswith("Run make lint before every push; CI runs it too.")
+        assert store.get("note-1").aliases == ("formatter complaints on push",)
+        assert "note-0" in recalled(store, SHIP)
+    assert git(left.root, "rev-parse", "HEAD^{tree}") == git(right.root, "rev-parse", "HEAD^{tree}")

@@ -375,7 +375,7 @@ def test_a_profile_edited_on_both_machines_keeps_every_added_line_through_sync(t
     card = _cli(right, "profile", "show", "--json")
     entries = sorted(line["prefix"] for line in json.loads(card)["lines"])
     assert entries == ["Identity", "Preference", "Working style"]
-    assert "Merged profile.md line by line" in git(right.root, "log", "--merges", "--format=%B")
+    assert "Merged profile.md: both sides changed it (line by line)" in git(right.root, "log", "--merges", "--format=%B")
 
 
 def test_every_kind_of_file_from_a_remote_is_checked_as_untrusted_input(tmp_path: Path) -> None:
@@ -436,3 +436,21 @@ def test_clone_never_lets_a_url_be_read_as_an_option(tmp_path: Path) -> None:
     out = quipu("clone", "./-dash", str(tmp_path / "copy"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert Store(tmp_path / "copy").head() is not None
+
+
+def test_aliases_meet_three_ways_an_undone_enrichment_stays_undone() -> None:
+    from quipu.sync import policy
+
+    def version(body: str, *aliases: str) -> bytes:
+        from quipu.store.memory import render_memory
+
+        return render_memory(memory("deploy-gate", "Deploy gate", body, aliases=list(aliases), created="2026-01-01T00:00:00Z"))
+
+    base = version("Releases wait for the gate.\n", "ship to prod", "release check")
+    undone = version("Releases wait for the gate.\n")  # this store undid the sweep's aliases
+    edited = version("Releases wait for the gate; Fridays need two approvals.\n", "ship to prod", "release check",
+                     "friday deploys")
+    merged = policy.merge_aliases(base, undone, edited, "memories/de/deploy-gate.md")
+    assert merged == version("Releases wait for the gate; Fridays need two approvals.\n", "friday deploys")
+    # Both sides changing the text is not an aliases-only change: the caller keeps both.
+    assert policy.merge_aliases(base, edited, version("Other text.\n", "ship to prod"), "memories/de/deploy-gate.md") is None

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "is applied only when it is the exact inverse of the commit this store got a decision from (what a "
         "commit does counts, not what its message says), and no memory file is ever removed. "
         "A memory edited on both sides keeps both texts: the newer edit stays at the id, "
-        "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts. "
+        "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts; "
+        "where one side only added aliases, one memory keeps the other's text with both sides' aliases. "
         "The profile card edited on both sides is merged line by line. "
         "A remote whose branch was rewritten (force-pushed) is refused and nothing here changes. "
         "See docs/sync.md.",

@@ -8,7 +8,8 @@ Contract:
   a file from the remote enters only if ``sync_policy.refusal`` accepts it; a removal only if
   ``sync_policy.removal_refusal`` accepts the commit that made it (``removers``: judged by its
   effects, never by its message); a memory file changed on both sides keeps both versions
-  (``sync_policy.keep_both``); ``profile.md`` changed on both sides is merged line by line
+  (``sync_policy.keep_both``), but one side's aliases alone meet the other's version
+  (``sync_policy.merge_aliases``); ``profile.md`` changed on both sides is merged line by line
   (``sync_policy.merge_profile``); any other path changed on both sides keeps the local version.
   What is refused is listed with the remote commit that made the change, never silently
   dropped, and the rest still merges.
@@ -35,7 +36,7 @@ class MergePlan(NamedTuple):
     touched: list[str]  # paths whose content differs from ours
     refused: list[Refusal]
     kept_both: list[KeptBoth]
-    merged: list[str]  # paths both sides changed whose versions were merged line by line
+    merged: list[str]  # paths both sides changed whose versions were merged (line by line, or aliases joined)
 
 
 def entries(tree: pygit2.Tree) -> dict[str, Entry]:
@@ -159,6 +160,13 @@ def plan(repo: pygit2.Repository, ours: pygit2.Commit, theirs: pygit2.Commit) ->
             line_merged.append(path)
         elif path.startswith("memories/") and mine[1] == remote[1] == sync_policy.MODE_FILE:
             reason = sync_policy.refusal(path, remote[1], repo[remote[0]].data, replaces=True)  # type: ignore[attr-defined]
+            base = _entry_at(bases, path) if bases is not None else None
+            joined = None if reason else sync_policy.merge_aliases(
+                repo[base].data if base else None, repo[mine[0]].data, repo[remote[0]].data, path)  # type: ignore[attr-defined]
+            if joined is not None and not sync_policy.refusal(path, sync_policy.MODE_FILE, joined, replaces=True):
+                final[path] = (repo.create_blob(joined), sync_policy.MODE_FILE)
+                line_merged.append(path)
+                continue
             ours_newer = changed_at(repo, ours.id, theirs.id, path) >= changed_at(repo, theirs.id, ours.id, path)
             done = reason or sync_policy.keep_both(repo, path, mine[0], remote[0], ours_newer=ours_newer)
             if isinstance(done, str):

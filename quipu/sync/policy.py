@@ -19,7 +19,12 @@ Contract (docs/sync.md states the same policy for people):
   so this store had it before any add the remote undid (a verified undo of a remote add this
   store never saw nets out on the remote's side and never reaches the merge: it syncs as it is).
   Each refusal names the commit and why, and the local file stays.
-- ``keep_both(...)``: the same memory file changed on both sides. Neither text is lost: the newer
+- ``merge_aliases(base, ours, theirs)``: the same memory file changed on both sides where at
+  least one side only changed its ``aliases`` (the sweep's enrichment on one clone, an edit or
+  another enrichment on the other) meets as one memory: the other side's version with the
+  aliases merged three ways (what either side added, less what either removed: an undone
+  enrichment stays undone; this store's first, the same words once). Anything else: None.
+- ``keep_both(...)``: the same memory file changed on both sides, and not by aliases alone. Neither text is lost: the newer
   version (by the time of the last commit that changed the file on each side) stays at the id,
   the older one is kept as a memory of its own, ``<id>-<8 hex of its blob>`` (the same name on
   every clone that meets the same pair), and the caller then supersedes it by the id with an
@@ -155,6 +160,36 @@ def removal_refusal(path: str, remover: Remover | None) -> str | None:
 def copy_id(memory_id: str, blob: pygit2.Oid) -> str:
     """The id that keeps an older version of ``memory_id`` (same shard, at most 64 characters)."""
     return f"{memory_id[:64 - COPY_HEX - 1]}-{str(blob)[:COPY_HEX]}"
+
+
+def _alias_key(alias: str) -> str:
+    return " ".join(alias.casefold().split())
+
+
+def merge_aliases(base: bytes | None, ours: bytes, theirs: bytes, path: str) -> bytes | None:
+    """One memory from two versions of it where one side changed only its aliases (see the
+    contract), or None: then ``keep_both`` decides."""
+    if base is None:
+        return None
+    try:
+        old, mine, other = (parse_memory(data, path) for data in (base, ours, theirs))
+    except InvalidMemory:
+        return None
+    if mine.with_changes(aliases=old.aliases) == old:
+        kept = other
+    elif other.with_changes(aliases=old.aliases) == old:
+        kept = mine
+    else:
+        return None
+    # A three-way merge of the list: what either side removed (an undone enrichment) stays
+    # removed, what either side added is kept, this store's first, the same words once.
+    had = {_alias_key(a) for a in old.aliases}
+    removed = (had - {_alias_key(a) for a in mine.aliases}) | (had - {_alias_key(a) for a in other.aliases})
+    aliases: dict[str, str] = {}
+    for alias in (*mine.aliases, *other.aliases):
+        if _alias_key(alias) not in removed:
+            aliases.setdefault(_alias_key(alias), alias)
+    return render_memory(kept.with_changes(aliases=tuple(aliases.values())))
 
 
 def keep_both(

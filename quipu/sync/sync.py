@@ -250,7 +250,9 @@ def _merge(store: Store, remote: str, theirs_id: pygit2.Oid) -> tuple[list[Incom
             return None
         if tree == theirs.tree.id and repo.descendant_of(theirs.id, parent.id):
             return theirs.id  # a fast-forward: the remote's own commit
-        body = "\n".join([*(f"Merged {path} line by line: both sides changed it" for path in plan.merged),
+        body = "\n".join([*(f"Merged {path}: both sides changed it ("
+                            + ("line by line" if path == schema.PROFILE_PATH else "one side only its aliases") + ")"
+                            for path in plan.merged),
                           *(f"Refused {r.path}: {r.reason}" for r in plan.refused)])
         message = format_message(f"quipu: sync from {remote}", {"Quipu-Action": "sync", "Quipu-Memory": "store",
                                                                 "Quipu-Remote": remote}, body=body)
