@@ -43,8 +43,10 @@ def pair_ids(prompt: str) -> list[str]:
 
 
 def scripted(answers: dict[str, Any]) -> ScriptedModel:
-    """Answers by pair ("a|b", ids sorted); any other pair is unrelated."""
+    """Answers by pair ("a|b", ids sorted); any other pair is unrelated; asked for aliases, none."""
     def respond(prompt: str, schema: dict[str, Any], purpose: str) -> Any:
+        if purpose == "enrich":
+            return {"notes": []}
         ids = pair_ids(prompt)
         return answers.get("|".join(sorted(ids)), {
             "verdict": "unrelated", "winner": ids[0], "loser": ids[1], "confidence": 0.8,
@@ -153,8 +155,8 @@ def test_recorded_bad_answers_are_skipped_with_a_reason_and_change_nothing(tmp_p
         assert expected in reasons[key]
     logged = [json.loads(line) for line in (store.cache_dir / "sweep.log").read_text().splitlines()]
     assert sorted("|".join(sorted(x["pair"])) for x in logged) == sorted(BAD["expected_reasons"])
-    calls = (store.cache_dir / "model-calls.jsonl").read_text().splitlines()
-    assert len(calls) == report.sent == 3
+    calls = [json.loads(x) for x in (store.cache_dir / "model-calls.jsonl").read_text().splitlines()]
+    assert len([c for c in calls if c["purpose"] == "curate"]) == report.sent == 3
     # Skipped pairs are not decided: the next sweep asks about them again.
     assert run_sweep(store, scripted({}), Budget()).sent == 3
 
@@ -442,6 +444,8 @@ def test_a_memory_removed_by_hand_during_the_sweep_skips_its_verdict(tmp_path: P
     (case,) = [c for c in ARTICLE["cases"] if c["pair"][0] == "vpn-old"]
 
     def respond(prompt: str, schema: dict[str, Any], purpose: str) -> Any:
+        if purpose == "enrich":
+            return {"notes": []}
         git(store.root, "rm", "-q", "memories/vp/vpn-new.md")
         git(store.root, "commit", "-q", "-m", "drop the new vpn note")
         return case["answer"]

@@ -27,11 +27,9 @@ or opens git objects. Contract:
   frequencies, the scores and why anything was left out, down to the rule that kept a memory
   out) for ``quipu recall --explain``.
 """
-# Only the cheapest modules: the hook's whole budget is about one interpreter start, and
-# ``sqlite3`` (datetime, collections), ``json`` (re, enum), ``dataclasses``, ``typing`` and even
-# ``os`` each cost a large part of it. ``_sqlite3``, the C module ``sqlite3`` wraps (same
-# connection and exception classes), is loaded by ``open_index`` only (see ``sqlite_module``),
-# so a prompt with no topic never pays for it.
+# Only the cheapest modules: ``sqlite3``, ``json``, ``dataclasses``, ``typing`` and even ``os`` each
+# cost a large part of the hook's budget. ``_sqlite3`` (what ``sqlite3`` wraps) is loaded by
+# ``open_index`` only, so a prompt with no topic never pays for it.
 import time
 
 from quipu.prompt.evidence import (
@@ -87,10 +85,7 @@ DEFAULT_MIN_SCORE = 1.0
 # copy of the settings is clamped again here, so even a forged index cannot lift them.
 HARD_LIMIT = 5
 FACT_SLOTS = 1                # self-updating fact notes may take at most this many slots
-# A self-updating fact note (quipu.capture.facts): class ``fact`` and an id derived from its subject
-# alone (``facts.fact_id``). Other notes of class ``fact`` (a fact a person wrote or imported)
-# are not capped: two of them may both answer a question.
-FACT_ID_PREFIX = "fact-"
+FACT_ID_PREFIX = "fact-"      # their ids (quipu.capture.facts.fact_id); other facts are not capped
 
 
 def label_text(status: str, superseded_by: "str | None", labels: "Sequence[str]") -> str:
@@ -134,7 +129,8 @@ class Hit:
 
     @property
     def self_updating(self) -> bool:
-        """A self-updating fact note, whose slots ``FACT_SLOTS`` caps."""
+        """A self-updating fact note, whose slots ``FACT_SLOTS`` caps (two facts a person wrote
+        may both answer a question)."""
         return self.cls == "fact" and self.id.startswith(FACT_ID_PREFIX)
 
     def to_json(self) -> "dict[str, Any]":
@@ -317,13 +313,10 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     total = store_size_of(db, options.store_size)
     form_df: dict[str, int] = {}
     stems, df = _stems_and_frequencies(db, words, total, form_df)
-    # The score: the rarest topic terms. A generic word ("fix", "error", "second") never carries
-    # it; rarest first, then a strong signal (path, error name), then the prompt's word order;
-    # two words with one stem ("adopt", "adoption") take one place.
-    # Topic terms first; in a short question, then its generic words, where the topic terms leave
-    # room ("what did Jon design for his store?" asks about the design and the store; in a request
-    # such words are the everyday vocabulary of the work and would only find noise). The evidence
-    # decision below never counts them as a topic.
+    # The score: the rarest topic terms (never a generic word: "fix", "error"); rarest first, then a
+    # strong signal (path, error name), then word order; one stem takes one place. In a short
+    # question its generic words follow where there is room ("what did Jon design for his store?");
+    # in a request they would only find noise. The evidence decision never counts them as a topic.
     topic = [t for t in prompt_terms if not t.generic and df.get(t.text, 0) > 0]
     topic.sort(key=lambda t: (df[t.text], not t.strong))
     question = options.require_topic and is_question(prompt)
@@ -408,7 +401,10 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
             Hit(mid, title, desc, cls, status, sup_by, label_list, "", base, score,
                 tuple(raw[rowid]), tuple(ctx_matched[rowid]), rowid)
         )
-    scored.sort(key=lambda h: (-h.score, h.id))
+    # A phrase said whole first; then a memory holding every chosen term above one lacking any
+    # (as ``quipu search`` ranks): "the staging database" is not answered by "the database".
+    every = {stems.get(c) for c in chosen}
+    scored.sort(key=lambda h: (h.rowid not in phrased, not every <= {stems.get(m) for m in h.matched}, -h.score, h.id))
     result.candidates = scored
     evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased,
                          from_paste, follow_up=not question and opens_with_assent(prompt))
