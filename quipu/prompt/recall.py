@@ -62,18 +62,17 @@ if TYPE_CHECKING:
 
     from quipu.prompt.query import Term
 
-# The best this many term summands carry a memory's score. On LoCoMo the hook's hit@2 was 0.458
-# with 3, 0.471 with 4 and 0.474 with 6 (plain FTS5: 0.465); with every field alike (scoring.
-# BM25_WEIGHTS), 6 rather than 4 puts 32 rather than 30 of bench_precision's 46 held-out notes in
-# the top two, the other sets unmoved (a natural question says its subject in more words).
+# The best this many term summands carry a memory's score. LoCoMo's hook hit@2: 0.458 with 3, 0.471
+# with 4, 0.474 with 6 (plain FTS5 0.465); with every field alike, 6 rather than 4 put 32 rather
+# than 30 of 46 held-out notes in the top two (a natural question says its subject in more words).
 RAREST_TERMS = 6
 GATHER_TERMS = 12              # the rarest topic terms that find candidates
+SHORT_WORDS = 30              # a prompt of at most this many words ranks memories holding all its terms first
 CONTEXT_TERMS = 2
 PASTE_TERMS = 8               # a pasted log's words that may sharpen the person's own
 CONTEXT_BOOST = 0.25          # context can lift a score by at most a quarter
-# The prompt's other terms (generic words, names, the topic terms past the rarest three) can at
-# most double a score the rarest terms earned, never create one. Measured on LoCoMo (bench/):
-# 0.25 -> recall@5 0.528, 0.5 -> 0.540, 1.0 -> 0.546, 1.5 -> 0.543.
+# The prompt's other terms can at most double a score the rarest terms earned, never create one.
+# LoCoMo recall@5: 0.25 -> 0.528, 0.5 -> 0.540, 1.0 -> 0.546, 1.5 -> 0.543.
 REST_TERMS = 6
 REST_BOOST = 1.0
 SUPERSEDED_PENALTY = 0.25     # still reachable, clearly below its successor
@@ -401,10 +400,11 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
             Hit(mid, title, desc, cls, status, sup_by, label_list, "", base, score,
                 tuple(raw[rowid]), tuple(ctx_matched[rowid]), rowid)
         )
-    # A phrase said whole first; then a memory holding every chosen term above one lacking any
-    # (as ``quipu search`` ranks): "the staging database" is not answered by "the database".
-    every = {stems.get(c) for c in chosen}
-    scored.sort(key=lambda h: (h.rowid not in phrased, not every <= {stems.get(m) for m in h.matched}, -h.score, h.id))
+    # A phrase said whole first; then, in a short prompt (not a paste), a memory in good standing
+    # holding every chosen term above one lacking any, as ``quipu search`` ranks.
+    every = {stems.get(c) for c in chosen} if len(prompt.split(None, SHORT_WORDS)) <= SHORT_WORDS else set()
+    scored.sort(key=lambda h: (h.rowid not in phrased, h.status == "superseded" or "unverified" in h.labels
+                               or not every <= {stems.get(m) for m in h.matched}, -h.score, h.id))
     result.candidates = scored
     evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased,
                          from_paste, follow_up=not question and opens_with_assent(prompt))
