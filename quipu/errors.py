@@ -26,6 +26,10 @@ class ConflictError(FatalError):
     """A write or an undo cannot be applied cleanly."""
 
 
+class ChangedSinceRead(ConflictError):
+    """A write made from a file read earlier, refused because the file changed since."""
+
+
 class NotFound(FatalError):
     """A memory, commit or sweep that was named does not exist."""
 

@@ -140,3 +140,23 @@ def test_fact_set_and_show_commands(store_path: Path) -> None:
         {"value": "Initech", "since": "2023-06-15"}, {"value": "Acme Robotics", "since": "2021-03-01"}]
     missing = quipu("--store", str(store_path), "fact", "show", "nobody's employer")
     assert missing.returncode == 1 and "quipu list" in missing.stderr
+
+
+def test_eight_terminals_setting_one_fact_at_once_lose_no_value(store_path: Path) -> None:
+    """Each `quipu fact set` writes only over the version it read; one that lost the race reads the
+    note again and files its value into the history the others wrote."""
+    import os
+    import subprocess
+    import sys
+
+    make_store(store_path)
+    values = [(f"Employer {n}", f"2020-0{n + 1}-01") for n in range(8)]
+    env = {**os.environ, "QUIPU_COMMAND_SERVER": "off"}
+    procs = [subprocess.Popen([sys.executable, "-m", "quipu", "--store", str(store_path), "fact", "set", SUBJECT,
+                               value, "--since", since], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for value, since in values]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    shown = json.loads(quipu("--store", str(store_path), "fact", "show", SUBJECT, "--json").stdout)
+    assert shown["values"] == [{"value": value, "since": since} for value, since in reversed(values)]

@@ -8,9 +8,11 @@ Contract:
   newest first, so the wording of an old value still finds the note and answers "what was it
   before". The note does not decay (its updates keep it current; ``created`` is the day the
   current value began); recall caps how many slots fact notes take (``quipu.prompt.recall.FACT_SLOTS``).
-- ``set_fact`` writes one commit per change (``store.add(..., overwrite=True)``, action
-  ``fact-set``); setting the value it already has is a no-op. A value dated before the current
-  one is filed into the history where its date puts it. Values and subjects pass the secret
+- ``set_fact`` writes one commit per change (``store.add``, action ``fact-set``), made only over
+  the version it read: a concurrent change (another ``fact set`` of the subject, the sweep's
+  aliases) makes it read the note again and apply its value to that (WRITE_ATTEMPTS tries).
+  Setting the value it already has is a no-op. A value dated before the current one is filed
+  into the history where its date puts it. Values and subjects pass the secret
   and prompt-injection gates first.
 - The body format is ``FORMAT`` below; ``parse_history`` reads it back. A note edited by hand
   into something else is refused with a message naming the file.
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from quipu.capture import gates
-from quipu.errors import FatalError, InvalidMemory, NotFound
-from quipu.store.memory import Memory
+from quipu.errors import ChangedSinceRead, ConflictError, FatalError, InvalidMemory
+from quipu.store.gitobj import object_id
+from quipu.store.memory import Memory, memory_path, parse_memory
 from quipu.store.store import Store
 
 FORMAT = """Current: <value> (since <YYYY-MM-DD>)
@@ -35,6 +38,7 @@ Earlier values:
 _CURRENT = re.compile(r"^Current: (?P<value>.+) \(since (?P<since>\d{4}-\d{2}-\d{2})\)$")
 _EARLIER = re.compile(r"^- (?P<value>.+) \((?P<since>\d{4}-\d{2}-\d{2}) to (?P<until>\d{4}-\d{2}-\d{2})\)$")
 MAX_SLUG = 50
+WRITE_ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -148,10 +152,24 @@ def set_fact(
     subject, value = _clean(subject, "subject"), _clean(value, "value")
     since = check_date(since) if since else today()
     mid = fact_id(subject)
-    try:
-        old = store.get(mid)
-    except NotFound:
-        old = None
+    for _attempt in range(WRITE_ATTEMPTS):
+        data = store.read_bytes(memory_path(mid))
+        old = parse_memory(data, memory_path(mid)) if data is not None else None
+        try:
+            return _set(store, mid, subject, value, since, old, data, origin, session, sweep)
+        except ChangedSinceRead:
+            continue  # another writer changed the note (a second `fact set`, the sweep): read it again
+        except ConflictError:
+            if old is None and store.exists(mid):
+                continue  # another writer created it first
+            raise
+    raise ConflictError(f"the fact note {mid} kept changing while it was written; nothing was lost\n"
+                        "- run the command again")
+
+
+def _set(store: Store, mid: str, subject: str, value: str, since: str, old: Memory | None, data: bytes | None,
+         origin: str, session: str | None, sweep: str | None) -> FactChange:
+    """One attempt of ``set_fact`` on the version read (``data``), written only over that version."""
     history = parse_history(old) if old is not None else []
     if history and any(v.value.casefold() == value.casefold() and v.since == since for v in history):
         return _change(mid, subject, history, None)
@@ -177,7 +195,8 @@ def set_fact(
         "project": old.project if old else None,
     }
     memory = Memory.create(fields, render_body(history), source=f"fact {subject!r}")
-    sha = store.add(memory, action="fact-set", session=session, sweep=sweep, overwrite=True)
+    sha = store.add(memory, action="fact-set", session=session, sweep=sweep, overwrite=old is not None,
+                    unchanged={memory.path: object_id("blob", data)} if data is not None else None)
     return _change(mid, subject, history, sha)
 
 

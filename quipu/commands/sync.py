@@ -9,7 +9,7 @@ from quipu.output import print_json
 
 _ACTIONS = (("add", "added"), ("import", "imported"), ("fact-set", "facts set"), ("supersede", "superseded"),
             ("label", "labelled"), ("unlabel", "unlabelled"), ("retract", "retracted"), ("undo", "undone"),
-            ("undo-unverified", "claimed undo, not verified"))
+            ("undo-unverified", "claimed undo, not verified"), ("enrich", "given aliases"))
 
 
 SHOWN_PATHS = 10  # refused files listed per reason; --json lists every one

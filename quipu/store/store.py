@@ -278,8 +278,10 @@ class Store:
         overwrite: bool = False,
         allow_secret_like: Collection[str] = (),
         marker: bool = False,
+        unchanged: Mapping[str, str] | None = None,
     ) -> str:
-        """Commit a new memory (or, with ``overwrite``, a new version of one)."""
+        """Commit a new memory (or, with ``overwrite``, a new version of one); ``unchanged`` as
+        for ``commit`` (``ChangedSinceRead`` when the file is no longer the blob named)."""
         if not overwrite and self.exists(memory.id):
             raise ConflictError(
                 f"memory {memory.id!r} already exists\n- choose another id, or supersede it with `quipu supersede`"
@@ -308,6 +310,7 @@ class Store:
             allow_secret_like=allow_secret_like,
             fields=memory_fields(memory),
             marker=marker,
+            unchanged=unchanged,
         )
 
     def add_event(

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from quipu.errors import ConflictError, InvalidMemory, NotFound
+from quipu.errors import ChangedSinceRead, ConflictError, InvalidMemory, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def check_preconditions(tree: Tree, create_only: Collection[str], require: Colle
     for rel, oid in (unchanged or {}).items():
         entry = tree.blob(rel)
         if entry is None or entry[1] != oid:
-            raise ConflictError(f"{rel} changed since it was read\n- read it again; nothing was written")
+            raise ChangedSinceRead(f"{rel} changed since it was read\n- read it again; nothing was written")
     for rel in create_only:
         if tree.has(rel):
             raise ConflictError(f"{rel} already exists in the store\n- choose another id")
