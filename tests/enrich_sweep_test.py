@@ -98,6 +98,16 @@ def test_a_sweep_gives_memories_aliases_the_hook_recalls_and_undo_takes_them_bac
     index.ensure_fresh(store)
     assert recalled(store, SHIP) == ""
     assert git(store.root, "diff", before, "HEAD", "--", "memories").strip() == ""
+    # An undone enrichment is a "no": the next sweeps do not put the aliases back, also with the
+    # cache gone (read from what the undo did), until the memory itself changes.
+    calls = enrich_calls(tmp_path)
+    assert sweep(env)["enrich"]["wanting"] == 0
+    (store.cache_dir / enrichment.TRIED_NAME).unlink()
+    assert sweep(env)["enrich"]["wanting"] == 0 and enrich_calls(tmp_path) == calls
+    store.add(store.get("note-0").with_changes(body="Releases go through the release-gate job.\n"), overwrite=True)
+    index.ensure_fresh(store)
+    again = sweep(env)["enrich"]
+    assert [item["memory"] for item in again["enriched"]] == ["note-0"]
 
 
 def test_a_memory_edited_while_the_model_answers_keeps_the_edit(tmp_path: Path) -> None:

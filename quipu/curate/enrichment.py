@@ -15,27 +15,32 @@ Contract:
   ``aliases`` field changes. The commit is made only if the file is still the one the model was
   shown (``Store.commit(unchanged=...)``): an edit made meanwhile wins, and the memory is asked
   again by a later sweep.
-- A memory whose answer kept no alias is remembered in the git-ignored
-  ``<store>/.cache/enrich-tried.jsonl`` under its file's fingerprint and not asked again until
-  the file changes; losing that file costs model calls, never correctness. A failed call marks
-  nothing.
+- A memory asked about is remembered in the git-ignored ``<store>/.cache/enrich-tried.jsonl``
+  under its file's fingerprint as it was asked (whether its answer kept aliases or none) and not
+  asked again until the file changes; a failed call marks nothing. So a person's ``quipu undo``
+  of the aliases, which brings the file back to those bytes, is not undone by the next sweep.
+  ``declined`` reads the same from git (a verified undo of a commit that only added a memory's
+  aliases, ``quipu.store.effects``), so losing the cache costs model calls, never a decision.
 - The budget and an unavailable model stop the pass (the rest is left for the next sweep); any
   other model error skips that call's memories.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pygit2
+
 from quipu.capture import enrich
 from quipu.curate.corpus import Corpus, Entry
 from quipu.errors import ConflictError, FatalError, NotFound
 from quipu.model import BudgetExceeded, MeteredModel, ModelError, ModelUnavailable
-from quipu.store import gitobj
-from quipu.store.memory import render_memory
+from quipu.store import effects, gitobj
+from quipu.store.memory import parse_memory, render_memory
 from quipu.store.store import Store, memory_fields
 from quipu.store.trailers import cut_words
 
@@ -61,13 +66,38 @@ class EnrichReport:
 
 
 def load_tried(store: Store) -> set[tuple[str, str]]:
-    """(id, fingerprint) of the memories asked about whose answer kept nothing."""
+    """(id, fingerprint) of the memory versions already asked about (the cache), and of those
+    whose added aliases a person undid (``declined``)."""
     out: set[tuple[str, str]] = set()
     with contextlib.suppress(OSError):
         for line in (store.cache_dir / TRIED_NAME).read_text(encoding="utf-8").splitlines():
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 item = json.loads(line)
                 out.add((str(item["id"]), str(item["fp"])))
+    return out | declined(store)
+
+
+def declined(store: Store) -> set[tuple[str, str]]:
+    """(id, fingerprint) of each memory version an undo brought back after a commit that only
+    added aliases to it: judged by what the commits did (``effects.verified_revert``), never by
+    their messages."""
+    repo = store.repo
+    out: set[tuple[str, str]] = set()
+    for entry in store.log(action="undo"):
+        commit = repo[entry.commit]
+        named = effects.verified_revert(repo, commit) if isinstance(commit, pygit2.Commit) else None
+        target = repo[named] if named else None
+        effect: effects.Effect = (effects.changes(repo, target) or {}) if isinstance(target, pygit2.Commit) else {}
+        for path, (old, new) in effect.items():
+            if not path.startswith("memories/") or old is None or new is None:
+                continue
+            data = repo[old[0]].data  # type: ignore[attr-defined]
+            try:
+                before, after = parse_memory(data, path), parse_memory(repo[new[0]].data, path)  # type: ignore[attr-defined]
+            except FatalError:
+                continue
+            if len(after.aliases) > len(before.aliases) and after.with_changes(aliases=before.aliases) == before:
+                out.add((before.id, hashlib.sha1(data).hexdigest()[:12]))
     return out
 
 
@@ -164,5 +194,5 @@ def enrich_pass(store: Store, corpus: Corpus, model: MeteredModel, sweep_id: str
                 continue
             report.enriched.append({"memory": entry.id, "aliases": list(kept), "commit": sha})
         report.without += len(nothing)
-        _mark_tried(store, nothing)
+        _mark_tried(store, [e for e in batch if e.id in answer])
     return report
