@@ -33,8 +33,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pygit2
-
 from quipu.capture import enrich
 from quipu.curate.corpus import Corpus, Entry
 from quipu.errors import ConflictError, FatalError, NotFound
@@ -83,11 +81,7 @@ def declined(store: Store) -> set[tuple[str, str]]:
     their messages."""
     repo = store.repo
     out: set[tuple[str, str]] = set()
-    for entry in store.log(action="undo"):
-        commit = repo[entry.commit]
-        named = effects.verified_revert(repo, commit) if isinstance(commit, pygit2.Commit) else None
-        target = repo[named] if named else None
-        effect: effects.Effect = (effects.changes(repo, target) or {}) if isinstance(target, pygit2.Commit) else {}
+    for effect in effects.undone(repo, (entry.commit for entry in store.log(action="undo"))):
         for path, (old, new) in effect.items():
             if not path.startswith("memories/") or old is None or new is None:
                 continue

@@ -21,8 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pygit2
-
 from quipu.index import index
 from quipu.store import effects
 from quipu.store.store import Store
@@ -87,11 +85,7 @@ def _undone_pairs(store: Store) -> Iterable[tuple[str, str]]:
     inverse of the commit it names (``effects.verified_revert``), and the pair is read from the
     event files that commit added, never from trailers alone."""
     repo = store.repo
-    for entry in store.log(action="undo"):
-        commit = repo[entry.commit]
-        named = effects.verified_revert(repo, commit) if isinstance(commit, pygit2.Commit) else None
-        target = repo[named] if named else None
-        effect: effects.Effect = (effects.changes(repo, target) or {}) if isinstance(target, pygit2.Commit) else {}
+    for effect in effects.undone(repo, (entry.commit for entry in store.log(action="undo"))):
         for path, (old, new) in effect.items():
             parts = path.split("/")
             if len(parts) != 4 or parts[0] != "events" or old is not None or new is None:

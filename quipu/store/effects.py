@@ -10,6 +10,8 @@ Contract:
   its ``Quipu-Reverts`` trailer names, when that commit is an ancestor of ``commit`` (in this
   store's history) and ``commit`` undoes it in one of those two ways; else None. A trailer
   alone never makes a commit an undo.
+- ``undone(repo, commits)``: for each of ``commits`` that is a verified undo, the effect of the
+  commit it took back (what was undone, read from trees).
 - ``state(tree, effect)``: whether a commit's effect is what ``tree`` holds now ("in force"),
   what it replaced ("undone"), or neither ("changed since"). Whether a commit is already undone
   is decided by this, never by trailers.
@@ -22,7 +24,7 @@ Contract:
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import pygit2
 
@@ -84,6 +86,17 @@ def verified_revert(repo: pygit2.Repository, commit: pygit2.Commit, *, strict: b
     if mine is None or theirs is None:
         return None
     return named if is_inverse(mine, theirs) or (not strict and undoes_keeping(mine, theirs)) else None
+
+
+def undone(repo: pygit2.Repository, commits: Iterable[str]) -> Iterator[Effect]:
+    """The effect of each commit that one of ``commits`` verifiably undid (see the contract)."""
+    for sha in commits:
+        commit = repo[sha]
+        named = verified_revert(repo, commit) if isinstance(commit, pygit2.Commit) else None
+        target = repo[named] if named else None
+        effect = changes(repo, target) if isinstance(target, pygit2.Commit) else None
+        if effect:
+            yield effect
 
 
 def entry_at(tree: pygit2.Tree, path: str) -> Entry | None:
