@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sqlite3
 import sys
 import time
@@ -91,7 +92,8 @@ def enriched_store(scratch: Path, name: str, source: Path, recorded: dict[str, l
     stamp = root / ".cache" / "enrich-figures.json"
     if stamp.is_file():
         return root, json.loads(stamp.read_text(encoding="utf-8"))
-    os.system(f"rm -rf '{root}' && cp -a '{source}' '{root}'")  # noqa: S605 - bench scratch folders
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(source, root, symlinks=True)
     store = Store(root)
     index.ensure_fresh(store)
     loaded = corpus.load(store)
