@@ -531,7 +531,7 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             ids = deep._ids(db, [r for r, _s in lex])
             q.lexical = [ids[r] for r, _s in lex]
             q.lexical_scores = [score for _r, score in lex]
-            q.specific = bool(q.lexical and deep._names_something_specific(db, terms, [r for r, _s in lex]))
+            q.specific = bool(q.lexical and deep.words_decide(db, terms, [r for r, _s in lex]))
             q.meaning = [] if nearest is None else deep.gather_meaning(db, q.text, nearest, q.specific)
             q.shares = deep.shares(db, terms, [r for r, _s in lex])
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]

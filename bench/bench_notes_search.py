@@ -118,7 +118,7 @@ def fused_alone(db: object, query: str, nearest: deep.Nearest | None) -> tuple[l
     found = deep.lexical(db, terms)
     ids = deep._ids(db, [r for r, _s in found])
     lexical = [ids[r] for r, _s in found if r in ids]
-    specific = bool(lexical) and deep._names_something_specific(db, terms, [r for r, _s in found])
+    specific = bool(lexical) and deep.words_decide(db, terms, [r for r, _s in found])
     meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
     shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
     return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:10]], specific

@@ -205,12 +205,15 @@ class PlainFts:
         self.db.executemany("INSERT INTO t VALUES (?, ?)", [(r[0], " ".join(x or "" for x in r[1:])) for r in rows])
 
     def search(self, text: str) -> list[str]:
+        return self.search_depth(text, LIMIT)
+
+    def search_depth(self, text: str, depth: int) -> list[str]:
         terms = baseline_terms(text)[:200]
         if not terms:
             return []
         expr = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         return [r[0] for r in self.db.execute("SELECT id FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT ?",
-                                              (expr, LIMIT))]
+                                              (expr, depth))]
 
 
 def run_plain(db_path: Path, cases: Sequence[Case]) -> list[list[str]]:

@@ -21,7 +21,10 @@ repository; a shape whose data is absent is skipped with a message):
 - The real notes (``memories-real/notes.jsonl``): ``--queries`` of them (seeded, none of the 600
   that ``bench_notes_search.py`` samples), each queried by six consecutive words of its body at a
   seeded place, as that bench makes them; the evidence is that note. Two shapes: ``notes, no session`` and ``notes, a session a
-  source file`` (the file's notes one after another).
+  source file`` (the file's notes one after another). A third asks the same store in a
+  developer's words: ``a developer's prompts``, the prompts of bench/data/heldout_pairs_4.json to
+  _6.json (a prompt a developer in the note's project would type when the note would help,
+  written from the note alone; the evidence is that note).
 
 Systems: ``plain FTS5`` (one FTS5 row per memory holding its title, description and body,
 ``porter unicode61``, the question's non-stopword words OR-ed, ``ORDER BY bm25()``, as in
@@ -33,7 +36,8 @@ lists). Metrics over the top 10: any@1 and any@5 (some evidence at rank 1 / in t
 What is tuned and where: the fusion constants (``deep.K``, ``deep.MEANING_WEIGHT``) were chosen
 on all of LoCoMo in the ``both speakers, sessions`` shape (those cells are marked ``fit``); the
 open-query rule (``deep.OPEN_*``, ``deep.SHARE_POWER``, ``deep.OWN_WORDS_BONUS``) on twelve to
-eighteen paraphrased facts among the real notes (``bench_paraphrase.py``); the lexical gather's
+eighteen paraphrased facts among the real notes (``bench_paraphrase.py``), and how many terms make
+a query too long for it (``reading.OPEN_MAX_TERMS``) on the first three held-out sets; the lexical gather's
 field weights (``deep.LEXICAL_FIELD_WEIGHTS``) and the fewest generic words that make a topic
 (``deep.WHOLE_QUERY_GENERIC_TERMS``) on queries of the 600 notes ``bench_notes_search.py``
 samples, which the notes shapes here leave out. Nothing in the list is learnt.
@@ -43,6 +47,7 @@ Usage: python bench/bench_shapes.py [--conversations 3] [--queries 300] [--write
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import sqlite3
@@ -67,6 +72,10 @@ SYSTEMS = ("plain FTS5", "fused list", "shipped")
 WORDS = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*")
 # The shape the fusion constants were chosen on: its cells are in-sample for them.
 FIT_SHAPE = "LoCoMo, both speakers, sessions"
+# The held-out pairs (a real note, a prompt a developer would type for it) that ask the notes in
+# a developer's words: reading.OPEN_MAX_TERMS was chosen on the first three sets, these are the rest.
+HELDOUT = Path(__file__).resolve().parent / "data"
+PROMPT_SETS = ("heldout_pairs_4.json", "heldout_pairs_5.json", "heldout_pairs_6.json")
 
 
 @dataclass
@@ -201,7 +210,13 @@ def notes_shapes(count: int) -> list[Shape]:
     start = L.dt.datetime(2026, 11, 1, tzinfo=L.dt.timezone.utc)
     threaded = [m.with_changes(session=source[m.id], created=(start + L.dt.timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%SZ"))
                 for n, m in enumerate(memories)]
-    return [Shape("real notes, no session", memories, asks), Shape("real notes, a session a source file", threaded, asks)]
+    shapes = [Shape("real notes, no session", memories, asks), Shape("real notes, a session a source file", threaded, asks)]
+    known = {m.id for m in memories}
+    prompts = [Ask(pair["prompt"], frozenset({pair["note"]})) for name in PROMPT_SETS
+               for pair in json.loads((HELDOUT / name).read_text(encoding="utf-8"))["pairs"] if pair["note"] in known]
+    if prompts:
+        shapes.append(Shape("real notes, a developer's prompts", memories, prompts))
+    return shapes
 
 
 # ------------------------------------------------------------------ systems
@@ -286,7 +301,7 @@ def fused_list(db: sqlite3.Connection, query: str, nearest: deep.Nearest | None)
     found = deep.lexical(db, terms)
     ids = deep._ids(db, [r for r, _s in found])
     lexical = [ids[r] for r, _s in found if r in ids]
-    specific = bool(lexical) and deep._names_something_specific(db, terms, [r for r, _s in found])
+    specific = bool(lexical) and deep.words_decide(db, terms, [r for r, _s in found])
     meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
     shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
     return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:DEPTH]]

@@ -12,6 +12,7 @@ from quipu.index import deep
 from quipu.index import index
 from quipu.index import matrix
 from quipu.index import person
+from quipu.index import reading
 from quipu.index import vectors
 from quipu.commands.search import search
 from quipu.prompt.query import extract_terms
@@ -315,6 +316,29 @@ def test_a_pet_is_found_for_a_question_that_shares_no_word_with_it(store_path: P
     assert "user-dog" not in ids(store, query, words_only=True)
     hit = next(h for h in search(store, query).hits if h.id == "user-dog")
     assert hit.lexical_rank is None and hit.meaning_rank is not None
+
+
+@pytest.mark.skipif(realistic.data_dir() is None, reason=realistic.MISSING_DATA)
+@pytest.mark.parametrize(("query", "title_start"), [
+    ("the new provider has no temperature param. should we raise when a user passes temperature or just drop it "
+     "quietly?", "Silently ignore unsupported generic tuning settings"),
+    ("need every caller of the Refresh method in the go code, grep gives me a ton of noise because of other types. "
+     "better way?", "When the gopls MCP tools are available"),
+])
+def test_a_long_request_in_everyday_words_is_answered_by_its_words(store_path: Path, query: str,
+                                                                    title_start: str) -> None:
+    """A request of a sentence or more that names nothing specific: its one vector is the mean
+    of many words, so meaning only re-orders the memories holding its words, and the real note
+    it was written for stays in the top two (meaning alone had pushed both out of the top ten)."""
+    data = realistic.data_dir()
+    assert data is not None
+    store = realistic.realistic_store(store_path, realistic.real_notes(data))
+    if vectors.encoder(store.cache_dir) is None:
+        pytest.skip("the static embedding (wordllama) is not installed")
+    assert len(extract_terms(query)) > reading.OPEN_MAX_TERMS
+    hits = search(store, query).hits
+    assert hits and all(h.lexical_rank is not None for h in hits)
+    assert any(h.title.startswith(title_start) for h in hits[:2]), [h.title for h in hits[:3]]
 
 
 def test_a_hit_holding_every_word_of_the_query_counts_fully_one_with_a_common_word_less(store_path: Path) -> None:

@@ -13,8 +13,9 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
 - Fusion by reciprocal rank (the constants below, with the figures that chose them), in one of
   two ways. A query that names something specific which the store has (a word outside the
   index's lexicon of ordinary English, such as an identifier, a tool or a project, that some
-  memory contains) is answered by the words: meaning (the plain cosine) only re-orders them and
-  adds nothing. Any other query may mean more than its words say: meaning is gathered about the
+  memory contains), or that has more than ``reading.OPEN_MAX_TERMS`` terms (a request of a
+  sentence or more), is answered by the words: meaning (the plain cosine) only re-orders them
+  and adds nothing. Any other query may mean more than its words say: meaning is gathered about the
   store's mean (``quipu.index.closeness.CENTRE``), a memory it finds may enter with a closeness of
   at least ``OPEN_FLOOR`` and weighs twice a lexical hit holding every word, and each lexical
   hit counts by the share of the query it holds (the query's IDF mass its matched terms carry,
@@ -43,14 +44,14 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from quipu.index import person
-from quipu.prompt import indexread, inject, recall
+from quipu.index.reading import shares, words_decide
+from quipu.prompt import inject, recall
 from quipu.prompt.query import Term, extract_terms, fts_quote
 from quipu.prompt.stem import fts_term
 
@@ -61,10 +62,6 @@ GATHER = 50
 # body matches, 0.865 with every field alike, 0.855 with the title at 1.5, and plain FTS5 over
 # the same text 0.887. The hook weighs every field alike too (scoring.BM25_WEIGHTS).
 LEXICAL_FIELD_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0)
-# FTS5 answers "MATCH ? AND rowid IN (...)" by seeking each listed row (about 14 us each here),
-# and a plain MATCH by reading the term's list (about 0.3 us an entry): for a term in fewer than
-# this many memories per listed row, ``shares`` reads the whole list and picks the rows out of it.
-WHOLE_LIST_PER_ROW = 40
 # Reciprocal rank fusion (Cormack et al. 2009), BM25 first, the form of the archive's
 # (quipu.history.search). Chosen on LoCoMo with bench/bench_locomo.py (1,982 questions, one store
 # per conversation, 24 cells: R@1, R@2, R@5, R@10 in five categories and overall). Alone, the
@@ -273,7 +270,7 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
     lexical_ids = [ids_of[r] for r, _s in found if r in ids_of]
     bm25 = {ids_of[r]: s for r, s in found if r in ids_of}
     meaning = None
-    specific = bool(lexical_ids) and _names_something_specific(db, terms, [r for r, _s in found])
+    specific = bool(lexical_ids) and words_decide(db, terms, [r for r, _s in found])
     if nearest is not None:
         meaning = gather_meaning(db, query, nearest, specific)
         result.meaning = True
@@ -357,52 +354,6 @@ def _own_words_first(db: Any, meaning: Sequence[tuple[str, float]]) -> list[tupl
     own = {i for i, row in rows.items() if person.in_their_own_words(f"{row[0]}\n{row[1]}\n{row[-1]}")}
     raised = [(i, c + OWN_WORDS_BONUS if i in own else c) for i, c in meaning]
     return sorted(raised, key=lambda x: (-x[1], x[0]))
-
-
-def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
-    """Each of ``rowids``' share of the query: the IDF (``ln((N + 1) / (df + 0.5))``) of the
-    ``terms`` it matches over that of them all (a term no memory has counts in the whole)."""
-    if not rowids or not terms:
-        return [0.0] * len(rowids)
-    total = indexread.store_size_of(db)
-    df = indexread.document_frequencies(db, list(dict.fromkeys(terms)))
-    marks = ", ".join("?" * len(rowids))
-    held = [0.0] * len(rowids)
-    place = {r: n for n, r in enumerate(rowids)}
-    whole = 0.0
-    for term, n in df.items():
-        quoted = fts_quote(term)
-        idf = math.log((total + 1) / (n + 0.5))
-        whole += idf
-        if n <= WHOLE_LIST_PER_ROW * len(rowids):  # reading the term's whole list is cheaper than seeking each row
-            matched = db.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (quoted,))
-        else:
-            matched = db.execute(f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks})",
-                                 [quoted, *rowids])
-        for (rowid,) in matched:
-            at = place.get(int(rowid))
-            if at is not None:
-                held[at] += idf
-    return [h / whole if whole > 0 else 0.0 for h in held]
-
-
-def _names_something_specific(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:
-    """Whether a term outside the lexicon of ordinary words occurs in one of the lexical hits."""
-    stems = {s: t for t in terms if (s := fts_term(t))}
-    if not stems:
-        return False
-    marks = ", ".join("?" * len(stems))
-    try:
-        ordinary = {r[0] for r in db.execute(f"SELECT term FROM lexicon WHERE term IN ({marks})", list(stems))}
-    except Exception:  # noqa: BLE001 - an index without a lexicon: nothing is specific
-        return False
-    specific = [t for s, t in stems.items() if s not in ordinary]
-    if not specific or not rowids:
-        return False
-    marks = ", ".join("?" * len(rowids))
-    expr = " OR ".join(fts_quote(t) for t in specific)
-    sql = f"SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks}) LIMIT 1"
-    return db.execute(sql, [expr, *rowids]).fetchone() is not None
 
 
 def _successors_first(hits: list[Hit]) -> list[Hit]:
