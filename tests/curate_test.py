@@ -140,6 +140,25 @@ def test_a_supersession_that_passes_the_guards_is_undone_byte_for_byte(tmp_path:
     assert tree(store) == before
 
 
+def test_a_supersession_taken_back_with_a_plain_git_revert_is_not_re_applied(tmp_path: Path) -> None:
+    """A person who reverts the sweep's commits with git itself, not `quipu undo`, has said "no"
+    as clearly: the next sweep, with its verdict cache gone too, re-applies nothing."""
+    store = build(tmp_path / "store", ARTICLE)
+    before = tree(store)
+    report = run_sweep(store, scripted(case_answers(ARTICLE["cases"])), Budget())
+    commits = [entry.commit for entry in store.log(sweep=report.sweep_id)]
+    assert commits and tree(store) != before
+    for sha in commits:  # newest first, as `git revert` of a range would
+        git(store.root, "revert", "--no-edit", sha)
+    assert tree(store) == before
+    for cached in store.cache_dir.glob("curate-*"):
+        cached.unlink()
+    index.ensure_fresh(store)
+    again = run_sweep(store, scripted(case_answers(ARTICLE["cases"])), Budget())
+    assert again.applied == [] and again.queued == []
+    assert tree(store) == before
+
+
 # ------------------------------------------------------------------ bad answers
 
 

@@ -211,3 +211,36 @@ def test_two_clones_that_each_enriched_a_memory_meet_as_one_memory_through_sync(
         assert store.get("note-1").aliases == ("formatter complaints on push",)
         assert "note-0" in recalled(store, SHIP)
     assert git(left.root, "rev-parse", "HEAD^{tree}") == git(right.root, "rev-parse", "HEAD^{tree}")
+
+
+def test_aliases_a_person_took_back_stay_off_however_and_on_every_clone(tmp_path: Path) -> None:
+    """"Undo is git revert": aliases taken back with a plain `git revert` of the enrich commit, or
+    deleted by hand, are a "no" as much as `quipu undo` is. No sweep puts them back: not this
+    store's once its cache is gone, nor a teammate's clone, which never had the cache."""
+    from quipu.sync import sync as sync_
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    store = store_with(tmp_path / "s", DEPLOY, LINT)
+    env = env_for(tmp_path, store)
+    done = sweep(env)["enrich"]
+    commits = {item["memory"]: item["commit"] for item in done["enriched"]}
+    assert sorted(commits) == ["note-0", "note-1"]
+    git(store.root, "revert", "--no-edit", commits["note-0"])
+    lint = store.root / store.get("note-1").path
+    lint.write_text("".join(line for line in lint.read_text().splitlines(keepends=True)
+                            if not line.startswith("aliases:")))
+    git(store.root, "commit", "-q", "-am", "lint note: no aliases")
+    index.ensure_fresh(store)
+    assert store.get("note-0").aliases == () and store.get("note-1").aliases == ()
+    sync_.set_remote(store, str(remote))
+    sync_.sync(store)
+    clone = sync_.clone(str(remote), tmp_path / "clone")[0]
+    (store.cache_dir / enrichment.TRIED_NAME).unlink()
+    calls = enrich_calls(tmp_path)
+
+    for each in (store, clone):
+        again = sweep({**env, "QUIPU_STORE": str(each.root)})["enrich"]
+        assert again["wanting"] == 0 and again["enriched"] == [], again
+        assert each.get("note-0").aliases == () and each.get("note-1").aliases == ()
+    assert enrich_calls(tmp_path) == calls

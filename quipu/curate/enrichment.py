@@ -6,7 +6,8 @@ for the rest, a few at a time, on the sweep's budget.
 
 Contract:
 - ``wanting(corpus, focus, tried)``: the active memories without aliases (``focus``: only
-  those), less the ones already asked about in their current form (``tried``), newest first.
+  those), less the ones already asked about in their current form (``tried``), newest first;
+  ``to_ask`` less those whose aliases a person took back (``declined``).
 - ``enrich_pass(store, corpus, model, sweep_id, ...)`` asks ``quipu.capture.enrich.propose`` for
   BATCH memories (at most BATCH_CHARS of prompt) a call, until the model's budget (the sweep's,
   what the pairs left of it) or ``max_calls`` stops it. Each memory
@@ -19,8 +20,11 @@ Contract:
   under its file's fingerprint as it was asked (whether its answer kept aliases or none) and not
   asked again until the file changes; a failed call marks nothing. So a person's ``quipu undo``
   of the aliases, which brings the file back to those bytes, is not undone by the next sweep.
-  ``declined`` reads the same from git (a verified undo of a commit that only added a memory's
-  aliases, ``quipu.store.effects``), so losing the cache costs model calls, never a decision.
+  ``declined`` reads from git the version each enrichment commit gave aliases to (a commit
+  judged by what it did, ``quipu.store.effects``): a memory back at that version (compared as
+  quipu renders it, so "aliases: []" and no aliases line are the same) had its aliases taken
+  back by a person (``quipu undo``, a plain ``git revert``, an edit), and is not asked again
+  until it changes, whether the cache is there or not, in this store or a clone.
 - The budget and an unavailable model stop the pass (the rest is left for the next sweep); any
   other model error skips that call's memories.
 """
@@ -38,7 +42,7 @@ from quipu.curate.corpus import Corpus, Entry
 from quipu.errors import ConflictError, FatalError, NotFound
 from quipu.model import BudgetExceeded, MeteredModel, ModelError, ModelUnavailable
 from quipu.store import effects, gitobj
-from quipu.store.memory import parse_memory, render_memory
+from quipu.store.memory import ID_RE, Memory, memory_path, parse_memory, render_memory
 from quipu.store.store import Store, memory_fields
 from quipu.store.trailers import cut_words
 
@@ -64,34 +68,45 @@ class EnrichReport:
 
 
 def load_tried(store: Store) -> set[tuple[str, str]]:
-    """(id, fingerprint) of the memory versions already asked about (the cache), and of those
-    whose added aliases a person undid (``declined``)."""
+    """(id, fingerprint) of the memory versions already asked about (the cache)."""
     out: set[tuple[str, str]] = set()
     with contextlib.suppress(OSError):
         for line in (store.cache_dir / TRIED_NAME).read_text(encoding="utf-8").splitlines():
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 item = json.loads(line)
                 out.add((str(item["id"]), str(item["fp"])))
-    return out | declined(store)
+    return out
 
 
-def declined(store: Store) -> set[tuple[str, str]]:
-    """(id, fingerprint) of each memory version an undo brought back after a commit that only
-    added aliases to it: judged by what the commits did (``effects.verified_revert``), never by
-    their messages."""
+def canonical(memory: Memory) -> str:
+    """A memory's fingerprint as quipu renders it: the same for every way of writing the same
+    fields ("aliases: []" or no aliases line at all)."""
+    return hashlib.sha1(render_memory(memory)).hexdigest()[:12]
+
+
+def declined(store: Store, ids: Collection[str]) -> dict[str, set[str]]:
+    """{id: ``canonical`` fingerprints} of each version of the memories ``ids`` that an
+    enrichment commit gave aliases to: a memory back at one of them had its aliases taken back by
+    a person (``quipu undo``, a plain ``git revert``, an edit), here or in any clone. Each commit
+    is judged by what it did to the memory's file (only aliases added), never by its message;
+    only the commits of ``ids`` are read (a memory that kept its aliases is never asked about)."""
     repo = store.repo
-    out: set[tuple[str, str]] = set()
-    for effect in effects.undone(repo, (entry.commit for entry in store.log(action="undo"))):
-        for path, (old, new) in effect.items():
-            if not path.startswith("memories/") or old is None or new is None:
-                continue
-            data = repo[old[0]].data  # type: ignore[attr-defined]
-            try:
-                before, after = parse_memory(data, path), parse_memory(repo[new[0]].data, path)  # type: ignore[attr-defined]
-            except FatalError:
-                continue
-            if len(after.aliases) > len(before.aliases) and after.with_changes(aliases=before.aliases) == before:
-                out.add((before.id, hashlib.sha1(data).hexdigest()[:12]))
+    out: dict[str, set[str]] = {}
+    for entry in store.log(action="enrich"):
+        if entry.memory not in ids or not ID_RE.fullmatch(entry.memory):
+            continue
+        path = memory_path(entry.memory)  # the trailer only says where to look
+        change = effects.change_at(repo, entry.commit, path)
+        old, new = change if change is not None else (None, None)
+        if old is None or new is None:
+            continue
+        try:
+            before = parse_memory(repo[old[0]].data, path)  # type: ignore[attr-defined]
+            after = parse_memory(repo[new[0]].data, path)  # type: ignore[attr-defined]
+        except FatalError:
+            continue
+        if len(after.aliases) > len(before.aliases) and after.with_changes(aliases=before.aliases) == before:
+            out.setdefault(before.id, set()).add(canonical(before))
     return out
 
 
@@ -111,9 +126,16 @@ def wanting(corpus: Corpus, focus: Collection[str] | None, tried: set[tuple[str,
     return sorted(out, key=lambda e: (-e.created_ts, e.id))
 
 
+def to_ask(store: Store, corpus: Corpus, focus: Collection[str] | None) -> list[Entry]:
+    """``wanting``, less the memories back at a version whose aliases a person took back (``declined``)."""
+    todo = wanting(corpus, focus, load_tried(store))
+    refused = declined(store, {e.id for e in todo})
+    return [e for e in todo if not (e.id in refused and canonical(e.memory) in refused[e.id])]
+
+
 def pending(store: Store, corpus: Corpus, focus: Collection[str] | None) -> EnrichReport:
     """What a pass that asks nothing reports: every memory that wants aliases is left for later."""
-    want = len(wanting(corpus, focus, load_tried(store)))
+    want = len(to_ask(store, corpus, focus))
     return EnrichReport(wanting=want, deferred=want)
 
 
@@ -150,7 +172,7 @@ def enrich_pass(store: Store, corpus: Corpus, model: MeteredModel, sweep_id: str
                 focus: Collection[str] | None = None, max_calls: int | None = None) -> EnrichReport:
     """Ask for the aliases of the memories that want them (see the module contract)."""
     report = EnrichReport()
-    todo = wanting(corpus, focus, load_tried(store))
+    todo = to_ask(store, corpus, focus)
     report.wanting = len(todo)
     calls = batches(todo)
     for n, batch in enumerate(calls):

@@ -3,10 +3,11 @@
 Contract:
 - A pair is decided when the store holds a decision about it: a supersession event (applied by a
   sweep, a review or a person), a review-queue item naming both memories, or a decision of either
-  kind that a person undid (an undone decision is a "no", never re-applied automatically).
-  All of this is derived from git (the index's events table, and the commits that verifiably
-  undid a decision: ``quipu.store.effects``, never a trailer alone), so a sweep killed midway
-  loses nothing: every decision that reached a commit is seen by the next sweep.
+  kind that a person undid (an undone decision is a "no", never re-applied automatically,
+  whether it was taken back with ``quipu undo`` or a plain ``git revert``). All of this is
+  derived from git (the index's events table, and the decisions' event files that the store no
+  longer holds: ``quipu.store.effects``, never a trailer alone), so a sweep killed midway loses
+  nothing: every decision that reached a commit is seen by the next sweep.
 - Verdicts that change nothing in the store ("unrelated") are remembered in the git-ignored
   ``<store>/.cache/curate-verdicts.jsonl`` under both memories' content fingerprints: when either
   memory changes, the pair is asked again. Losing the cache costs model calls, never correctness.
@@ -80,19 +81,31 @@ def _events(store: Store) -> Iterable[tuple[str, dict[str, object]]]:
             yield row["memory"], data
 
 
+# The commits that add a decision about a pair: a supersession's event, a review item's.
+DECISION_ACTIONS = ("supersede", "review")
+
+
 def _undone_pairs(store: Store) -> Iterable[tuple[str, str]]:
-    """The pairs of the decisions an undo took back: an undo counts only when it is the exact
-    inverse of the commit it names (``effects.verified_revert``), and the pair is read from the
-    event files that commit added, never from trailers alone."""
+    """The pairs of the decisions a person took back: a decision's event file that a commit added
+    and the store no longer holds was reverted (``quipu undo``, a plain ``git revert``; nothing
+    else removes an event). Read from the trees and the event files themselves, never from
+    trailers alone (they only say which commits to read)."""
     repo = store.repo
-    for effect in effects.undone(repo, (entry.commit for entry in store.log(action="undo"))):
-        for path, (old, new) in effect.items():
+    head = store.head_tree()
+    for entry in store.log():
+        if entry.action not in DECISION_ACTIONS:
+            continue
+        for path, (old, new) in (effects.effect_of(repo, entry.commit) or {}).items():
             parts = path.split("/")
             if len(parts) != 4 or parts[0] != "events" or old is not None or new is None:
                 continue
+            if effects.entry_at(head, path) is not None:
+                continue  # still in force: the events table has it
             try:
                 event = json.loads(repo[new[0]].data)  # type: ignore[attr-defined]
             except (ValueError, RecursionError, UnicodeDecodeError):
+                continue
+            if not isinstance(event, dict):
                 continue
             other = event.get("by") if event.get("action") == "supersede" else event.get("other")
             if isinstance(other, str) and other:

@@ -10,8 +10,8 @@ Contract:
   its ``Quipu-Reverts`` trailer names, when that commit is an ancestor of ``commit`` (in this
   store's history) and ``commit`` undoes it in one of those two ways; else None. A trailer
   alone never makes a commit an undo.
-- ``undone(repo, commits)``: for each of ``commits`` that is a verified undo, the effect of the
-  commit it took back (what was undone, read from trees).
+- ``effect_of(repo, sha)``: ``changes`` of a commit named by its id; ``change_at(repo, sha,
+  path)``: what it did to one path alone.
 - ``state(tree, effect)``: whether a commit's effect is what ``tree`` holds now ("in force"),
   what it replaced ("undone"), or neither ("changed since"). Whether a commit is already undone
   is decided by this, never by trailers.
@@ -24,7 +24,7 @@ Contract:
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 
 import pygit2
 
@@ -88,15 +88,21 @@ def verified_revert(repo: pygit2.Repository, commit: pygit2.Commit, *, strict: b
     return named if is_inverse(mine, theirs) or (not strict and undoes_keeping(mine, theirs)) else None
 
 
-def undone(repo: pygit2.Repository, commits: Iterable[str]) -> Iterator[Effect]:
-    """The effect of each commit that one of ``commits`` verifiably undid (see the contract)."""
-    for sha in commits:
-        commit = repo[sha]
-        named = verified_revert(repo, commit) if isinstance(commit, pygit2.Commit) else None
-        target = repo[named] if named else None
-        effect = changes(repo, target) if isinstance(target, pygit2.Commit) else None
-        if effect:
-            yield effect
+def effect_of(repo: pygit2.Repository, sha: str) -> Effect | None:
+    """``changes`` of the commit ``sha`` (None for a merge, a root or an object that is no commit)."""
+    commit = repo[sha]
+    return changes(repo, commit) if isinstance(commit, pygit2.Commit) else None
+
+
+def change_at(repo: pygit2.Repository, sha: str, path: str) -> tuple[Entry | None, Entry | None] | None:
+    """What the one-parent commit ``sha`` did to ``path``: its entry before and after (None:
+    absent), read by two lookups rather than a diff of the trees; None for a merge, a root or an
+    object that is no commit."""
+    commit = repo[sha]
+    if not isinstance(commit, pygit2.Commit) or len(commit.parent_ids) != 1:
+        return None
+    parent: pygit2.Commit = repo[commit.parent_ids[0]]
+    return entry_at(parent.tree, path), entry_at(commit.tree, path)
 
 
 def entry_at(tree: pygit2.Tree, path: str) -> Entry | None:
