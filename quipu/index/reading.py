@@ -24,14 +24,13 @@ WHOLE_LIST_PER_ROW = 40
 # The deep list's open rule (``deep.OPEN_MEANING_WEIGHT``) applies only to a query of at most this
 # many terms. A longer one (a request of a sentence or more) is answered by its words as a specific
 # query is: its one vector is the mean of many words, and each lexical hit holds a small share of
-# them, so the open rule let meaning decide alone. On the
-# held-out pairs of bench_precision (real notes, prompts a developer would type for them, on the
-# 1,797 real notes), the deep list put 154 of 346 notes in its top two against plain FTS5's 159
-# (top ten 223 against 242); 139 of the prompts were open ones, where it lost 62 to 51. Chosen on
-# the first three sets (top two 79 as shipped; 90 with 4, 5 or 6 terms, 89 with 8, 87 with 10),
-# measured on the other three (top two 75 -> 78, top ten 111 -> 117) and on LoCoMo and every shape
-# of bench_shapes (its notes are asked by six words: unchanged). The paraphrased facts of
-# bench_paraphrase are asked in two to four terms.
+# them, so the open rule let meaning decide alone. On the held-out pairs (bench_bounds: real notes,
+# the prompts a developer would type for them, on the 1,797 real notes) the deep list put 154 of
+# 346 notes in its top two against plain FTS5's 159 (top ten 223 against 242); on the 139 open
+# prompts it found 51 where words alone found 62. Chosen on the first three sets (top two 79 as
+# shipped; 90 with 4, 5 or 6 terms, 89 with 8, 87 with 10), measured on the other three (top two
+# 75 -> 78, top ten 111 -> 117), on LoCoMo and on every shape of bench_shapes (its notes are asked
+# by six words: unchanged). The paraphrased facts of bench_paraphrase are asked in two to four terms.
 OPEN_MAX_TERMS = 6
 
 
