@@ -166,6 +166,35 @@ def test_a_genuine_undo_of_a_decision_syncs_and_a_forged_one_is_refused(tmp_path
     assert rows["db-owner"]["labels"] == "unverified"  # the forged one did not
 
 
+def test_a_teammates_plain_git_revert_of_a_decision_is_an_undo_and_a_worded_one_is_not(tmp_path: Path) -> None:
+    """"Undo is git revert": a teammate who takes a supersession back with `git revert` itself has
+    undone it, on every clone, and the curator counts the pair as undone. The words `git revert`
+    writes are only a pointer: a removal of another decision's events, worded the same, is refused."""
+    victim, remote = _victim_and_remote(tmp_path)
+    supersession = victim.supersede("api-port", "vpn-host")
+    victim.label("db-owner", "unverified")
+    sync.sync(victim)
+    mallory = _teammate(tmp_path, remote)
+    git(mallory, "revert", "--no-edit", supersession)
+    git(mallory, "push", "-q", "origin", "HEAD:main")
+    reverted = git(mallory, "rev-parse", "HEAD").strip()
+    events = git(mallory, "ls-files", "events/db/db-owner").split()
+    git(mallory, "rm", "-q", *events)
+    worded = _commit_and_push(mallory, f"Revert \"label\"\n\nThis reverts commit {supersession}.")
+
+    _code, out, result = _sync(victim, "--json")
+
+    assert result is not None
+    assert [r["commit"] for r in result["refused"]] == [worded] * len(events)  # type: ignore[index]
+    assert {i["commit"]: (i["action"], i["verified"]) for i in result["incoming"]} == {  # type: ignore[union-attr]
+        reverted: ("undo", True), worded: ("", True)}
+    index.ensure_fresh(victim)
+    rows = {r["id"]: r for r in index.rows(victim, "SELECT id, status, labels FROM memories")}
+    assert rows["api-port"]["status"] == "active"  # the plain revert undid the supersession
+    assert rows["db-owner"]["labels"] == "unverified"  # the worded removal did not
+    assert load_ledger(victim).decided.get(("api-port", "vpn-host")) == "undone"
+
+
 def test_a_forged_reverts_trailer_cannot_redirect_undo_to_a_memory_creation(tmp_path: Path) -> None:
     victim, remote = _victim_and_remote(tmp_path)
     supersession = victim.supersede("api-port", "vpn-host")

@@ -7,8 +7,9 @@ Contract:
 - ``is_inverse(a, b)``: ``a`` undoes exactly what ``b`` did (same paths, each entry swapped) and
   is not empty; ``undoes_keeping(a, b)``: the same, except that the memories ``b`` created stay
   and are retracted (new event files of theirs). ``verified_revert(repo, commit)``: the commit
-  its ``Quipu-Reverts`` trailer names, when that commit is an ancestor of ``commit`` (in this
-  store's history) and ``commit`` undoes it in one of those two ways; else None. A trailer
+  its ``Quipu-Reverts`` trailer names (``quipu undo``), or else the "This reverts commit ..."
+  line of a plain ``git revert``, when that commit is an ancestor of ``commit`` (in this store's
+  history) and ``commit`` undoes it in one of those two ways; else None. A trailer or a line
   alone never makes a commit an undo.
 - ``effect_of(repo, sha)``: ``changes`` of a commit named by its id; ``change_at(repo, sha,
   path)``: what it did to one path alone.
@@ -24,6 +25,7 @@ Contract:
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Mapping
 
 import pygit2
@@ -69,12 +71,28 @@ def undoes_keeping(a: Mapping[str, tuple[Entry | None, Entry | None]],
             and all(p.startswith(dirs) and old is None and new is not None for p, (old, new) in extra.items()))
 
 
+# What `git revert` writes in the body of the commit it makes.
+_GIT_REVERTS = re.compile(r"^This reverts commit ([0-9a-f]{40})\b", re.M)
+
+
+def named_revert(message: str) -> str:
+    """The commit a message says it reverts: its ``Quipu-Reverts`` trailer (``quipu undo``), else
+    the line ``git revert`` writes; '' when it names none. A name only says which commit to
+    compare with: ``verified_revert`` decides."""
+    named = parse_trailers(message).get("Quipu-Reverts", "")
+    if not named:
+        found = _GIT_REVERTS.findall(message)
+        named = found[-1] if found else ""
+    return named if len(named) == 40 and all(c in "0123456789abcdef" for c in named) else ""
+
+
 def verified_revert(repo: pygit2.Repository, commit: pygit2.Commit, *, strict: bool = False) -> str | None:
-    """The commit that ``commit`` names in ``Quipu-Reverts``, when that commit is in this store's
-    history before it and ``commit`` undoes exactly what it did (``strict``: the exact inverse;
-    else also ``undoes_keeping``); otherwise None, whatever the message says."""
-    named = parse_trailers(commit.message).get("Quipu-Reverts", "")
-    if len(named) != 40 or not all(c in "0123456789abcdef" for c in named):
+    """The commit that ``commit`` names (``named_revert``: ``quipu undo``'s trailer or ``git
+    revert``'s line), when that commit is in this store's history before it and ``commit`` undoes
+    exactly what it did (``strict``: the exact inverse; else also ``undoes_keeping``); otherwise
+    None, whatever the message says."""
+    named = named_revert(commit.message)
+    if not named:
         return None
     try:
         target = repo[named]

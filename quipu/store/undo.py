@@ -151,10 +151,9 @@ def _retracted(store: Store, memory_id: str) -> bool:
 def _undone_by(store: Store, history: list[LogEntry], sha: str) -> str:
     """How ``sha`` was undone, for a message: the verified undo that names it, if one does."""
     for entry in history:
-        if entry.action == "undo" and entry.trailers.get("Quipu-Reverts") == sha:
-            commit: pygit2.Commit = store.repo[entry.commit]  # type: ignore[assignment]
-            if effects.verified_revert(store.repo, commit) == sha:
-                return f"by commit {entry.commit[:12]}"
+        commit: pygit2.Commit = store.repo[entry.commit]  # type: ignore[assignment]
+        if effects.named_revert(commit.message) == sha and effects.verified_revert(store.repo, commit) == sha:
+            return f"by commit {entry.commit[:12]}"
     return "what it did is no longer in the store"
 
 

@@ -66,7 +66,7 @@ def removers(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, paths: 
         seen = reverts is not None and (str(hide) == reverts or repo.descendant_of(hide, pygit2.Oid(hex=reverts)))
         line = commit.message.split("\n", 1)[0].strip()
         summary = "".join(c if c.isprintable() else " " for c in line)[:80] or "no message"
-        claims = parse_trailers(commit.message).get("Quipu-Action") == "undo"
+        claims = parse_trailers(commit.message).get("Quipu-Action") == "undo" or bool(effects.named_revert(commit.message))
         for path in gone:
             out[path] = Remover(str(commit.id), summary, claims, merge, reverts, seen)
     return out

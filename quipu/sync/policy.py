@@ -13,7 +13,8 @@ Contract (docs/sync.md states the same policy for people):
 - ``removal_refusal(path, remover)``: whether a removal arriving from a remote is applied, from
   what the commit that removed the file did (``Remover``), never from its message. An event file
   leaves only through a verified undo: a commit that is the exact inverse of the commit its
-  ``Quipu-Reverts`` names (``quipu.store.effects.verified_revert``), which this store already
+  ``Quipu-Reverts`` or its ``git revert`` line names (``quipu.store.effects.verified_revert``),
+  which this store already
   has (the decision it had is the one taken back, not a copy the remote made of it). A
   memory file never leaves: a removal reaches the merge only for a file the common history held,
   so this store had it before any add the remote undid (a verified undo of a remote add this
@@ -142,7 +143,8 @@ def removal_refusal(path: str, remover: Remover | None) -> str | None:
     if remover.reverts is None:
         claim = ", which says it is an undo but is not the exact inverse of a commit in its history" \
             if remover.claims_undo else ""
-        rule = "no command deletes a memory" if memory else "a decision leaves a store only through `quipu undo`"
+        rule = "no command deletes a memory" if memory else \
+            "a decision leaves a store only through an undo of the commit that made it (`quipu undo`, `git revert`)"
         return f"{by}{claim}; {rule}, so the local file is kept"
     if memory:
         # A removal reaches the merge only for a file the common history held, so this store had the

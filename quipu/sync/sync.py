@@ -217,7 +217,11 @@ def _incoming(repo: pygit2.Repository, theirs: pygit2.Oid, hide: pygit2.Oid) -> 
     for commit in walker:
         trailers = parse_trailers(commit.message)
         action = trailers.get("Quipu-Action", "")
-        verified = action != "undo" or effects.verified_revert(repo, commit) is not None
+        # A plain `git revert` says what it reverts in its own words; it is an undo when it is one.
+        names = action == "undo" or (not action and bool(effects.named_revert(commit.message)))
+        reverts = effects.verified_revert(repo, commit) if names else None
+        action = "undo" if not action and reverts else action
+        verified = action != "undo" or reverts is not None
         out.append(Incoming(str(commit.id), action, trailers.get("Quipu-Memory", ""),
                             f"{commit.author.name} <{commit.author.email}>", commit.message.split("\n", 1)[0],
                             verified))
