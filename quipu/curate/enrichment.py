@@ -129,7 +129,7 @@ def wanting(corpus: Corpus, focus: Collection[str] | None, tried: set[tuple[str,
 def to_ask(store: Store, corpus: Corpus, focus: Collection[str] | None) -> list[Entry]:
     """``wanting``, less the memories back at a version whose aliases a person took back (``declined``)."""
     todo = wanting(corpus, focus, load_tried(store))
-    refused = declined(store, {e.id for e in todo})
+    refused = declined(store, {e.id for e in todo}) if todo else {}
     return [e for e in todo if not (e.id in refused and canonical(e.memory) in refused[e.id])]
 
 
