@@ -132,6 +132,9 @@ class Sandbox:
             "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "QUIPU_HOME": str(home / ".quipu-home"),
+            # A session's hooks start quipu workers that outlive the client: once the test has
+            # stopped the fake API, their `claude -p` would retry for minutes before giving up.
+            "QUIPU_MODEL_TIMEOUT": "30",
         })
         env.update(extra or {})
         return cls(exe, home, api, env)
