@@ -17,15 +17,19 @@ the gap is:
 - ``hook, the project's own store``: the hook on a store of the note's own project's notes only
   (and the example store), the store a project keeps in its ``.quipu``; every other set is on the
   ``full`` store of all 45 projects' notes.
+- ``... after enrichment``: the hook, plain FTS5 (aliases included) and ``quipu search`` on the
+  ``full`` store once the sweep's enrichment has given its memories aliases, replayed from the
+  recorded model run as bench_enrich replays it (``--recorded``).
 
 Each cell: the notes in the top two, and in the top ten where a list has ten. The figure the
 acceptance asks for (>= 95% in the top two) is the ``hook`` row.
 
-Usage: python bench/bench_bounds.py [--data DIR] [--pairs FILE ...] [--keep DIR] [--write-results]
+Usage: python bench/bench_bounds.py [--data DIR] [--pairs FILE ...] [--keep DIR] [--recorded FILE] [--write-results]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import sys
@@ -36,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as C  # noqa: E402
+import bench_enrich as E  # noqa: E402
 import bench_precision as P  # noqa: E402
 
 from quipu.commands.search import _nearest  # noqa: E402
@@ -54,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=Path, action="append", metavar="FILE",
                    help="held-out pairs to measure (repeatable; default: bench/data/heldout_pairs*.json)")
     p.add_argument("--keep", metavar="DIR", help="build the stores in DIR and keep them (reused when present)")
+    p.add_argument("--recorded", type=Path, default=E.RECORDED, metavar="FILE",
+                   help="the recorded alias run the enriched rows replay (bench_enrich's)")
     p.add_argument("--write-results", action="store_true", help="update the bench_bounds section of bench/RESULTS.md")
     args = p.parse_args(argv)
     if args.data:
@@ -103,9 +110,8 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, machine: str) -> i
     held = {f.name: P.heldout_cases(data, f) for f in pair_files}
     full = P._store(scratch, "full", notes, (), ())
     db_path = full / ".cache" / "index.sqlite"
-    store = Store(full)
     db = sqlite3.connect(str(db_path))
-    nearest = _nearest(store, db)
+    nearest = _nearest(Store(full), db)
     if nearest is None:
         print("bench_bounds: the static embedding is not installed: the meaning rows are left out", file=sys.stderr)
     plain = P.PlainFts(db_path)
@@ -120,6 +126,18 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, machine: str) -> i
     systems.append(("quipu search", lambda c: [h.id for h in deep.search(db, c.text, limit=DEPTH,
                                                                            nearest=nearest).hits], True))
     systems.append(("hook, the project's own store", project_hook(scratch, notes), False))
+    recorded = json.loads(args.recorded.read_text(encoding="utf-8"))["aliases"]
+    enriched, _figures = E.enriched_store(scratch, "full", full, recorded)
+    e_path = enriched / ".cache" / "index.sqlite"
+    e_db = sqlite3.connect(str(e_path))
+    e_nearest = _nearest(Store(enriched), e_db)
+    e_plain = E.PlainWithAliases(e_path)
+    systems += [
+        ("hook, after enrichment", hook_ranker(e_path, gated=True), False),
+        ("plain FTS5 (aliases included), after enrichment", lambda c: e_plain.search_depth(c.text, DEPTH), True),
+        ("quipu search, after enrichment", lambda c: [h.id for h in deep.search(e_db, c.text, limit=DEPTH,
+                                                                                 nearest=e_nearest).hits], True),
+    ]
     rows = []
     totals = {name: [0, 0, 0] for name, _r, _d in systems}
     for name, rank, deep_list in systems:
@@ -136,6 +154,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, machine: str) -> i
         cells.append(f"{two} ({two / n:.0%}) / {ten} ({ten / n:.0%})" if deep_list else f"{two} ({two / n:.0%})")
         rows.append((name, *cells))
     db.close()
+    e_db.close()
     header = ("system", *(f"{name} ({len(cases)})" for name, cases in held.items()), "all sets")
     body = "\n".join([
         f"Each held-out note in the top two / the top ten, on the `full` store ({len(notes):,} real notes of "
