@@ -34,7 +34,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -72,13 +71,7 @@ def replay_model(memories: dict[str, object], recorded: dict[str, list[str]]) ->
 class PlainWithAliases(P.PlainFts):
     """Plain FTS5 BM25 over each memory's title, aliases, description and body."""
 
-    def __init__(self, db_path: Path) -> None:
-        source = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-        rows = source.execute("SELECT id, title, aliases, description, body FROM memories").fetchall()
-        source.close()
-        self.db = sqlite3.connect(":memory:")
-        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='porter unicode61')")
-        self.db.executemany("INSERT INTO t VALUES (?, ?)", [(r[0], " ".join(x or "" for x in r[1:])) for r in rows])
+    COLUMNS = "title, aliases, description, body"
 
 
 def run_plain(db_path: Path, cases: list[P.Case]) -> list[list[str]]:

@@ -196,9 +196,11 @@ def run_baseline(package: Path, db_path: Path, cases: Sequence[Case]) -> list[li
 class PlainFts:
     """One FTS5 row per memory, the OR of the prompt's quoted words, the best two by bm25()."""
 
+    COLUMNS = "title, description, body"  # the memory's fields, joined into the one row
+
     def __init__(self, db_path: Path) -> None:
         source = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-        rows = source.execute("SELECT id, title, description, body FROM memories").fetchall()
+        rows = source.execute(f"SELECT id, {self.COLUMNS} FROM memories").fetchall()
         source.close()
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='porter unicode61')")
