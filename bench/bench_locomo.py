@@ -5,7 +5,7 @@ into this repository; skipped with a message when absent).
 
 Each conversation becomes one store: every turn is one memory whose searchable text equals the
 baselines' row, ``"<speaker>: <text>"`` plus ``" [image: <blip_caption>]"`` when present. The
-title is neutral by default (the turn's ``D<session>:<turn>`` label, whose tokens no question
+title is neutral by default (the turn's ``D<session>T<turn>`` label, one token no question
 uses), so the comparison is about ranking rules, not about extra text; ``--title`` tries others.
 Memories are ``event`` notes that never decay (``--decay`` keeps the class default and asks "the
 day after the last session"), written as a store kept during the conversation would have them:
@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as C  # noqa: E402
 
-from quipu.index import deep, index, vectors  # noqa: E402
+from quipu.index import deep, index, reading, vectors  # noqa: E402
 from quipu.prompt import recall  # noqa: E402
 from quipu.prompt import indexread  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
@@ -72,17 +72,7 @@ DIAG_BOTH = "plain FTS5 with quipu's terms, 3 rarest only"
 _EVIDENCE = re.compile(r"D(\d+):(\d+)")
 _WORD = re.compile(r"\w+")
 # NLTK's English stop-word list: a baseline independent of quipu's own list.
-BASELINE_STOPWORDS = frozenset("""
-i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
-himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom this
-that that'll these those am is are was were be been being have has had having do does did doing a an the and but
-if or because as until while of at by for with about against between into through during before after above below
-to from up down in out on off over under again further then once here there when where why how all any both each
-few more most other some such no nor not only own same so than too very s t can will just don don't should
-should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't
-haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
-weren weren't won won't wouldn wouldn't
-""".split())
+BASELINE_STOPWORDS = reading.FUNCTION_WORDS  # NLTK's English stop words
 
 
 @dataclass(frozen=True)
@@ -105,10 +95,9 @@ class Question:
     quipu_terms: list[tuple[str, int, bool]] = field(default_factory=list)
     quipu_reason: str = ""
     lexical: list[str] = field(default_factory=list)  # the deep list's lexical gather, best first
-    lexical_scores: list[float] = field(default_factory=list)  # their BM25 (ties share a rank)
     meaning: list[tuple[str, float]] = field(default_factory=list)  # its meaning gather (id, cosine)
     specific: bool = False  # the query names a specific word the store has (meaning-only hits off)
-    shares: list[float] = field(default_factory=list)  # each lexical hit's share of the query (deep.shares)
+    fused: list[str] = field(default_factory=list)  # the shipped fused list (deep.fused_list), top DEEP_K
 
 
 # ------------------------------------------------------------------ data
@@ -164,7 +153,7 @@ def title_for(turn: Turn, style: str) -> str:
     if style == "first-words":
         words = turn.text.split(":", 1)[1].split()
         return " ".join(words[:8]) or turn.speaker
-    return f"D{turn.dia[0]}:{turn.dia[1]}"
+    return f"D{turn.dia[0]}T{turn.dia[1]}"  # one token ("d27t7") that no question uses
 
 
 def memories(turns: Iterable[Turn], title: str, decay: bool) -> list[Memory]:
@@ -318,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"locomo10.json (default {DEFAULT_DATA})")
     p.add_argument("--title", choices=("dia", "speaker-date", "first-words"), default="dia",
-                   help="memory titles: the neutral D<s>:<t> label (default), speaker + session date, or the "
+                   help="memory titles: the neutral D<s>T<t> label (default), speaker + session date, or the "
                    "turn's first 8 words (title words weigh 8x in quipu's BM25)")
     p.add_argument("--decay", action="store_true", help="keep the event class's 90-day half-life (asked the day "
                    "after each conversation's last session) instead of no decay")
@@ -526,14 +515,14 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
             result = deep.search(db, q.text, limit=DEEP_K, nearest=nearest)
             timing.setdefault(DEEP_FUSED, []).append(time.perf_counter() - start)
             q.ranked[DEEP_FUSED] = [h.id for h in result.hits]  # no labels, no decay: this is the list
-            terms = [t.text for t in extract_terms(q.text)]
-            lex = deep.lexical(db, terms)
+            fusion = deep.fused_list(db, q.text, nearest)
+            q.fused = [i for i, *_r in fusion.fused[:DEEP_K]]
+            lex = deep.lexical(db, fusion.gathered)
             ids = deep._ids(db, [r for r, _s in lex])
             q.lexical = [ids[r] for r, _s in lex]
-            q.lexical_scores = [score for _r, score in lex]
-            q.specific = bool(q.lexical and deep.words_decide(db, terms, [r for r, _s in lex]))
+            q.specific = fusion.specific
+            # meaning's own list, for its row and the grid, even where the shipped list leaves it out
             q.meaning = [] if nearest is None else deep.gather_meaning(db, q.text, nearest, q.specific)
-            q.shares = deep.shares(db, terms, [r for r, _s in lex])
             q.ranked[DEEP_LEXICAL] = q.lexical[:DEEP_K]
             q.ranked[DEEP_MEANING] = [i for i, _c in q.meaning[:DEEP_K]]
     finally:
@@ -541,10 +530,9 @@ def gather_deep(root: Path, questions: Sequence[Question], timing: dict[str, lis
 
 
 def fused_ids(q: Question, k: float, weight: float, floor: float) -> list[str]:
-    """The fused order with these constants (the shipped ones use ``deep.rank``'s two ways of fusing)."""
+    """The fused order with these constants (the shipped ones: ``deep.fused_list``'s own)."""
     if (k, weight, floor) == (deep.K, deep.MEANING_WEIGHT, deep.MEANING_ONLY_FLOOR):
-        return [i for i, *_r in deep.rank(q.lexical, q.meaning, q.specific, q.shares,
-                                               topic=deep.has_topic(extract_terms(q.text)))[:DEEP_K]]
+        return q.fused
     fused = deep.fuse(q.lexical, q.meaning, k=k, meaning_weight=weight,
                       meaning_only_floor=float("inf") if q.specific else floor)
     return [i for i, *_r in fused[:DEEP_K]]

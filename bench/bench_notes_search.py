@@ -28,7 +28,6 @@ import _common as C  # noqa: E402
 
 from quipu.commands.search import _nearest  # noqa: E402
 from quipu.index import deep, index  # noqa: E402
-from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
 from testing import realistic  # noqa: E402
 
@@ -113,15 +112,8 @@ def in_sessions(memories: list[Memory], source: dict[str, str]) -> list[Memory]:
 
 def fused_alone(db: object, query: str, nearest: deep.Nearest | None) -> tuple[list[str], bool]:
     """The fused list before labels and age (the top 10), and whether the query names something specific."""
-    extracted = extract_terms(query)
-    terms = [t.text for t in extracted]
-    found = deep.lexical(db, terms)
-    ids = deep._ids(db, [r for r, _s in found])
-    lexical = [ids[r] for r, _s in found if r in ids]
-    specific = bool(lexical) and deep.words_decide(db, terms, [r for r, _s in found])
-    meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
-    shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
-    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:10]], specific
+    fusion = deep.fused_list(db, query, nearest)
+    return [mid for mid, *_r in fusion.fused[:10]], fusion.specific
 
 
 def rank_of(mid: str, listed: list[str]) -> int | None:

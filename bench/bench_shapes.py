@@ -7,7 +7,7 @@ same run. Data, read at run time from ``<repo>/../shared/data`` (never copied in
 repository; a shape whose data is absent is skipped with a message):
 - LoCoMo (``locomo/locomo10.json``): ``--conversations`` of its ten conversations (evenly spread;
   every question of each whose evidence the shape holds), built as ``bench_locomo.py`` builds
-  them (one memory a turn, ``"<speaker>: <text>"``, the neutral ``D<s>:<t>`` title, no decay), in
+  them (one memory a turn, ``"<speaker>: <text>"``, the neutral ``D<s>T<t>`` title, no decay), in
   five shapes:
   - ``both speakers, sessions``: every turn, each in its session, a minute apart;
   - ``one speaker, sessions``: only the turns of each conversation's first speaker (questions
@@ -23,7 +23,7 @@ repository; a shape whose data is absent is skipped with a message):
   seeded place, as that bench makes them; the evidence is that note. Two shapes: ``notes, no session`` and ``notes, a session a
   source file`` (the file's notes one after another). A third asks the same store in a
   developer's words: ``a developer's prompts``, the prompts of bench/data/heldout_pairs_4.json to
-  _6.json (a prompt a developer in the note's project would type when the note would help,
+  _7.json (a prompt a developer in the note's project would type when the note would help,
   written from the note alone; the evidence is that note).
 
 Systems: ``plain FTS5`` (one FTS5 row per memory holding its title, description and body,
@@ -63,7 +63,6 @@ import bench_locomo as L  # noqa: E402
 
 from quipu.commands.search import _nearest  # noqa: E402
 from quipu.index import deep, index  # noqa: E402
-from quipu.prompt.query import extract_terms  # noqa: E402
 from quipu.store.memory import Memory  # noqa: E402
 from testing import realistic  # noqa: E402
 
@@ -75,7 +74,7 @@ FIT_SHAPE = "LoCoMo, both speakers, sessions"
 # The held-out pairs (a real note, a prompt a developer would type for it) that ask the notes in
 # a developer's words: reading.OPEN_MAX_TERMS was chosen on the first three sets, these are the rest.
 HELDOUT = Path(__file__).resolve().parent / "data"
-PROMPT_SETS = ("heldout_pairs_4.json", "heldout_pairs_5.json", "heldout_pairs_6.json")
+PROMPT_SETS = ("heldout_pairs_4.json", "heldout_pairs_5.json", "heldout_pairs_6.json", "heldout_pairs_7.json")
 
 
 @dataclass
@@ -295,16 +294,8 @@ def rank_store(root: Path, memories: list[Memory], asks: Sequence[Ask]) -> dict[
 
 
 def fused_list(db: sqlite3.Connection, query: str, nearest: deep.Nearest | None) -> list[str]:
-    """The two gathers fused (``deep.rank``), before labels and age: the top ``DEPTH``."""
-    extracted = extract_terms(query)
-    terms = [t.text for t in extracted]
-    found = deep.lexical(db, terms)
-    ids = deep._ids(db, [r for r, _s in found])
-    lexical = [ids[r] for r, _s in found if r in ids]
-    specific = bool(lexical) and deep.words_decide(db, terms, [r for r, _s in found])
-    meaning = None if nearest is None else deep.gather_meaning(db, query, nearest, specific)
-    shares = deep.shares(db, terms, [r for r, _s in found]) if lexical else None
-    return [mid for mid, *_r in deep.rank(lexical, meaning, specific, shares, topic=deep.has_topic(extracted))[:DEPTH]]
+    """The two gathers fused (``deep.fused_list``), before labels and age: the top ``DEPTH``."""
+    return [mid for mid, *_r in deep.fused_list(db, query, nearest).fused[:DEPTH]]
 
 
 Lists = Callable[[str], list[str]]

@@ -328,17 +328,42 @@ def test_a_pet_is_found_for_a_question_that_shares_no_word_with_it(store_path: P
 def test_a_long_request_in_everyday_words_is_answered_by_its_words(store_path: Path, query: str,
                                                                     title_start: str) -> None:
     """A request of a sentence or more that names nothing specific: its one vector is the mean
-    of many words, so meaning only re-orders the memories holding its words, and the real note
-    it was written for stays in the top two (meaning alone had pushed both out of the top ten)."""
+    of many words, so it is ranked by its words alone, and the real note it was written for stays
+    in the top two (meaning alone had pushed both out of the top ten)."""
     data = realistic.data_dir()
     assert data is not None
     store = realistic.realistic_store(store_path, realistic.real_notes(data))
     if vectors.encoder(store.cache_dir) is None:
         pytest.skip("the static embedding (wordllama) is not installed")
     assert len(extract_terms(query)) > reading.OPEN_MAX_TERMS
-    hits = search(store, query).hits
-    assert hits and all(h.lexical_rank is not None for h in hits)
+    result = search(store, query)
+    hits = result.hits
+    assert hits and all(h.lexical_rank is not None and h.meaning_rank is None for h in hits)
+    assert not result.meaning and str(reading.OPEN_MAX_TERMS) in result.words_alone
     assert any(h.title.startswith(title_start) for h in hits[:2]), [h.title for h in hits[:3]]
+
+
+def test_a_long_request_is_gathered_by_the_words_the_hook_sets_aside_too(store_path: Path) -> None:
+    """A path's folders, a file's extension and conversational words are no evidence for the hook,
+    but in a request of a sentence or more BM25 weighs them by how rare they are, as plain FTS5
+    does: "astro" at the front of a long path finds the note that maps it, and "max_turns" is
+    read as the phrase of its parts."""
+    store = make_store(store_path)
+    add_all(store, [
+        memory("astro-dist", "Built files", "node_modules/astro/dist/... maps to packages/astro/src/..."),
+        memory("turns", "Runner arguments", "Runner.run keeps max_turns as its last positional argument."),
+        *[memory(f"render-{n}", f"Render core {n}", f"The core render step {n} has a fix in the monorepo; "
+                 "points of the stack trace list core render frames.") for n in range(6)],
+        *[memory(f"max-{n}", f"Turn {n}", f"The max size of turn {n} is set by the runner.") for n in range(4)],
+    ])
+    query = "stack trace points at node_modules/astro/dist/core/render/index.js:88, where do i actually make the fix"
+    assert len(extract_terms(query)) > reading.OPEN_MAX_TERMS
+    assert "astro" not in [t.text for t in extract_terms(query)] and "astro" in reading.every_word(query)
+    assert ids(store, query)[0] == "astro-dist"
+    assert "astro" in search(store, query).terms  # --explain lists what was looked for
+    words = reading.every_word("can you tell me why max_turns is the last positional arg of the runner's run?")
+    assert "max_turns" in words and not {"can", "you", "me", "why", "is", "the", "of"} & set(words)
+    assert ids(store, "can you tell me why max_turns is the last positional arg of the runner's run?")[0] == "turns"
 
 
 def test_a_hit_holding_every_word_of_the_query_counts_fully_one_with_a_common_word_less(store_path: Path) -> None:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.explain:
         print(f"terms: {', '.join(result.terms) or '(none)'}; meaning search: "
-              f"{'on' if result.meaning else 'off'}")
+              f"{'on' if result.meaning else 'off'}" + (f" ({result.words_alone})" if result.words_alone else ""))
     for hit in result.hits:
         labels = hit.label_text()
         print(f"{hit.id}  {hit.title}" + (f"  [{labels}]" if labels else "") + f"  score {hit.score:.4f}"

@@ -5,7 +5,9 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
 - Lexical gather: every content term of the query (``quipu.prompt.query.extract_terms``, generic words
   included), OR-ed in one FTS5 query ranked by ``bm25()`` with every field weighing the same
   (``LEXICAL_FIELD_WEIGHTS``), the top ``GATHER`` kept. No rarest-terms cut, no floor: every memory that shares a word with
-  the query can be reached.
+  the query can be reached. A request of a sentence or more (more than ``reading.OPEN_MAX_TERMS``
+  terms) is gathered by every word it has but the function words (``reading.every_word``), and
+  ranked by those words alone: meaning takes no part (see ``reading.py`` for the figures).
 - Meaning gather: the query's static-embedding vector against every memory's
   (``quipu.index.vectors``), the top ``GATHER`` by cosine, less memories longer than
   ``MEANING_MAX_WORDS`` (their one vector is the mean of too many words to say what they hold:
@@ -13,8 +15,7 @@ precision layer (``quipu.prompt.recall``) and never comes here. Contract:
 - Fusion by reciprocal rank (the constants below, with the figures that chose them), in one of
   two ways. A query that names something specific which the store has (a word outside the
   index's lexicon of ordinary English, such as an identifier, a tool or a project, that some
-  memory contains), or that has more than ``reading.OPEN_MAX_TERMS`` terms (a request of a
-  sentence or more), is answered by the words: meaning (the plain cosine) only re-orders them
+  memory contains) is answered by the words: meaning (the plain cosine) only re-orders them
   and adds nothing. Any other query may mean more than its words say: meaning is gathered about the
   store's mean (``quipu.index.closeness.CENTRE``), a memory it finds may enter with a closeness of
   at least ``OPEN_FLOOR`` and weighs twice a lexical hit holding every word, and each lexical
@@ -50,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from quipu.index import person
-from quipu.index.reading import shares, words_decide
+from quipu.index.reading import OPEN_MAX_TERMS, every_word, is_long, shares, words_decide
 from quipu.prompt import inject, recall
 from quipu.prompt.query import Term, extract_terms, fts_quote
 from quipu.prompt.stem import fts_term
@@ -178,10 +179,11 @@ class Deep:
     hits: list[Hit] = field(default_factory=list)
     meaning: bool = False  # whether meaning search ran
     reason: str = ""
+    words_alone: str = ""  # why meaning took no part though it could have
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "terms": self.terms, "meaning": self.meaning, "reason": self.reason,
-                "hits": [h.to_json() for h in self.hits]}
+                "words_alone": self.words_alone, "hits": [h.to_json() for h in self.hits]}
 
 
 def lexical(db: Any, terms: Sequence[str], depth: int = GATHER) -> list[tuple[int, float]]:
@@ -262,21 +264,13 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
     before the cut to ``limit``); ``excerpts``: only the first that many hits get an excerpt
     (default: every hit)."""
     result = Deep(query=query)
-    extracted = extract_terms(query)
-    terms = [t.text for t in extracted]
-    result.terms = terms
-    found = lexical(db, terms)
-    ids_of = _ids(db, [r for r, _s in found])
-    lexical_ids = [ids_of[r] for r, _s in found if r in ids_of]
-    bm25 = {ids_of[r]: s for r, s in found if r in ids_of}
-    meaning = None
-    specific = bool(lexical_ids) and words_decide(db, terms, [r for r, _s in found])
-    if nearest is not None:
-        meaning = gather_meaning(db, query, nearest, specific)
-        result.meaning = True
-    cosine = dict(meaning or ())
-    query_shares = shares(db, terms, [r for r, _s in found]) if lexical_ids else None
-    fused = rank(lexical_ids, meaning, specific, query_shares, topic=has_topic(extracted))
+    fusion = fused_list(db, query, nearest)
+    result.terms = fusion.gathered  # what the lexical gather looked for
+    result.meaning = fusion.meaning_ran
+    if nearest is not None and not fusion.meaning_ran:
+        result.words_alone = f"a request of more than {OPEN_MAX_TERMS} terms is ranked by its words alone"
+    fused = fusion.fused
+    bm25, cosine = fusion.bm25, fusion.cosine
     if not fused:
         result.reason = "no memory shares a word with the query" + (" nor is near its meaning" if result.meaning else "")
         return result
@@ -297,10 +291,42 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
                         score * lf * af, score, lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af))
     hits.sort(key=lambda h: (-h.score, h.lexical_rank or GATHER + 1, h.id))
     hits = [h for h in _successors_first(hits) if keep is None or keep(h)][:limit]
-    stems = [s for s in (fts_term(t) for t in terms) if s]
+    stems = [s for s in (fts_term(t) for t in fusion.terms) if s]
     shown = len(hits) if excerpts is None else excerpts
     result.hits = [_with_snippet(h, rows[h.id][-1], stems) if n < shown else h for n, h in enumerate(hits)]
     return result
+
+
+@dataclass
+class Fusion:
+    """The two gathers of a query fused (``fused_list``), before labels and age."""
+    terms: list[str]  # the query's content terms (``extract_terms``)
+    gathered: list[str]  # what the lexical gather looked for: the terms, or every word of a long request
+    fused: list[tuple[str, float, int | None, int | None]]  # (id, fused score, lexical rank, meaning rank)
+    bm25: dict[str, float]
+    cosine: dict[str, float]
+    meaning_ran: bool
+    specific: bool  # answered by its words: meaning only re-orders them, or takes no part
+
+
+def fused_list(db: Any, query: str, nearest: Nearest | None) -> Fusion:
+    """Gather by words and by meaning and fuse (see the module contract); ``nearest`` None: words only."""
+    extracted = extract_terms(query)
+    terms = [t.text for t in extracted]
+    long = is_long(terms)
+    gathered = every_word(query) if long else terms
+    found = lexical(db, gathered)
+    rowids = [r for r, _s in found]
+    ids_of = _ids(db, rowids)
+    lexical_ids = [ids_of[r] for r, _s in found if r in ids_of]
+    bm25 = {ids_of[r]: s for r, s in found if r in ids_of}
+    specific = long or (bool(lexical_ids) and words_decide(db, terms, rowids))
+    meaning = None
+    if nearest is not None and not long:
+        meaning = gather_meaning(db, query, nearest, specific)
+    query_shares = shares(db, terms, rowids) if lexical_ids else None
+    fused = rank(lexical_ids, meaning, specific, query_shares, topic=has_topic(extracted))
+    return Fusion(terms, gathered, fused, bm25, dict(meaning or ()), meaning is not None, specific)
 
 
 def rank(lexical_ids: Sequence[str], meaning: Sequence[tuple[str, float]] | None, specific: bool,

@@ -16,7 +16,8 @@ def merge(results: Sequence[tuple[str, Deep]], limit: int) -> Deep:
     if len(results) == 1 and not results[0][0]:  # one store read alone: its list as it is
         return results[0][1]
     first = results[0][1]
-    merged = Deep(first.query, terms=first.terms, meaning=any(d.meaning for _l, d in results))
+    merged = Deep(first.query, terms=first.terms, meaning=any(d.meaning for _l, d in results),
+                  words_alone=first.words_alone)
     pool = [replace(h, store=label) for label, d in results for h in d.hits]
     pool.sort(key=lambda h: -h.score)  # stable: the first store keeps ties
     once: dict[str, Hit] = {}

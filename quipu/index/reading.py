@@ -2,13 +2,17 @@
 
 - ``shares(db, terms, rowids)``: each lexical hit's share of the query, the IDF mass of the
   query's terms it holds.
-- ``words_decide(db, terms, rowids)``: whether the query is answered by its words, meaning only
-  re-ordering their hits: it has more than ``OPEN_MAX_TERMS`` terms, or it names something
-  specific (a word outside the index's lexicon of ordinary English) that one of the hits holds.
+- ``is_long(terms)``: whether the query is a request of a sentence or more (more than
+  ``OPEN_MAX_TERMS`` terms): every word of it but the function words (``every_word``) is
+  gathered, ranked by BM25 alone, and meaning takes no part.
+- ``words_decide(db, terms, rowids)``: whether a shorter query is answered by its words, meaning
+  only re-ordering their hits: it names something specific (a word outside the index's lexicon
+  of ordinary English) that one of the hits holds.
 """
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,17 +25,45 @@ from quipu.prompt.stem import fts_term
 # this many memories per listed row, ``shares`` reads the whole list and picks the rows out of it.
 WHOLE_LIST_PER_ROW = 40
 
-# The deep list's open rule (``deep.OPEN_MEANING_WEIGHT``) applies only to a query of at most this
-# many terms. A longer one (a request of a sentence or more) is answered by its words as a specific
-# query is: its one vector is the mean of many words, and each lexical hit holds a small share of
-# them, so the open rule let meaning decide alone. On the held-out pairs (bench_bounds: real notes,
-# the prompts a developer would type for them, on the 1,797 real notes) the deep list put 154 of
-# 346 notes in its top two against plain FTS5's 159 (top ten 223 against 242); on the 139 open
-# prompts it found 51 where words alone found 62. Chosen on the first three sets (top two 79 as
-# shipped; 90 with 4, 5 or 6 terms, 89 with 8, 87 with 10), measured on the other three (top two
-# 75 -> 78, top ten 111 -> 117), on LoCoMo and on every shape of bench_shapes (its notes are asked
-# by six words: unchanged). The paraphrased facts of bench_paraphrase are asked in two to four terms.
+# A query of more than this many terms (a request of a sentence or more) is answered by its words
+# alone. Its one vector is the mean of many words, and each lexical hit holds a small share of
+# them: with the open rule meaning decided alone (on the held-out pairs of bench_bounds, real notes
+# and the prompts a developer would type for them, the deep list put 154 of 346 notes in its top
+# two against plain FTS5's 159, top ten 223 against 242). Chosen on the first three sets (top two
+# 79 as shipped; 90 with 4, 5 or 6 terms, 89 with 8, 87 with 10). Even re-ordering the words' hits
+# (the specific rule, at any meaning weight from 0.03 to 0.17) left the first three sets below
+# plain FTS5 at some depth (top ten 121 to 123 against 125); so meaning takes no part.
 OPEN_MAX_TERMS = 6
+# ... and its words are every word of it but these function words (NLTK's English stop words),
+# not the content terms the hook keeps: in a long request the conversational words the hook
+# sets aside ("actually", "remind", "md", a path's folders) are weighed by BM25's IDF as plain
+# FTS5 weighs them, and dropping them left the first three sets below plain FTS5 at every depth
+# but the second (top ten 119 against 125).
+FUNCTION_WORDS = frozenset("""
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his
+himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom this
+that that'll these those am is are was were be been being have has had having do does did doing a an the and but
+if or because as until while of at by for with about against between into through during before after above below
+to from up down in out on off over under again further then once here there when where why how all any both each
+few more most other some such no nor not only own same so than too very s t can will just don don't should
+should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't
+haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
+weren weren't won won't wouldn wouldn't
+""".split())
+_MAX_WORDS = 64
+_WORD = re.compile(r"\w+")
+
+
+def is_long(terms: Sequence[str]) -> bool:
+    """Whether a query of these content terms is a request of a sentence or more."""
+    return len(terms) > OPEN_MAX_TERMS
+
+
+def every_word(query: str) -> list[str]:
+    """The words of ``query`` in order, each once, less ``FUNCTION_WORDS``: what a long request is
+    gathered by. An identifier joined by underscores stays one word (``max_turns``), which FTS5
+    reads as the phrase of its parts."""
+    return list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if w not in FUNCTION_WORDS))[:_MAX_WORDS]
 
 
 def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
@@ -62,10 +94,9 @@ def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
 
 
 def words_decide(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:
-    """Whether the query is answered by its words, meaning only re-ordering their hits: it has
-    more than ``OPEN_MAX_TERMS`` terms, or it names something specific that one of the lexical
-    hits ``rowids`` holds (``_names_something_specific``)."""
-    return len(terms) > OPEN_MAX_TERMS or _names_something_specific(db, terms, rowids)
+    """Whether the query is answered by its words, meaning only re-ordering their hits: it names
+    something specific that one of the lexical hits ``rowids`` holds (``_names_something_specific``)."""
+    return _names_something_specific(db, terms, rowids)
 
 
 def _names_something_specific(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:

@@ -94,8 +94,9 @@ def body(viewer: Viewer, *, query: str = "", cls: str = "", label: str = "", top
         result, hits = viewer.read(lambda db: searching(viewer, db, query, cls=cls, label=label, topic=topic))
         shown = hits[(page - 1) * PAGE: page * PAGE]
         rows = [[_link(hit.id, hit.title), hit.cls, hit.label_text(), f"{hit.score:.4f}", hit.snippet] for hit in shown]
+        meaning = "on" if result.meaning else f"off ({result.words_alone})" if result.words_alone else "off"
         head = h('<p class="count">{n} found{why}; meaning search {m}.</p>', n=len(hits),
-                 why=f" ({result.reason})" if not hits and result.reason else "", m="on" if result.meaning else "off")
+                 why=f" ({result.reason})" if not hits and result.reason else "", m=meaning)
         return h('{form}{head}{table}{pager}', form=form, head=head,
                  table=table(("memory", "class", "labels", "score", "snippet"), rows, css="memories"),
                  pager=pager("/memories", page, len(hits) > page * PAGE, q=query, **{"class": cls}, label=label,
