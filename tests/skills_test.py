@@ -18,6 +18,7 @@ from quipu.skills.detect import Candidate, find_candidates, normalise_command
 from quipu.skills.draft import draft_all
 from quipu.skills.promote import demote, promote
 from quipu.store.store import Store
+from testing.fixtures import git
 from testing.transcripts import Transcript
 
 FAILURE = "error: cannot pull with rebase: You have unstaged changes."
@@ -220,18 +221,18 @@ ADVERSARIAL = {
 
 def test_adversarial_drafts_are_refused_with_reasons_and_the_valid_one_admitted(
         project: Path, store_path: Path) -> None:
-    store = make_store(store_path)
     context = gate.Context(existing_skills=gate.existing_skill_names([project]))
     candidate = adversarial_candidate(project)
-    for label, (answer, reason) in ADVERSARIAL.items():
+    for n, (label, (answer, reason)) in enumerate(ADVERSARIAL.items()):
+        # a store each: a refused candidate, or one whose refusal is undone, is never sent again
+        store = make_store(store_path.parent / f"adversarial-{n}")
         model = ScriptedModel([answer])
         out = draft_all(store, [candidate], model, context).outcomes
         assert len(out) == 1 and not out[0].admitted, label
         assert any(reason in r for r in out[0].reasons), (label, out[0].reasons)
         store_entries = [e for e in queue.entries(store) if e.kind == "refused"]
         assert store_entries[-1].data["reasons"], label
-        # the review queue keeps it, so the next run sends nothing; start clean for the next draft
-        store.undo(commit=out[0].commit or "")
+    store = make_store(store_path)
     # "saves time" is refused for the claim too, not only for the missing failure
     claims = gate.check(gate.Draft(**ADVERSARIAL["saves time, no failure"][0]), candidate, context)
     assert any("unverifiable claim 'saves time'" in r for r in claims)
@@ -248,7 +249,7 @@ def test_adversarial_drafts_are_refused_with_reasons_and_the_valid_one_admitted(
     assert out[0].admitted and out[0].reasons == [] and len(model.calls) == 1
     assert queue.draft_names(store) == ["rebase-with-local-changes"]
     refused = [e for e in queue.entries(store) if e.kind == "refused"]
-    assert len(refused) == 1 and refused[0].data["candidate"] == once.id  # the others were undone above
+    assert len(refused) == 1 and refused[0].data["candidate"] == once.id
 
 
 def test_every_step_is_a_commit_one_command_reverts(project: Path, store_path: Path) -> None:
@@ -258,6 +259,37 @@ def test_every_step_is_a_commit_one_command_reverts(project: Path, store_path: P
     assert entry.commit == out[0].commit and entry.action == "skill-draft"
     assert cli.main(["--store", str(store_path), "undo", entry.commit]) == 0
     assert queue.draft_names(store) == [] and not (store_path / "skills" / "drafts").exists()
+
+
+def test_a_draft_or_refusal_a_person_took_back_is_not_drafted_again_unless_asked(
+        project: Path, store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Undone with `quipu undo` or a plain `git revert`, a draft stays taken back: the next run
+    asks no model for it (the daily sweep would otherwise write it again), until a person names
+    it with --again."""
+    store = make_store(store_path)
+    candidate = adversarial_candidate(project)
+    out = draft_all(store, [candidate], ScriptedModel([VALID]), gate.Context()).outcomes
+    git(store_path, "revert", "--no-edit", out[0].commit or "")
+    model = ScriptedModel([])
+    report = draft_all(store, [candidate], model, gate.Context())
+    assert report.skipped == 1 and report.outcomes == [] and model.calls == []
+    assert queue.draft_names(store) == [] and queue.taken_back(store) == {candidate.id}
+
+    other = adversarial_candidate(project, steps=("git fetch", "git rebase <arg>", "git stash pop"))
+    refused = draft_all(store, [other], ScriptedModel([{**VALID, "name": "review"}]), gate.Context()).outcomes
+    assert not refused[0].admitted
+    assert cli.main(["--store", str(store_path), "undo", refused[0].commit or ""]) == 0
+    model = ScriptedModel([])
+    assert draft_all(store, [candidate, other], model, gate.Context()).skipped == 2 and model.calls == []
+    assert queue.taken_back(store) == {candidate.id, other.id}
+
+    capsys.readouterr()
+    assert cli.main(["--store", str(store_path), "skills", "draft", "--again", "no-such-candidate"]) == 1
+    assert "no draft or refusal of that candidate was undone" in capsys.readouterr().err
+    model = ScriptedModel([VALID])
+    out = draft_all(store, [candidate, other], model, gate.Context(), again=[candidate.id]).outcomes
+    assert [o.candidate for o in out] == [candidate.id] and out[0].admitted and len(model.calls) == 1
+    assert queue.draft_names(store) == ["rebase-with-local-changes"]
 
 
 def test_thirty_sessions_without_a_repeated_procedure_draft_nothing_and_call_no_model(

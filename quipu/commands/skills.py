@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from quipu.commands._common import add_json, count, open_store
+from quipu.errors import FatalError
 from quipu.output import print_json
 
 TYPE_CHECKING = False
@@ -46,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     d = ssub.add_parser("draft", help="draft the candidates as inert skills, through the gate",
                         description="Ask the model for one skill per candidate not drafted before (one call "
-                        "each at most; none for a candidate seen in too few sessions or with no error to name), "
+                        "each at most; none for a candidate seen in too few sessions or with no error to name, nor for "
+                        "one whose draft or refusal was undone unless named by --again), "
                         "check each draft in code, and commit it to skills/drafts/ or, refused, to the review "
                         "queue with its reasons. Nothing reaches a folder Claude Code loads.")
     d.add_argument("--model", metavar="SPEC",
@@ -57,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     d.add_argument("--max-chars", type=count(), metavar="N",
                    help=f"at most N characters sent to the model in this run (default {DEFAULT_MAX_CHARS:,}; "
                         "0 for no limit)")
+    d.add_argument("--again", action="append", default=[], metavar="CANDIDATE",
+                   help="draft this candidate anew though its draft or refusal was undone (a candidate a "
+                        "person took back is otherwise never sent to the model again); repeatable")
     add_json(d)
     d.set_defaults(func=run_draft)
 
@@ -125,6 +130,14 @@ def run_draft(args: argparse.Namespace) -> int:
     from quipu.skills.draft import as_text, draft_all
 
     store = open_store(args)
+    if args.again:
+        from quipu.skills import queue
+
+        unknown = sorted(set(args.again) - queue.taken_back(store))
+        if unknown:
+            raise FatalError(f"--again {unknown[0]}: no draft or refusal of that candidate was undone, so it is not "
+                             "held back; `quipu skills list` shows what was drafted or refused, "
+                             "`quipu skills candidates` what can be")
     found = find_candidates(_index_path())
     roots = tuple(dict.fromkeys(Path(p) for c in found for p in c.projects))
     context = gate.Context(existing_skills=gate.existing_skill_names(roots))
@@ -132,7 +145,7 @@ def run_draft(args: argparse.Namespace) -> int:
     if found:  # no candidate, no model: nothing is started or asked
         budget = make_budget(args, store, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS)
         metered = MeteredModel(make_model(args.model, store), budget, store.cache_dir / "model-calls.jsonl")
-    report = draft_all(store, found, metered, context)
+    report = draft_all(store, found, metered, context, again=args.again)
     usage = metered.summary()._asdict() if metered else {"calls": 0}
     if args.json:
         print_json({**report.to_json(), "candidates": len(found), "model": usage})
@@ -141,7 +154,8 @@ def run_draft(args: argparse.Namespace) -> int:
         print("No procedure recurs in enough sessions to draft a skill; no model was asked.")
     for outcome in report.outcomes:
         print(as_text(outcome))
-    print(f"{len(found)} candidates, {report.skipped} drafted or refused before, {usage['calls']} model calls.")
+    print(f"{len(found)} candidates, {report.skipped} drafted, refused or taken back before "
+          f"(`--again CANDIDATE` drafts one that was taken back anew), {usage['calls']} model calls.")
     if report.stopped:
         print(f"Stopped: {report.stopped}")
     return 0

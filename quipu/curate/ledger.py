@@ -90,26 +90,16 @@ def _undone_pairs(store: Store) -> Iterable[tuple[str, str]]:
     and the store no longer holds was reverted (``quipu undo``, a plain ``git revert``; nothing
     else removes an event). Read from the trees and the event files themselves, never from
     trailers alone (they only say which commits to read)."""
-    repo = store.repo
-    head = store.head_tree()
-    for entry in store.log():
-        if entry.action not in DECISION_ACTIONS:
-            continue
-        for path, (old, new) in (effects.effect_of(repo, entry.commit) or {}).items():
-            parts = path.split("/")
-            if len(parts) != 4 or parts[0] != "events" or old is not None or new is None:
-                continue
-            if effects.entry_at(head, path) is not None:
-                continue  # still in force: the events table has it
-            try:
-                event = json.loads(repo[new[0]].data)  # type: ignore[attr-defined]
-            except (ValueError, RecursionError, UnicodeDecodeError):
-                continue
-            if not isinstance(event, dict):
-                continue
-            other = event.get("by") if event.get("action") == "supersede" else event.get("other")
-            if isinstance(other, str) and other:
-                yield parts[2], other
+    decisions = [e for e in store.log() if e.action in DECISION_ACTIONS]
+    for path, event in effects.taken_back(store.repo, store.head_tree(), decisions, _is_event_file):
+        other = event.get("by") if event.get("action") == "supersede" else event.get("other")
+        if isinstance(other, str) and other:
+            yield path.split("/")[2], other
+
+
+def _is_event_file(path: str) -> bool:
+    parts = path.split("/")
+    return len(parts) == 4 and parts[0] == "events"
 
 
 def load_ledger(store: Store) -> Ledger:

@@ -2,7 +2,8 @@
 
 Contract:
 - ``draft_all(store, candidates, model, context)`` drafts each candidate not drafted or refused
-  before. A candidate seen in fewer than three sessions, or with no error in its sessions for a
+  before, nor taken back: a candidate whose draft or refusal a person reverted is drafted again
+  only when named in ``again`` (``quipu skills draft --again``). A candidate seen in fewer than three sessions, or with no error in its sessions for a
   skill to name, is refused without a model call; so is every candidate once the model is
   unavailable or the budget (``quipu.model.MeteredModel``) is spent: the run stops there.
 - The model sees the steps, the sessions' projects and the error lines, all as data (its system
@@ -13,7 +14,7 @@ Contract:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,7 @@ class Outcome:
 @dataclass
 class Report:
     outcomes: list[Outcome] = field(default_factory=list)
-    skipped: int = 0  # candidates drafted or refused in an earlier run
+    skipped: int = 0  # candidates drafted, refused or taken back in an earlier run
     stopped: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -114,9 +115,12 @@ def draft_one(store: Store, candidate: Candidate, model: Model, context: gate.Co
     return Outcome(candidate.id, draft.name, True, [], commit, True)
 
 
-def draft_all(store: Store, candidates: Iterable[Candidate], model: Model | None, context: gate.Context) -> Report:
+def draft_all(store: Store, candidates: Iterable[Candidate], model: Model | None, context: gate.Context,
+              again: Collection[str] = ()) -> Report:
+    """Draft each candidate not drafted, refused or taken back before; ``again``: candidates taken
+    back that a person asks to have drafted anew."""
     report = Report()
-    known = queue.known_candidates(store)
+    known = queue.known_candidates(store, again)
     for candidate in candidates:
         if candidate.id in known:
             report.skipped += 1

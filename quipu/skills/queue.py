@@ -8,7 +8,8 @@ folder Claude Code loads skills from, so nothing here reaches anyone's context):
   the review queue of what the gate refused, with every reason.
 - ``skills/events/<name>/<stamp>-<action>.json``: each promotion and demotion, who and where.
 Every write is one commit (``Quipu-Action: skill-draft | skill-refuse | skill-promote |
-skill-demote``, ``Quipu-Skill: <name>``); files are only added, so ``quipu undo COMMIT`` reverts any.
+skill-demote``, ``Quipu-Skill: <name>``); files are only added, so ``quipu undo COMMIT`` reverts any,
+and a candidate whose draft or refusal was reverted is not drafted again unless a person asks.
 These folders are part of the store's schema (``quipu.store.schema``): they travel through
 ``quipu clone`` and ``quipu sync``, checked as untrusted input, and stay inert where they arrive.
 """
@@ -17,9 +18,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from quipu.store import effects
 from quipu.store.store import Store
 
 DRAFTS = "skills/drafts"
@@ -82,9 +85,25 @@ def entries(store: Store) -> list[Entry]:
     return out
 
 
-def known_candidates(store: Store) -> set[str]:
-    """Candidate ids already drafted or refused (never sent to a model again)."""
-    return {str(e.data.get("candidate")) for e in entries(store) if e.data.get("candidate")}
+def known_candidates(store: Store, again: Collection[str] = ()) -> set[str]:
+    """Candidate ids already drafted or refused, or whose draft or refusal a person took back
+    (``taken_back``): never sent to a model again, but those taken back that ``again`` names
+    (``quipu skills draft --again``)."""
+    present = {str(e.data.get("candidate")) for e in entries(store) if e.data.get("candidate")}
+    return present | (taken_back(store) - set(again))
+
+
+def taken_back(store: Store) -> set[str]:
+    """Candidate ids of drafts and refusals a commit added and the store no longer holds: a person
+    reverted them (``quipu undo``, a plain ``git revert``; nothing else removes one)."""
+    written = [e for e in store.log() if e.action in ("skill-draft", "skill-refuse")]
+    found = effects.taken_back(store.repo, store.head_tree(), written, _is_record)
+    return {c for _path, data in found if isinstance(c := data.get("candidate"), str) and c}
+
+
+def _is_record(path: str) -> bool:
+    parts = path.split("/")
+    return len(parts) == 4 and ("/".join(parts[:2]), parts[3]) in ((DRAFTS, "draft.json"), (REFUSED, "refusal.json"))
 
 
 def draft_names(store: Store) -> list[str]:

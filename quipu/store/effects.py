@@ -20,13 +20,18 @@ Contract:
   delete them, which no command does.
 - ``log(repo, ...)``: the branch's commits as audit-log entries, filtered by their trailers;
   ``commit_adding(repo, path)``: the commit of HEAD's history that added a file.
+- ``taken_back(repo, tree, entries, wanted)``: the JSON records (event files, skill drafts and
+  refusals) that the commits ``entries`` added and ``tree`` no longer holds: a person reverted
+  them, since nothing else removes a record. The entries' trailers only say which commits to read.
 - Only reads objects; writes nothing.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import pygit2
 
@@ -121,6 +126,22 @@ def change_at(repo: pygit2.Repository, sha: str, path: str) -> tuple[Entry | Non
         return None
     parent: pygit2.Commit = repo[commit.parent_ids[0]]
     return entry_at(parent.tree, path), entry_at(commit.tree, path)
+
+
+def taken_back(repo: pygit2.Repository, tree: pygit2.Tree, entries: Iterable[LogEntry],
+               wanted: Callable[[str], bool]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, record) of each JSON object file the commits ``entries`` added at a path ``wanted``
+    accepts and ``tree`` no longer holds (unreadable records are passed over)."""
+    for entry in entries:
+        for path, (old, new) in (effect_of(repo, entry.commit) or {}).items():
+            if old is not None or new is None or not wanted(path) or entry_at(tree, path) is not None:
+                continue
+            try:
+                record = json.loads(repo[new[0]].data)  # type: ignore[attr-defined]
+            except (ValueError, RecursionError, UnicodeDecodeError):
+                continue
+            if isinstance(record, dict):
+                yield path, record
 
 
 def entry_at(tree: pygit2.Tree, path: str) -> Entry | None:
