@@ -144,8 +144,8 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, machine: str) -> i
         cells = []
         for cases in held.values():
             lists = [rank(c) for c in cases]
-            two = sum(1 for c, ids in zip(cases, lists, strict=True) if c.target in ids[:P.LIMIT])
-            ten = sum(1 for c, ids in zip(cases, lists, strict=True) if c.target in ids[:DEPTH])
+            two = sum(1 for c, ids in zip(cases, lists, strict=True) if c.found(ids[:P.LIMIT]))
+            ten = sum(1 for c, ids in zip(cases, lists, strict=True) if c.found(ids[:DEPTH]))
             cells.append(f"{two} / {ten}" if deep_list else f"{two}")
             totals[name][0] += two
             totals[name][1] += ten

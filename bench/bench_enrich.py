@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, machine: str) -> i
             cells = [P.pct(sum(1 for ids in conv if ids), len(conv)), P.pct(sum(1 for ids in top if ids), len(top))]
             for cases in held.values():
                 found = run(db(f_root), cases)
-                cells.append(P.pct(sum(1 for c, ids in zip(cases, found, strict=True) if c.target in ids[:P.LIMIT]),
+                cells.append(P.pct(sum(1 for c, ids in zip(cases, found, strict=True) if c.found(ids[:P.LIMIT])),
                                    len(cases)))
             rows.append((state, system, *cells))
     header = ("store", "system", "conversational that inject (goal 0)", "topical, nothing relevant, that inject (<= 5%)",

@@ -38,7 +38,9 @@ Systems, in the same run on the same stores:
   before the rules were tuned and never used to tune them, on the ``full`` store. Less
   optimistic than ``paired``: the note was written by its project, not for the prompt.
   ``--pairs FILE`` reads another set in the same format instead (bench/data/heldout_pairs_2.json:
-  60 more notes, drawn at random, prompts written without the hook's rules or results).
+  60 more notes, drawn at random, prompts written without the hook's rules or results), or a set
+  of real prompts of prompts-dev's topical set (by SHA-1) each with the real notes that answer it
+  (bench/data/real_pairs.json; any of them in the top two counts).
 
 Goals: conversational injections 0 (floor 2%); topical prompts with nothing relevant inject at
 most 5%; the paired note in the top two for at least 95%.
@@ -88,6 +90,11 @@ class Case(NamedTuple):
     kind: str    # subtype / kind
     lang: str
     target: str  # the paired note's id ("" when none)
+    also: tuple[str, ...] = ()  # other notes that answer it as well (a real pair's copies)
+
+    def found(self, ids: Sequence[str]) -> bool:
+        """Whether ``ids`` (a system's top few) hold the paired note or one of ``also``."""
+        return self.target in ids or any(i in ids for i in self.also)
 
 
 def conversational_cases(data: Path) -> list[Case]:
@@ -121,10 +128,22 @@ HELDOUT_PAIRS = C.REPO / "bench" / "data" / "heldout_pairs.json"
 
 
 def heldout_cases(data: Path, path: Path = HELDOUT_PAIRS) -> list[Case]:
-    """The held-out pairs of ``path`` whose note is in the data (see the module's notes)."""
+    """The held-out pairs of ``path`` whose note is in the data (see the module's notes): a prompt
+    written for a real note (``prompt``, ``note``), or a real prompt of prompts-dev's topical set
+    named by its SHA-1 with the real notes that answer it (``prompt_sha1``, ``notes``), read with
+    its preceding assistant text as the hook reads it."""
     pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
     known = {R.note_id(n) for n in R.real_notes(data)}
-    cases = [Case(p["prompt"], "", "held-out", "held-out", "en", p["note"]) for p in pairs if p["note"] in known]
+    real = {hashlib.sha1(p.text.encode("utf-8")).hexdigest(): p for p in R.real_prompts(data, "topical")}
+    cases = []
+    for p in pairs:
+        if "prompt_sha1" in p:
+            prompt, notes = real.get(p["prompt_sha1"]), [n for n in p["notes"] if n in known]
+            if prompt is not None and notes:
+                cases.append(Case(prompt.text, prompt.previous, "held-out", "held-out", prompt.lang, notes[0],
+                                  tuple(notes[1:])))
+        elif p["note"] in known:
+            cases.append(Case(p["prompt"], "", "held-out", "held-out", "en", p["note"]))
     if len(cases) < len(pairs):
         print(f"bench_precision: {len(pairs) - len(cases)} of {len(pairs)} pairs of {path.name} name a note "
               "the data does not hold; left out", file=sys.stderr)
@@ -318,9 +337,9 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
         fired = sum(1 for ids in conv if ids)
         top = runs[system]["topical"]
         topical_fired = sum(1 for ids in top if ids)
-        pair_hits = sum(1 for c, ids in zip(paired, runs[system]["paired"], strict=True) if c.target in ids[:LIMIT])
+        pair_hits = sum(1 for c, ids in zip(paired, runs[system]["paired"], strict=True) if c.found(ids[:LIMIT]))
         border = sum(1 for ids in runs[system]["borderline"] if ids)
-        held = sum(1 for c, ids in zip(heldout, runs[system]["held-out"], strict=True) if c.target in ids[:LIMIT])
+        held = sum(1 for c, ids in zip(heldout, runs[system]["held-out"], strict=True) if c.found(ids[:LIMIT]))
         rows.append((system, pct(fired, len(conv)), pct(topical_fired, len(top)),
                      f"{sum(len(i) for i in top)}", pct(pair_hits, len(paired)), pct(held, len(heldout)),
                      pct(border, len(borderline))))
@@ -364,10 +383,10 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
         for case, ids in shown:
             snippet = " ".join(case.text.split())[:110]
             lines.append(f"- \"{snippet}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids))
-    missed = [case.target for case, ids in zip(paired, runs[QUIPU]["paired"], strict=True) if case.target not in ids[:LIMIT]]
+    missed = [case.target for case, ids in zip(paired, runs[QUIPU]["paired"], strict=True) if not case.found(ids[:LIMIT])]
     lines.append(f"\nPaired notes quipu left out of the top two: {', '.join(missed) or 'none'}.")
     held_missed = [case.target for case, ids in zip(heldout, runs[QUIPU]["held-out"], strict=True)
-                   if case.target not in ids[:LIMIT]]
+                   if not case.found(ids[:LIMIT])]
     lines.append(f"\nHeld-out notes ({args.pairs.name}) quipu left out of the top two: {', '.join(held_missed) or 'none'}.")
     body = "\n".join(lines)
     print(body)

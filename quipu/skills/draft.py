@@ -3,9 +3,10 @@
 Contract:
 - ``draft_all(store, candidates, model, context)`` drafts each candidate not drafted or refused
   before, nor taken back: a candidate whose draft or refusal a person reverted is drafted again
-  only when named in ``again`` (``quipu skills draft --again``). A candidate seen in fewer than three sessions, or with no error in its sessions for a
-  skill to name, is refused without a model call; so is every candidate once the model is
-  unavailable or the budget (``quipu.model.MeteredModel``) is spent: the run stops there.
+  only when named in ``again`` (``quipu skills draft --again``). A candidate seen in fewer than
+  three sessions, or with no error in its sessions for a skill to name, is refused without a
+  model call; so is every candidate once the model is unavailable or the budget
+  (``quipu.model.MeteredModel``) is spent: the run stops there.
 - The model sees the steps, the sessions' projects and the error lines, all as data (its system
   prompt says so), and answers ``{name, description, failure, body}``; quipu writes the
   frontmatter itself, so a draft cannot add ``allowed-tools``, ``hooks`` or any other field.

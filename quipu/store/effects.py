@@ -28,8 +28,8 @@ Contract:
 from __future__ import annotations
 
 import datetime as _dt
-import re
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
