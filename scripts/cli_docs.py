@@ -42,7 +42,8 @@ def _render() -> str:
     parts = [
         "# Command reference",
         "",
-        "Generated from each command's `--help` by `python scripts/cli_docs.py`; do not edit by hand.",
+        f"Generated from each command's `--help` under Python {sys.version_info[0]}.{sys.version_info[1]} by "
+        "`python scripts/cli_docs.py`; do not edit by hand.",
         "",
         "```",
         help_text([]),
