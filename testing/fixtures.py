@@ -204,3 +204,21 @@ def wait_for(predicate: Any, what: str, limit: float = 30.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def used_as_it_loads(module: str, names: Iterable[str]) -> set[str]:
+    """Those of the modules ``names`` that the standard library's ``module`` uses while it is being
+    imported (a statement at the top level of its source naming ``NAME.``), which no stand-in can
+    spare: Python 3.12's pathlib computes ``fnmatch.translate('_')`` as it loads, 3.11's and
+    3.13's only in calls."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin
+    sources = [Path(spec.origin)]
+    if spec.submodule_search_locations:  # a package (3.13's pathlib): each of its modules
+        sources = [p for folder in spec.submodule_search_locations for p in Path(folder).glob("*.py")]
+    top = [line for path in sources for line in path.read_text(encoding="utf-8").splitlines()
+           if line[:1] not in ("", " ", "\t", "#") and not line.startswith(("import ", "from ", "def ", "class "))]
+    return {name for name in names if any(f"{name}." in line for line in top)}
+

@@ -16,7 +16,7 @@ from quipu.index.schema import fold_of, fold_words
 from quipu.prompt.stem import TOKENIZE
 from quipu.store.gitstore import FALLBACK_NAME
 from quipu.store.store import Store
-from testing.fixtures import add_all, git, make_store, memory, quipu
+from testing.fixtures import add_all, git, make_store, memory, quipu, used_as_it_loads
 
 
 def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp_path: Path) -> None:
@@ -40,8 +40,8 @@ def test_quipu_add_in_a_fresh_process_imports_no_pygit2_and_leaves_git_clean(tmp
     # Nor urllib.parse and ipaddress, ntpath and fnmatch (pathlib's Path.as_uri, Windows paths and
     # match), nor gettext and locale (argparse's message catalogs) when the interpreter has no
     # catalog folder: quipu.lite's stand-ins answer for them.
-    assert not imported & {"typing", "dataclasses", "inspect", "threading", "hashlib", "_hashlib",
-                           "urllib.parse", "ipaddress", "ntpath", "fnmatch"}
+    spared = {"urllib.parse", "ipaddress", "ntpath", "fnmatch"} - used_as_it_loads("pathlib", ("ntpath", "fnmatch"))
+    assert not imported & {"typing", "dataclasses", "inspect", "threading", "hashlib", "_hashlib", *spared}
     if not os.path.isdir(os.path.join(sys.base_prefix, "share", "locale")):
         assert not imported & {"gettext", "locale"}
     added = json.loads(traced.stdout)
