@@ -221,4 +221,3 @@ def used_as_it_loads(module: str, names: Iterable[str]) -> set[str]:
     top = [line for path in sources for line in path.read_text(encoding="utf-8").splitlines()
            if line[:1] not in ("", " ", "\t", "#") and not line.startswith(("import ", "from ", "def ", "class "))]
     return {name for name in names if any(f"{name}." in line for line in top)}
-
