@@ -96,13 +96,8 @@ def shares(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> list[float]:
 
 
 def words_decide(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:
-    """Whether the query is answered by its words, meaning only re-ordering their hits: it names
-    something specific that one of the lexical hits ``rowids`` holds (``_names_something_specific``)."""
-    return _names_something_specific(db, terms, rowids)
-
-
-def _names_something_specific(db: Any, terms: Sequence[str], rowids: Sequence[int]) -> bool:
-    """Whether a term outside the lexicon of ordinary words occurs in one of the lexical hits."""
+    """Whether a shorter query is answered by its words, meaning only re-ordering their hits: a
+    term outside the lexicon of ordinary words occurs in one of the lexical hits ``rowids``."""
     stems = {s: t for t in terms if (s := fts_term(t))}
     if not stems:
         return False
