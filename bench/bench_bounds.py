@@ -83,6 +83,7 @@ def hook_ranker(db_path: Path, *, gated: bool) -> Ranker:
     options = recall.Options.from_config(indexread.index_config(db))
 
     def rank(case: P.Case) -> list[str]:
+        options.cwd = case.where or None
         found = recall.recall(db, case.text, case.context, options)
         return [h.id for h in (found.hits if gated else found.candidates)][:DEPTH]
     return rank

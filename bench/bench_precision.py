@@ -91,6 +91,7 @@ class Case(NamedTuple):
     lang: str
     target: str  # the paired note's id ("" when none)
     also: tuple[str, ...] = ()  # other notes that answer it as well (a real pair's copies)
+    where: str = ""  # the folder it is typed in: its repository's (realistic.project_dir), "" when none
 
     def found(self, ids: Sequence[str]) -> bool:
         """Whether ``ids`` (a system's top few) hold the paired note or one of ``also``."""
@@ -104,17 +105,18 @@ def conversational_cases(data: Path) -> list[Case]:
     for item in json.loads((FIXTURES / "conversational_dev.json").read_text(encoding="utf-8"))["prompts"]:
         cases.append(Case(item["text"], "", "team: conversational_dev.json", item["kind"], item["lang"], ""))
     for p in R.real_prompts(data, "conversational"):
-        cases.append(Case(p.text, p.previous, "prompts-dev: conversational", p.kind, p.lang, ""))
+        cases.append(Case(p.text, p.previous, "prompts-dev: conversational", p.kind, p.lang, "",
+                          where=R.project_dir(p.repo)))
     return cases
 
 
 def borderline_cases(data: Path) -> list[Case]:
-    return [Case(p.text, p.previous, "prompts-dev: borderline", p.kind, p.lang, "")
+    return [Case(p.text, p.previous, "prompts-dev: borderline", p.kind, p.lang, "", where=R.project_dir(p.repo))
             for p in R.real_prompts(data, "conversational_borderline")]
 
 
 def topical_cases(data: Path) -> list[Case]:
-    return [Case(p.text, p.previous, "prompts-dev: topical", "topical", p.lang, "")
+    return [Case(p.text, p.previous, "prompts-dev: topical", "topical", p.lang, "", where=R.project_dir(p.repo))
             for p in R.real_prompts(data, "topical")]
 
 
@@ -133,7 +135,7 @@ def heldout_cases(data: Path, path: Path = HELDOUT_PAIRS) -> list[Case]:
     named by its SHA-1 with the real notes that answer it (``prompt_sha1``, ``notes``), read with
     its preceding assistant text as the hook reads it."""
     pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
-    known = {R.note_id(n) for n in R.real_notes(data)}
+    known = {R.note_id(n): n for n in R.real_notes(data)}
     real = {hashlib.sha1(p.text.encode("utf-8")).hexdigest(): p for p in R.real_prompts(data, "topical")}
     cases = []
     for p in pairs:
@@ -141,9 +143,10 @@ def heldout_cases(data: Path, path: Path = HELDOUT_PAIRS) -> list[Case]:
             prompt, notes = real.get(p["prompt_sha1"]), [n for n in p["notes"] if n in known]
             if prompt is not None and notes:
                 cases.append(Case(prompt.text, prompt.previous, "held-out", "held-out", prompt.lang, notes[0],
-                                  tuple(notes[1:])))
-        elif p["note"] in known:
-            cases.append(Case(p["prompt"], "", "held-out", "held-out", "en", p["note"]))
+                                  tuple(notes[1:]), R.project_dir(prompt.repo)))
+        elif p["note"] in known:  # typed in the project of the note it was written for
+            cases.append(Case(p["prompt"], "", "held-out", "held-out", "en", p["note"],
+                              where=R.project_dir(known[p["note"]].repo)))
     if len(cases) < len(pairs):
         print(f"bench_precision: {len(pairs) - len(cases)} of {len(pairs)} pairs of {path.name} name a note "
               "the data does not hold; left out", file=sys.stderr)
@@ -160,7 +163,8 @@ def paired_notes(data: Path) -> tuple[list[Case], list[Memory]]:
         mid = f"paired-{i:02d}"
         notes.append(Memory.create({"id": mid, "title": note["title"], "class": note["class"], "origin": "user",
                                     "created": R.CREATED}, note["body"].strip() + "\n"))
-        cases.append(Case(prompt.text, prompt.previous, "paired", "paired", prompt.lang, mid))
+        cases.append(Case(prompt.text, prompt.previous, "paired", "paired", prompt.lang, mid,
+                          where=R.project_dir(prompt.repo)))
     return cases, notes
 
 
@@ -171,7 +175,11 @@ def run_quipu(db_path: Path, cases: Sequence[Case]) -> list[list[str]]:
     db = indexread.open_index(str(db_path))
     try:
         options = recall.Options.from_config(indexread.index_config(db))
-        return [[h.id for h in recall.recall(db, c.text, c.context, options).hits] for c in cases]
+        out = []
+        for c in cases:
+            options.cwd = c.where or None  # as the hook reads the folder from the event
+            out.append([h.id for h in recall.recall(db, c.text, c.context, options).hits])
+        return out
     finally:
         db.close()
 

@@ -107,8 +107,19 @@ def note_id(note: Note) -> str:
     return f"real-{digest[:12]}"
 
 
+PROJECTS = "/home/dev/src"  # where the repositories of the notes and prompts are checked out
+
+
+def project_dir(repo: str) -> str:
+    """The folder the repository ``repo`` (owner/name) is checked out in: a note's ``project``,
+    and the folder a prompt of that repository is typed in."""
+    return f"{PROJECTS}/{repo}"
+
+
 def realistic_memories(notes: Iterable[Note], exclude_owners: Iterable[str] = ()) -> list[Memory]:
-    """One memory per note, leaving out the notes of ``exclude_owners``; duplicates dropped."""
+    """One memory per note, leaving out the notes of ``exclude_owners``; duplicates dropped. Each
+    is a note of its repository's project (``project_dir``), as the repository's instruction file
+    that holds it is."""
     skip = set(exclude_owners)
     out: dict[str, Memory] = {}
     for note in notes:
@@ -116,7 +127,7 @@ def realistic_memories(notes: Iterable[Note], exclude_owners: Iterable[str] = ()
             continue
         mid = note_id(note)
         fields = {"id": mid, "title": note.title[:200], "class": _CLASSES.get(note.kind, "fact"),
-                  "origin": "import", "created": CREATED}
+                  "origin": "import", "created": CREATED, "project": project_dir(note.repo)}
         out.setdefault(mid, Memory.create(fields, note.body.strip() + "\n"))
     return list(out.values())
 

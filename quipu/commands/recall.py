@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
-from collections import Counter
 import sqlite3
+from collections import Counter
+from collections.abc import Callable
 
 from quipu.index import index
 from quipu.prompt import recall
 from quipu.prompt import inject
 from quipu.prompt import indexread
+from quipu.prompt import locate
 from quipu.prompt import transcript
 from quipu.commands._common import add_json, count, open_stores
 from quipu.output import print_json
+from quipu.store.store import Store
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,13 +54,18 @@ def run(args: argparse.Namespace) -> int:
         previous, assistant = transcript.read_tail(args.transcript, args.prompt)
         context = f"{previous}\n{assistant}"
 
-    def run_recall(db: sqlite3.Connection) -> tuple[recall.Options, recall.Recall]:
-        options = recall.Options.from_config(indexread.index_config(db), limit=args.limit)
-        if transcript.is_machine_text(args.prompt):
-            return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
-        return options, recall.recall(db, args.prompt, context, options)
+    cwd = os.getcwd()
 
-    answers = [(store.layer, *index.query(store, run_recall)) for store in stores]
+    def reader(store: Store) -> Callable[[sqlite3.Connection], tuple[recall.Options, recall.Recall]]:
+        def run_recall(db: sqlite3.Connection) -> tuple[recall.Options, recall.Recall]:
+            options = recall.Options.from_config(indexread.index_config(db), limit=args.limit, cwd=cwd,
+                                                 own_store=locate.serves(str(store.root.absolute()), cwd))
+            if transcript.is_machine_text(args.prompt):
+                return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
+            return options, recall.recall(db, args.prompt, context, options)
+        return run_recall
+
+    answers = [(store.layer, *index.query(store, reader(store))) for store in stores]
     options = answers[0][1]  # the first store's settings bound the answer, as in the hook
     result = recall.merge([(label, r) for label, _o, r in answers], options.limit)
     text = inject.format_context(result.hits, options.max_chars)
@@ -68,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         for term, df, chosen in result.terms:
             kind = "  everyday" if term in result.generic else ""
             print(f"  {'*' if chosen else ' '} {term}  df={df}{kind}")
+        if result.files:
+            named = ", ".join(f"{name} (named by {df})" for name, df in result.files)
+            print(f"Files the prompt names (a memory of this project naming one speaks): {named}")
         if result.context_terms:
             print(f"Context terms (may sharpen, never lead): {', '.join(result.context_terms)}")
         for hit in result.hits:

@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - not a POSIX system: the usual imports 
 
 # The prompt hook's modules, each after the ones it imports.
 PROMPT_PATH = ("_fs", "_fastjson", "locate", "vocabulary", "stem", "query", "transcript", "fence", "indexread", "scoring",
-               "inject", "evidence", "recall", "hook")
+               "inject", "files", "evidence", "recall", "hook")
 
 
 def _bytecode(package_dir: str, short: str) -> "CodeType | None":

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 # - A short question in everyday words only ("which package manager do we use?") has no topic
 #   term, yet a memory may have been written for exactly that question: it speaks when its title
 #   or aliases have TITLE_WORDS of the question's words, and no other memory does.
+# - A memory that names, as a file, a file the person's own words name ("@TODO.md", "./cleanup.py":
+#   ``quipu.prompt.files``) is a candidate; it speaks when it is of the project the prompt is
+#   typed in, and a memory of another project is not a candidate at all: its file is another.
 # - A prompt that opens by agreeing with the agent ("yes, address the review comments":
 #   ``opens_with_assent``) and asks nothing carries on with the agent's own proposal: only
 #   STRONG_EVIDENCE (or a phrase said whole) speaks for a memory. A store whose memories carry

@@ -11,6 +11,9 @@ Contract:
   store exists too, both are read: each with its own floor, evidence rule and session, then
   ``recall.merge`` keeps the best (the project's on ties), each hit labelled ``store: project``
   or ``store: user``, at most the project's limit. A second index is opened only then.
+- The event's ``cwd`` is the project the prompt is typed in: a memory naming a file the prompt
+  names speaks when it is of that project (``recall.Options.cwd``; every memory of a project's
+  own ``.quipu`` is).
 - Any failure (bad JSON, missing store or index, locked or corrupt index, unreadable transcript)
   exits 0 with no output and one line in ``$QUIPU_HOME/logs/hook.log``. An index SQLite cannot
   read (damaged, or a hot journal a killed writer left beside it, which a read-only connection
@@ -306,8 +309,10 @@ def _recall(
                 event.context = f"{previous}\n{assistant}"
         context = event.context
         count = str(meta.get("count") or "")
+        cwd = _fs.abspath(event.cwd) if event.cwd else None
         options = recall.Options.from_config(
-            config, exclude=session.seen, store_size=int(count) if count.isdigit() else None
+            config, exclude=session.seen, store_size=int(count) if count.isdigit() else None,
+            cwd=cwd, own_store=locate.serves(root, cwd),
         )
         result = recall.recall(db, event.prompt, context, options, terms)
         ok = True

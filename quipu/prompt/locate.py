@@ -9,6 +9,9 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
   found by walking up (a project's ``.quipu``) and the per-user store exists too; then
   ``[(project, "project"), (user, "user")]``, project first. ``--store`` and ``QUIPU_STORE``
   pin one store.
+- ``inside(path, folder)`` says whether ``path`` is ``folder`` or below it, by their text;
+  ``serves(root, cwd)`` whether the store at ``root`` is the own store of the project ``cwd`` is
+  in (a ``.quipu`` folder in a folder holding ``cwd``).
 - ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory.
 - ``server_socket(home, kind)`` is where the server of ``kind`` (``prompt``: the prompt server;
   ``command``: the command server) listens, in ``$QUIPU_HOME/run``; ``server_enabled`` reads the
@@ -89,6 +92,18 @@ def find_stores(
     if user == root or not is_store(user):
         return [(root, "")]
     return [(root, PROJECT), (user, USER)]
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether the absolute ``path`` is ``folder`` or below it, compared as written (no link is followed)."""
+    folder = folder.rstrip("/")
+    return path == folder or path.startswith(folder + "/") or (not folder and path.startswith("/"))
+
+
+def serves(root: str, cwd: "str | None") -> bool:
+    """Whether the store at ``root`` is the own store of the project the folder ``cwd`` is in."""
+    root = _fs.normpath(root)
+    return bool(cwd) and root.endswith("/" + STORE_DIR_NAME) and inside(_fs.normpath(cwd or ""), _fs.dirname(root))
 
 
 def is_store(root: str) -> bool:

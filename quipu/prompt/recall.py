@@ -17,6 +17,8 @@ or opens git objects. Contract:
   (``quipu.prompt.evidence.phrase_hits``), ranked first. The prompt's other
   terms can at most double that score (``REST_BOOST``); context terms (previous human turn, last
   assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
+- A memory naming a file the person names ("@TODO.md") is a candidate, the file weighing its idf;
+  one of the prompt's project (``Options.cwd``, ``own_store``) speaks (``quipu.prompt.files``).
 - Scores are BM25 (every field alike), then multiplied by decay (half-life from the class and
   created date; no decay when the half-life is NULL), a superseded penalty and an unverified
   penalty. A floor keeps weak matches out. A retracted memory (``quipu retract``) is never recalled.
@@ -40,9 +42,10 @@ from quipu.prompt.evidence import (
     opens_with_assent,
     phrase_hits,
 )
-from quipu.prompt.indexread import frequencies_of, stems_of, store_size_of
+from quipu.prompt.files import file_hits, named_files
+from quipu.prompt.indexread import store_size_of
 from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, excerpts_of
-from quipu.prompt.query import extract_terms, forms_of, fts_any, long_form, split_pasted
+from quipu.prompt.query import extract_terms, forms_of, fts_any, split_pasted
 from quipu.prompt.scoring import (
     carried_scores,
     decay,
@@ -51,6 +54,7 @@ from quipu.prompt.scoring import (
     match_expr,
     rows_matching,
     share_of,
+    stems_and_frequencies,
     term_matches,
 )
 
@@ -156,6 +160,7 @@ class Recall:
         self.hits: list[Hit] = []
         self.candidates: list[Hit] = []  # every scored match, best first
         self.terms: list[tuple[str, int, bool]] = []  # (term, df, chosen)
+        self.files: list[tuple[str, int]] = []  # (a file the prompt names, memories naming it)
         self.generic: list[str] = []  # the prompt's terms that name no subject on their own
         self.context_terms: list[str] = []
         self.left_out: list[str] = []
@@ -165,6 +170,7 @@ class Recall:
         return {
             "hits": [h.to_json() for h in self.hits],
             "terms": [{"term": t, "df": df, "chosen": c, "generic": t in self.generic} for t, df, c in self.terms],
+            "files": [{"file": name, "df": df} for name, df in self.files],
             "context_terms": self.context_terms,
             "left_out": self.left_out,
             "reason": self.reason,
@@ -175,13 +181,16 @@ class Options:
     """How many memories, how strict, and which to leave out."""
 
     __slots__ = ("limit", "min_score", "max_chars", "exclude", "now", "rarest", "fact_slots", "require_topic",
-                 "store_size", "gather")
+                 "store_size", "gather", "cwd", "own_store")
 
     def __init__(self, limit: int = DEFAULT_LIMIT, min_score: float = DEFAULT_MIN_SCORE,
                  max_chars: int = DEFAULT_MAX_CHARS, exclude: frozenset[str] = frozenset(),
                  now: float | None = None, rarest: int = RAREST_TERMS, fact_slots: int | None = FACT_SLOTS,
-                 require_topic: bool = True, store_size: "int | None" = None, gather: int = GATHER_TERMS) -> None:
+                 require_topic: bool = True, store_size: "int | None" = None, gather: int = GATHER_TERMS,
+                 cwd: "str | None" = None, own_store: bool = False) -> None:
         self.gather = max(gather, rarest)
+        self.cwd = cwd  # the folder the prompt is typed in: which memories are of its project
+        self.own_store = own_store  # the store is that project's own: every memory in it is
         self.limit = limit
         self.min_score = min_score
         self.max_chars = max_chars
@@ -220,6 +229,7 @@ def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int 
             hit.store = label
         pool += result.hits
         merged.terms = merged.terms or result.terms
+        merged.files = merged.files or result.files
         merged.generic = merged.generic or result.generic
         merged.context_terms = merged.context_terms or result.context_terms
         merged.left_out += [f"{line} ({label} store)" for line in result.left_out]
@@ -244,28 +254,6 @@ def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int 
     return merged
 
 
-def _stems_and_frequencies(db: "Connection", words: "Sequence[str]", total: int,
-                           form_df: dict[str, int]) -> "tuple[dict[str, str], dict[str, int]]":
-    """Each word's stem and document frequency. A word with other forms ("prod", "production")
-    takes its long form's stem, so two forms in one prompt are one term, and the memories holding
-    any of its forms (at most the store) as its frequency; ``form_df`` gets each form's own."""
-    every = list(dict.fromkeys(f for w in words for f in forms_of(w)))
-    own = stems_of(db, every)
-    found = frequencies_of(db, every, own)
-    stems = dict(own)
-    df: dict[str, int] = {}
-    form_df.update(found)
-    for word in words:
-        forms = forms_of(word)
-        if len(forms) == 1:
-            df[word] = found.get(word, 0)
-            continue
-        stems[word] = own.get(long_form(word), word)
-        by_stem = {own.get(f, f): found.get(f, 0) for f in forms}
-        df[word] = min(sum(by_stem.values()), max(total, 1))
-    return stems, df
-
-
 def recall(
     db: "Connection",
     prompt: str,
@@ -282,15 +270,17 @@ def recall(
     alone find nothing to say, the whole prompt is read as before."""
     options = options or Options()
     own, pasted = split_pasted(prompt) if options.require_topic else ("", "")
+    files = named_files(own or prompt) if options.require_topic else []
     if own:
-        first = _recall(db, own, pasted, options, None, from_paste=True)
+        first = _recall(db, own, pasted, options, None, from_paste=True, files=files)
         if first.hits:
             return first
-    return _recall(db, prompt, context, options, prompt_terms)
+    return _recall(db, prompt, context, options, prompt_terms, files=files)
 
 
 def _recall(db: "Connection", prompt: str, context: str, options: "Options",
-            prompt_terms: "list[Term] | None", from_paste: bool = False) -> "Recall":
+            prompt_terms: "list[Term] | None", from_paste: bool = False,
+            files: "Sequence[str]" = ()) -> "Recall":
     """One reading of ``prompt``; ``from_paste``: ``context`` is what the person pasted, and a
     memory sharing none of its words is not shown (the person's words alone are often the
     everyday words of a request: "we get this error, how can I resolve this?")."""
@@ -311,7 +301,7 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     words = [t.text for t in prompt_terms] + [t.text for t in context_terms]
     total = store_size_of(db, options.store_size)
     form_df: dict[str, int] = {}
-    stems, df = _stems_and_frequencies(db, words, total, form_df)
+    stems, df = stems_and_frequencies(db, words, total, form_df)
     # The score: the rarest topic terms (never a generic word: "fix", "error"); rarest first, then a
     # strong signal (path, error name), then word order; one stem takes one place. In a short
     # question its generic words follow where there is room ("what did Jon design for his store?");
@@ -330,7 +320,12 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     result.terms = [(t.text, df.get(t.text, 0), t.text in chosen) for t in prompt_terms]
     # A title or alias said whole in the prompt makes its memory a candidate, and is evidence.
     phrased = phrase_hits(db, prompt, df) if options.require_topic and (question or not by_title) else {}
-    if not chosen and not phrased:
+    # A memory naming a file the person names is a candidate; one of this project speaks.
+    named, file_df = file_hits(db, files, options.cwd, options.own_store) if not by_title else ({}, {})
+    filed = {r: name for r, (name, _tied) in named.items() if r not in phrased}
+    speaks = {**{r: name for r, name in filed.items() if named[r][1]}, **phrased}
+    result.files = [(name, file_df.get(name, 0)) for name in files]
+    if not chosen and not phrased and not filed:
         result.reason = "no topic term of the prompt occurs in the store"
         return result
     # The rest of the prompt, then the transcript tail, may only sharpen: each re-orders the
@@ -359,8 +354,12 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     for rowid in phrased:
         carry[rowid] = max(top, options.min_score) + carry.get(rowid, 0.0)
         raw.setdefault(rowid, {})
+    for rowid, name in filed.items():
+        carry[rowid] = idf(total, file_df[name]) + carry.get(rowid, 0.0)
+        raw.setdefault(rowid, {})[name] = 0.0
     best = sorted(carry, key=lambda r: (-carry[r], r))[:CANDIDATES]
     best += [r for r in phrased if r not in best]
+    best += [r for r in filed if r not in best]
     if not best:
         result.reason = "no memory matches the chosen terms"
         return result
@@ -406,11 +405,11 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     scored.sort(key=lambda h: (h.rowid not in phrased, h.status == "superseded" or "unverified" in h.labels
                                or not every <= {stems.get(m) for m in h.matched}, -h.score, h.id))
     result.candidates = scored
-    evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, phrased,
+    evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, speaks,
                          from_paste, follow_up=not question and opens_with_assent(prompt))
                 if options.require_topic else None)
     eligible = [h for h in scored if h.score >= options.min_score or h.rowid in phrased][:EVIDENCE_CHECKS]
-    checked = {h.rowid for h in eligible} | set(phrased)
+    checked = {h.rowid for h in eligible} | set(phrased) | set(filed)
     facts = 0
     for hit in scored:
         if hit.score < options.min_score and hit.rowid not in phrased:

@@ -1,5 +1,6 @@
 """The arithmetic of a score: BM25 per term, the natural log, decay, and how the rarest terms carry a memory."""
-from quipu.prompt.query import forms_of, fts_any, fts_quote
+from quipu.prompt.indexread import frequencies_of, stems_of
+from quipu.prompt.query import forms_of, fts_any, fts_quote, long_form
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -187,3 +188,25 @@ def share_of(
     found = [(rowid, score - base.get(rowid, 0.0)) for rowid, score in rows_matching(db, expr, rowids, rare)]
     best = max((score for _, score in found), default=0.0)
     return {rowid: max(0.0, score) / best for rowid, score in found} if best > 1e-9 else {}
+
+
+def stems_and_frequencies(db: "Connection", words: "Sequence[str]", total: int,
+                           form_df: dict[str, int]) -> "tuple[dict[str, str], dict[str, int]]":
+    """Each word's stem and document frequency. A word with other forms ("prod", "production")
+    takes its long form's stem, so two forms in one prompt are one term, and the memories holding
+    any of its forms (at most the store) as its frequency; ``form_df`` gets each form's own."""
+    every = list(dict.fromkeys(f for w in words for f in forms_of(w)))
+    own = stems_of(db, every)
+    found = frequencies_of(db, every, own)
+    stems = dict(own)
+    df: dict[str, int] = {}
+    form_df.update(found)
+    for word in words:
+        forms = forms_of(word)
+        if len(forms) == 1:
+            df[word] = found.get(word, 0)
+            continue
+        stems[word] = own.get(long_form(word), word)
+        by_stem = {own.get(f, f): found.get(f, 0) for f in forms}
+        df[word] = min(sum(by_stem.values()), max(total, 1))
+    return stems, df

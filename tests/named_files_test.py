@@ -1,0 +1,140 @@
+"""A memory of a project that names a file the prompt names ("@TODO.md") is recalled in that project.
+
+Real hook processes, real stores in real folders; the realistic test reads the shared data and is
+skipped with a message when it is absent.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from quipu.index import index
+from quipu.prompt import indexread, locate, recall
+from quipu.prompt.files import of_this_project
+from quipu.prompt.files import named_files
+from quipu.store.store import Store
+from testing import realistic as R
+from testing.fixtures import add_all, make_store, memory, quipu, run_prompt_hook
+
+DATA = R.data_dir()
+PAIRS = Path(__file__).parent.parent / "bench" / "data"
+# A long request about other work that mentions the file in passing: its words alone carry no evidence
+# for the memory about the file ("adjust", "parser", "refactor" are not in it).
+REQUEST = "Adjust @{file} first, then carry on with the parser refactor we planned yesterday and run the suite"
+
+
+def test_the_files_a_prompt_names_are_read_by_name_and_extension() -> None:
+    prompt = ("Read @TODO.md, run ./cleanup.py and src/pkg/core_engine.py; see https://example.com/docs/a.md, "
+              "e.g. section 2.1. then @PROGRESS.md again and TODO.md")
+    assert named_files(prompt) == ["todo.md", "cleanup.py", "core_engine.py", "progress.md"]
+    assert named_files("continue") == [] and named_files("bump it to 1.4.0.") == []
+
+
+def test_a_memory_is_of_the_project_its_folder_or_its_name_says() -> None:
+    assert of_this_project("/home/ann/src/app", "/home/ann/src/app/pkg")
+    assert of_this_project("/home/ann/src/app", "/home/ann/src/app")
+    assert not of_this_project("/home/ann/src/app", "/home/ann/src/app2")  # a sibling sharing the start
+    assert not of_this_project("/home/ann/src/app", "/home/ann/src")
+    assert of_this_project("app", "/Users/bob/work/app/src")  # a named project, wherever it is checked out
+    assert not of_this_project("app", "/Users/bob/work/apple")
+    assert not of_this_project(None, "/home/ann/src/app") and not of_this_project("/home/ann/src/app", None)
+    assert locate.serves("/home/ann/src/app/.quipu", "/home/ann/src/app/pkg")
+    assert not locate.serves("/home/ann/src/app/.quipu", "/home/ann/src/other")
+    assert not locate.serves("/home/ann/.local/share/quipu/store", "/home/ann/.local/share/quipu/store/x")
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    home = tmp_path / "qh"
+    monkeypatch.setenv("QUIPU_HOME", str(home))
+    places = {name: tmp_path / "src" / name for name in ("app", "site", "tools")}
+    for folder in places.values():
+        (folder / "pkg").mkdir(parents=True)
+    user = make_store(home / "store")
+    add_all(user, [
+        memory("todo-checkboxes", "TODO list convention",
+               "When you edit TODO.md, open items start with - [ ] and finished ones with - [x].",
+               project=str(places["app"])),
+        memory("changelog-dates", "Changelog entries",
+               "Every entry in CHANGELOG.md starts with the release date.", project=str(places["site"])),
+        memory("notes-short", "Keep the notes file short", "NOTES.md stays under two hundred lines."),
+    ])
+    add_all(make_store(places["tools"] / ".quipu"), [
+        memory("log-newest-first", "Work log", "After each change, add a line at the top of LOG.md."),
+    ])
+    return {**places, "home": home}
+
+
+def injected(prompt: str, cwd: Path, session: str) -> str:
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": str(cwd),
+                        "transcript_path": "", "prompt": prompt})
+    proc = run_prompt_hook(event)
+    assert proc.returncode == 0 and proc.stderr == b""
+    return str(json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]) if proc.stdout else ""
+
+
+def test_a_file_named_in_passing_recalls_the_memory_of_this_project_about_it(places: dict[str, Path]) -> None:
+    assert "todo-checkboxes" in injected(REQUEST.format(file="TODO.md"), places["app"] / "pkg", "s1")
+    # the same request in another project: that project's TODO.md is another file
+    assert injected(REQUEST.format(file="TODO.md"), places["site"], "s2") == ""
+    assert "changelog-dates" in injected(REQUEST.format(file="CHANGELOG.md"), places["site"], "s3")
+    assert injected(REQUEST.format(file="CHANGELOG.md"), places["app"], "s4") == ""
+    # a project's own store: each of its memories is of that project, with no project field
+    assert "log-newest-first" in injected(REQUEST.format(file="LOG.md"), places["tools"] / "pkg", "s5")
+    assert injected(REQUEST.format(file="LOG.md"), places["app"], "s6") == ""
+
+
+def test_a_memory_of_no_project_needs_the_prompts_words_as_well(places: dict[str, Path]) -> None:
+    """A file name alone does not make a memory of no project speak: which project's file it
+    means is unknown, and "pyproject.toml" or "README.md" are in every project."""
+    assert injected(REQUEST.format(file="NOTES.md"), places["app"], "s7") == ""
+    assert "notes-short" in injected("how many lines may @NOTES.md have, is it still short?", places["app"], "s8")
+
+
+def test_quipu_add_records_the_project_folder_and_the_hook_recalls_there(places: dict[str, Path]) -> None:
+    app = places["app"]
+    proc = quipu("add", "--id", "release-script", "--title", "Release script", "--project", ".",
+                 "Cut a release with ./release.sh, never by hand.", cwd=app)
+    assert proc.returncode == 0, proc.stderr
+    assert Store(places["home"] / "store").get("release-script").project == str(app)
+    assert "release-script" in injected(REQUEST.format(file="release.sh"), app / "pkg", "s9")
+    assert injected(REQUEST.format(file="release.sh"), places["site"], "s10") == ""
+    explained = quipu("recall", "--explain", REQUEST.format(file="release.sh"), cwd=app)
+    assert "release.sh (named by 1)" in explained.stdout and "release-script" in explained.stdout
+
+
+@pytest.mark.skipif(DATA is None, reason=R.MISSING_DATA)
+def test_real_prompts_that_name_a_file_recall_their_projects_note_about_it(tmp_path: Path) -> None:
+    """Real developer prompts paired with the real notes of their own project that answer them
+    (bench/data/real_pairs*.json), where the note names a file the prompt names; each note is a
+    memory of its repository's project, and the prompt is typed in that repository."""
+    assert DATA is not None
+    notes = {R.note_id(n): n for n in R.real_notes(DATA)}
+    prompts = {hashlib.sha1(p.text.encode("utf-8")).hexdigest(): p for p in R.real_prompts(DATA, "topical")}
+    store = R.realistic_store(tmp_path / "store", notes.values())
+    cases = []
+    for name in ("real_pairs.json", "real_pairs_2.json"):
+        for pair in json.loads((PAIRS / name).read_text(encoding="utf-8"))["pairs"]:
+            prompt = prompts[pair["prompt_sha1"]]
+            own = {i for i in pair["notes"] if notes[i].repo == prompt.repo
+                   and any(f in f"{notes[i].title} {notes[i].body}".lower() for f in named_files(prompt.text))}
+            if own:
+                cases.append((prompt, own))
+    assert len(cases) >= 20
+    db = index.open_fresh(store)
+    try:
+        options = recall.Options.from_config(indexread.index_config(db))
+
+        def found(prompt: R.Prompt, own: set[str], cwd: str) -> bool:
+            options.cwd = cwd
+            return bool(own & {h.id for h in recall.recall(db, prompt.text, prompt.previous, options).hits})
+
+        here = sum(found(p, own, R.project_dir(p.repo)) for p, own in cases)
+        elsewhere = sum(found(p, own, R.project_dir("someone/else")) for p, own in cases)
+    finally:
+        db.close()
+    assert here >= 0.8 * len(cases), (here, len(cases))
+    assert elsewhere <= 0.1 * len(cases), (elsewhere, len(cases))
