@@ -22,6 +22,13 @@ Prompt sets:
   team's, by kind and language) and prompts-dev's conversational.jsonl (real); prompts-dev's
   borderline set is reported on its own line, outside the goal (it holds topic words).
 - topical: prompts-dev's topical.jsonl on the ``foreign`` store (its assistant text as context).
+- own project: the topical prompts that none of their author's notes answers, by the walks of
+  bench/data/real_pairs*.json (which judged all 159), on the ``full`` store: its notes include
+  those of the prompt's own repository. No goal: the judge's standard was strict (a note about
+  the very thing the prompt asks), so an injection there is a note not judged relevant.
+
+Each real note is a memory of its repository's project (``testing.realistic.project_dir``), and
+each real prompt is typed in its own repository's folder, as the hook reads it from the event.
 
 Systems, in the same run on the same stores:
 - ``quipu``: ``quipu.prompt.recall.recall`` with the options the hook reads from the store, the
@@ -118,6 +125,20 @@ def borderline_cases(data: Path) -> list[Case]:
 def topical_cases(data: Path) -> list[Case]:
     return [Case(p.text, p.previous, "prompts-dev: topical", "topical", p.lang, "", where=R.project_dir(p.repo))
             for p in R.real_prompts(data, "topical")]
+
+
+# The two walks of prompts-dev's topical prompts that judged each against its author's real notes:
+# together they cover all 159; a prompt in neither was judged to have no note meeting the standard.
+JUDGED = (C.REPO / "bench" / "data" / "real_pairs.json", C.REPO / "bench" / "data" / "real_pairs_2.json")
+
+
+def own_project_cases(data: Path) -> list[Case]:
+    """The topical prompts of prompts-dev that none of their author's real notes answers (by the
+    judgement of the real pairs' walks, JUDGED), typed in their own repository: on the ``full``
+    store, which holds that repository's notes, any injection is a note the judge did not find
+    relevant."""
+    paired = {p["prompt_sha1"] for path in JUDGED for p in json.loads(path.read_text(encoding="utf-8"))["pairs"]}
+    return [c for c in topical_cases(data) if hashlib.sha1(c.text.encode("utf-8")).hexdigest() not in paired]
 
 
 def team_memories() -> list[Memory]:
@@ -308,6 +329,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     conversational, borderline, topical = conversational_cases(data), borderline_cases(data), topical_cases(data)
     paired, paired_memories = paired_notes(data)
     heldout = heldout_cases(data, args.pairs)
+    own = own_project_cases(data)
     authors = sorted({p.owner for p in R.real_prompts(data, "topical")})
     full = _store(scratch, "full", notes, (), ())
     foreign = _store(scratch, "foreign", notes, authors, ())
@@ -321,7 +343,7 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     runs: dict[str, dict[str, list[list[str]]]] = defaultdict(dict)
     jobs = (("conversational", full, conversational), ("borderline", full, borderline),
             ("topical", foreign, topical), ("paired", with_pairs, paired), ("held-out", full, heldout),
-            ("team conversational", team, conversational), ("team topical", team, topical))
+            ("team conversational", team, conversational), ("team topical", team, topical), ("own project", full, own))
     for set_name, root, cases in jobs:
         db_path = root / ".cache" / "index.sqlite"
         runs[QUIPU][set_name] = run_quipu(db_path, cases)
@@ -348,13 +370,15 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
         pair_hits = sum(1 for c, ids in zip(paired, runs[system]["paired"], strict=True) if c.found(ids[:LIMIT]))
         border = sum(1 for ids in runs[system]["borderline"] if ids)
         held = sum(1 for c, ids in zip(heldout, runs[system]["held-out"], strict=True) if c.found(ids[:LIMIT]))
+        own_fired = sum(1 for ids in runs[system]["own project"] if ids)
         rows.append((system, pct(fired, len(conv)), pct(topical_fired, len(top)),
                      f"{sum(len(i) for i in top)}", pct(pair_hits, len(paired)), pct(held, len(heldout)),
-                     pct(border, len(borderline))))
+                     pct(border, len(borderline)), pct(own_fired, len(own))))
     lines.append(C.table(("system", "conversational that inject (goal 0, floor 2%)",
                           "topical, nothing relevant, that inject (goal <= 5%)", "memories injected there",
                           "paired note in the top two (goal >= 95%)", f"held-out real note in the top two ({args.pairs.name}, no goal)",
-                          "borderline that inject (no goal)"), rows))
+                          "borderline that inject (no goal)",
+                          "topical in its own project, nothing judged relevant, that inject (no goal)"), rows))
     rows = []
     for system in systems:
         conv = runs[system]["team conversational"]
@@ -388,6 +412,14 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
     if shown:
         lines.append("\nquipu's injections on topical prompts whose store holds nothing for them (read them to judge):\n")
         titles = _titles(foreign)
+        for case, ids in shown:
+            snippet = " ".join(case.text.split())[:110]
+            lines.append(f"- \"{snippet}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids))
+    shown = [(case, ids) for case, ids in zip(own, runs[QUIPU]["own project"], strict=True) if ids][: args.show]
+    if shown:
+        lines.append("\nquipu's injections on topical prompts in their own project with no note judged relevant "
+                     "(the `full` store; read them to judge):\n")
+        titles = _titles(full)
         for case, ids in shown:
             snippet = " ".join(case.text.split())[:110]
             lines.append(f"- \"{snippet}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids))

@@ -82,6 +82,9 @@ def test_a_file_named_in_passing_recalls_the_memory_of_this_project_about_it(pla
     assert injected(REQUEST.format(file="TODO.md"), places["site"], "s2") == ""
     assert "changelog-dates" in injected(REQUEST.format(file="CHANGELOG.md"), places["site"], "s3")
     assert injected(REQUEST.format(file="CHANGELOG.md"), places["app"], "s4") == ""
+    # a file is a subject even among everyday words only
+    assert "todo-checkboxes" in injected("ok, update @TODO.md", places["app"], "s11")
+    assert injected("ok, update @TODO.md", places["site"], "s12") == ""
     # a project's own store: each of its memories is of that project, with no project field
     assert "log-newest-first" in injected(REQUEST.format(file="LOG.md"), places["tools"] / "pkg", "s5")
     assert injected(REQUEST.format(file="LOG.md"), places["app"], "s6") == ""

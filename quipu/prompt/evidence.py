@@ -1,5 +1,6 @@
 """The decision to speak: whether the prompt's own words are evidence enough for a memory, and
 which memories a short prompt names whole by an alias or title."""
+from quipu.prompt.files import named_files
 from quipu.prompt.indexread import ordinary_of
 from quipu.prompt.inject import word_starts
 from quipu.prompt.query import FILE_EXTS, forms_of, fts_any, fts_quote, is_stopword, long_form, phrase_words
@@ -81,11 +82,11 @@ PASTE_WORDS = 2               # ... for at most this many of them
 
 
 def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
-    """Whether the prompt may be answered at all: it has a topic term, or it is a short question
-    of at least PHRASE_WORDS everyday words ("which package manager do we use?", "how do we ship
-    to production?"), which may be answered by a memory whose title or aliases say the same (and
-    by nothing else)."""
-    if any(not t.generic for t in terms):
+    """Whether the prompt may be answered at all: it has a topic term, it names a file ("update
+    @TODO.md": ``quipu.prompt.files``), or it is a short question of at least PHRASE_WORDS
+    everyday words ("which package manager do we use?", "how do we ship to production?"), which
+    may be answered by a memory whose title or aliases say the same (and by nothing else)."""
+    if any(not t.generic for t in terms) or named_files(prompt):
         return True
     words = {t.text for t in terms if len(t.text) > 3 and not t.text.isdigit()}
     return len(words) >= PHRASE_WORDS and is_question(prompt)

@@ -9,16 +9,16 @@ On the prompt path: the standard library and this folder only. Contract:
   folder it names, or, for a project named rather than placed ("app"), ``cwd`` or a folder above
   it has that name. No field, or no ``cwd``: no.
 - ``file_hits(db, names, cwd, own_store)``: the memories that name one of ``names`` as a file
-  (the whole name: "todo.md", not "mytodo.md" nor "todo.mdx"), less those of another project,
-  each with whether it is of this project (``of_this_project``, or every memory is when the store
-  is the project's own ``.quipu``: ``own_store``), and how many memories of the store name each
-  file whatever their project. FTS5 finds them; the first FILE_ROWS are read.
+  (FTS5 finds the name's words in a row, in order: "todo.md" is "todo" then "md", never "mytodo.md"
+  nor "todo.mdx"), less those of another project, each with whether it is of this project
+  (``of_this_project``, or every memory is when the store is the project's own ``.quipu``:
+  ``own_store``), and how many memories of the store name each file whatever their project, up
+  to FILE_ROWS a file (the rows read).
 
 A memory of this project that names a file the person names is about that file, and
 ``quipu.prompt.recall`` lets it speak; one of no project is only a candidate (which project's
 README.md it means is unknown); one of another project is none: its TODO.md is another file.
 """
-from quipu.prompt.inject import word_starts
 from quipu.prompt.locate import inside
 from quipu.prompt.query import _EDGE, FILE_EXTS, _is_path, fts_quote
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from sqlite3 import Connection
 
 NAMED_FILES = 8               # the files of a prompt that may find memories naming them
-FILE_ROWS = 200               # memories read that FTS5 finds for those files
+FILE_ROWS = 100               # memories read for each of those files
 
 
 def named_files(text: str) -> "list[str]":
@@ -60,32 +60,15 @@ def of_this_project(project: "str | None", cwd: "str | None") -> bool:
 def file_hits(db: "Connection", names: "Sequence[str]", cwd: "str | None" = None,
               own_store: bool = False) -> "tuple[dict[int, tuple[str, bool]], dict[str, int]]":
     """``({rowid: (file, of this project)}, {file: memories naming it})`` (see the module)."""
-    if not names:
-        return {}, {}
-    sql = f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {FILE_ROWS}"
-    found = [r for (r,) in db.execute(sql, (" OR ".join(fts_quote(n) for n in names),))]
-    if not found:
-        return {}, {}
-    marks = ", ".join("?" * len(found))
-    sql = f"SELECT rowid, project, title, aliases, tags, description, body FROM memories WHERE rowid IN ({marks})"
     out: dict[int, tuple[str, bool]] = {}
     df: dict[str, int] = {}
-    for rowid, project, *fields in db.execute(sql, found):
-        text = " ".join(x or "" for x in fields).lower()
-        for name in names:
-            if not _names_file(text, name):
-                continue
-            df[name] = df.get(name, 0) + 1
+    sql = ("SELECT rowid, project FROM memories WHERE rowid IN "
+           f"(SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {FILE_ROWS})")
+    for name in names:
+        found = db.execute(sql, (fts_quote(name),)).fetchall()
+        df[name] = len(found)
+        for rowid, project in found:
             tied = own_store or of_this_project(project, cwd)
             if rowid not in out and (tied or not project):
                 out[rowid] = (name, tied)
     return out, df
-
-
-def _names_file(text: str, name: str) -> bool:
-    """Whether the lower-cased ``text`` has the file name ``name`` whole."""
-    for at in word_starts(text, name, 5):
-        end = at + len(name)
-        if end == len(text) or not (text[end].isalnum() or text[end] in "_-"):
-            return True
-    return False

@@ -271,16 +271,17 @@ def recall(
     options = options or Options()
     own, pasted = split_pasted(prompt) if options.require_topic else ("", "")
     files = named_files(own or prompt) if options.require_topic else []
+    named = file_hits(db, files, options.cwd, options.own_store) if files else ({}, {})
     if own:
-        first = _recall(db, own, pasted, options, None, from_paste=True, files=files)
+        first = _recall(db, own, pasted, options, None, from_paste=True, files=named)
         if first.hits:
             return first
-    return _recall(db, prompt, context, options, prompt_terms, files=files)
+    return _recall(db, prompt, context, options, prompt_terms, files=named)
 
 
 def _recall(db: "Connection", prompt: str, context: str, options: "Options",
             prompt_terms: "list[Term] | None", from_paste: bool = False,
-            files: "Sequence[str]" = ()) -> "Recall":
+            files: "tuple[dict[int, tuple[str, bool]], dict[str, int]]" = ({}, {})) -> "Recall":
     """One reading of ``prompt``; ``from_paste``: ``context`` is what the person pasted, and a
     memory sharing none of its words is not shown (the person's words alone are often the
     everyday words of a request: "we get this error, how can I resolve this?")."""
@@ -296,7 +297,7 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
             result.reason = ("the prompt has no topic of its own: its words (" + ", ".join(result.generic[:12])
                              + ") are everyday vocabulary, numbers or short tokens, which never stand alone")
         return result
-    by_title = all(t.generic for t in prompt_terms)  # a question in everyday words: see names_a_subject
+    by_title = all(t.generic for t in prompt_terms) and not files[0]  # a question in everyday words
     context_terms = [t for t in extract_terms(context) if t.text not in {p.text for p in prompt_terms}]
     words = [t.text for t in prompt_terms] + [t.text for t in context_terms]
     total = store_size_of(db, options.store_size)
@@ -321,10 +322,10 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     # A title or alias said whole in the prompt makes its memory a candidate, and is evidence.
     phrased = phrase_hits(db, prompt, df) if options.require_topic and (question or not by_title) else {}
     # A memory naming a file the person names is a candidate; one of this project speaks.
-    named, file_df = file_hits(db, files, options.cwd, options.own_store) if not by_title else ({}, {})
+    named = files[0]
     filed = {r: name for r, (name, _tied) in named.items() if r not in phrased}
     speaks = {**{r: name for r, name in filed.items() if named[r][1]}, **phrased}
-    result.files = [(name, file_df.get(name, 0)) for name in files]
+    result.files = list(files[1].items())
     if not chosen and not phrased and not filed:
         result.reason = "no topic term of the prompt occurs in the store"
         return result
@@ -354,12 +355,12 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     for rowid in phrased:
         carry[rowid] = max(top, options.min_score) + carry.get(rowid, 0.0)
         raw.setdefault(rowid, {})
+    weight = {name: idf(total, n) for name, n in files[1].items()}
     for rowid, name in filed.items():
-        carry[rowid] = idf(total, file_df[name]) + carry.get(rowid, 0.0)
+        carry[rowid] = weight[name] + carry.get(rowid, 0.0)
         raw.setdefault(rowid, {})[name] = 0.0
     best = sorted(carry, key=lambda r: (-carry[r], r))[:CANDIDATES]
     best += [r for r in phrased if r not in best]
-    best += [r for r in filed if r not in best]
     if not best:
         result.reason = "no memory matches the chosen terms"
         return result

@@ -16,7 +16,7 @@ import sqlite3
 from typing import Any
 
 from quipu.index import deep
-from quipu.prompt import indexread, inject, recall, transcript
+from quipu.prompt import indexread, inject, locate, recall, transcript
 from quipu.serve.html import Safe, h, join, pager, table, url
 from quipu.serve.state import Viewer
 from quipu.verify.report import details
@@ -133,8 +133,11 @@ def chain(viewer: Viewer, memory_id: str) -> list[str]:
 
 
 def _recall(viewer: Viewer, prompt: str, memory_id: str) -> Safe:
+    root = viewer.store.root.absolute()
+    place = str(root.parent) if root.name == locate.STORE_DIR_NAME else None  # typed in the store's project
+
     def run(db: sqlite3.Connection) -> tuple[recall.Options, recall.Recall]:
-        options = recall.Options.from_config(indexread.index_config(db))
+        options = recall.Options.from_config(indexread.index_config(db), cwd=place, own_store=place is not None)
         if transcript.is_machine_text(prompt):
             return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
         return options, recall.recall(db, prompt, "", options)
