@@ -17,7 +17,7 @@ from quipu.prompt.files import of_this_project
 from quipu.prompt.files import named_files
 from quipu.store.store import Store
 from testing import realistic as R
-from testing.fixtures import add_all, make_store, memory, quipu, run_prompt_hook
+from testing.fixtures import add_all, git, make_store, memory, quipu, run_prompt_hook
 
 DATA = R.data_dir()
 PAIRS = Path(__file__).parent.parent / "bench" / "data"
@@ -38,6 +38,12 @@ def test_a_memory_is_of_the_project_its_folder_or_its_name_says() -> None:
     assert of_this_project("/home/ann/src/app", "/home/ann/src/app")
     assert not of_this_project("/home/ann/src/app", "/home/ann/src/app2")  # a sibling sharing the start
     assert not of_this_project("/home/ann/src/app", "/home/ann/src")
+    # a store synced between machines: the same place below another home folder
+    assert of_this_project("/home/ann/src/app", "/Users/ann/src/app/pkg")
+    assert of_this_project("/Users/ann/src/app", "/root/src/app")
+    assert not of_this_project("/home/ann/src/app", "/Users/ann/work/app")
+    assert not of_this_project("/home/ann", "/home/bob/anything")
+    assert not of_this_project("/srv/app", "/home/ann/srv/app")
     assert of_this_project("app", "/Users/bob/work/app/src")  # a named project, wherever it is checked out
     assert not of_this_project("app", "/Users/bob/work/apple")
     assert not of_this_project(None, "/home/ann/src/app") and not of_this_project("/home/ann/src/app", None)
@@ -141,3 +147,31 @@ def test_real_prompts_that_name_a_file_recall_their_projects_note_about_it(tmp_p
         db.close()
     assert here >= 0.8 * len(cases), (here, len(cases))
     assert elsewhere <= 0.1 * len(cases), (elsewhere, len(cases))
+
+
+def test_a_store_synced_to_another_machine_recalls_the_project_memory_in_the_same_place(tmp_path: Path) -> None:
+    """Ann's laptop keeps her projects in /home/ann/src, her other machine in /Users/ann/src: the
+    project memory she added on one is of the same project on the other, after `quipu sync` and
+    `quipu clone`; a folder of the same name elsewhere is another project."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    laptop = {"QUIPU_HOME": str(tmp_path / "laptop")}
+    assert quipu("init", env=laptop).returncode == 0
+    added = quipu("add", "--id", "todo-checkboxes", "--title", "TODO list convention", "--project",
+                  "/home/ann/src/app", "When you edit TODO.md, open items start with - [ ] and done ones with - [x].",
+                  env=laptop)
+    assert added.returncode == 0, added.stderr
+    assert quipu("sync", "--set-remote", str(remote), env=laptop).returncode == 0
+    desk = {"QUIPU_HOME": str(tmp_path / "desk")}
+    cloned = quipu("clone", str(remote), env=desk)
+    assert cloned.returncode == 0, cloned.stderr
+
+    def on_desk(cwd: str, session: str) -> str:
+        event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": cwd,
+                            "transcript_path": "", "prompt": REQUEST.format(file="TODO.md")})
+        proc = run_prompt_hook(event, env=desk)
+        assert proc.returncode == 0 and proc.stderr == b""
+        return proc.stdout.decode()
+
+    assert "todo-checkboxes" in on_desk("/Users/ann/src/app/pkg", "d1")
+    assert on_desk("/Users/ann/work/app", "d2") == ""

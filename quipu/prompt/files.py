@@ -6,8 +6,10 @@ On the prompt path: the standard library and this folder only. Contract:
   once, at most NAMED_FILES; a URL names none.
 - ``of_this_project(project, cwd)``: whether a memory whose ``project`` field is ``project`` is
   about the project the prompt is typed in (the absolute folder ``cwd``): ``cwd`` is inside the
-  folder it names, or, for a project named rather than placed ("app"), ``cwd`` or a folder above
-  it has that name. No field, or no ``cwd``: no.
+  folder it names, or at the same place below another home folder (``/home/ann/src/app`` on one
+  machine is ``/Users/ann/src/app`` on another, a store synced between them), or, for a project
+  named rather than placed ("app"), ``cwd`` or a folder above it has that name. No field, or no
+  ``cwd``: no.
 - ``file_hits(db, names, cwd, own_store)``: the memories that name one of ``names`` as a file
   (FTS5 finds the name's words in a row, in order: "todo.md" is "todo" then "md", never "mytodo.md"
   nor "todo.mdx"), less those of another project, each with whether it is of this project
@@ -52,9 +54,20 @@ def of_this_project(project: "str | None", cwd: "str | None") -> bool:
     if not project or not cwd:
         return False
     if project.startswith("/"):
-        return inside(cwd, project)
+        if inside(cwd, project):
+            return True
+        mine, theirs = _in_home(cwd), _in_home(project)  # another machine, another person's home
+        return bool(mine and theirs) and inside(f"/{mine}", f"/{theirs}")
     name = project.strip("/")
     return bool(name) and f"/{name}/" in f"{cwd.rstrip('/')}/"
+
+
+def _in_home(path: str) -> str:
+    """``path`` below a home folder ("/home/ann/src/app", "/Users/ann/src/app": "src/app"), else ''."""
+    parts = path.strip("/").split("/")
+    if parts[0] in ("home", "Users") and len(parts) > 2:
+        return "/".join(parts[2:])
+    return "/".join(parts[1:]) if parts[0] == "root" else ""
 
 
 def file_hits(db: "Connection", names: "Sequence[str]", cwd: "str | None" = None,
