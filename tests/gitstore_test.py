@@ -178,13 +178,16 @@ def test_an_edit_in_the_same_tick_as_a_write_stays_visible_to_git_after_the_next
     assert git_status() == " M memories/sa/same-tick.md\n"
 
 
-def _wait_for_the_writer_lock(root: Path) -> None:
-    """Wait while a detached collection holds the store's writer lock (it hands the lock to git)."""
+def _wait_for_a_pack(root: Path) -> None:
+    """Wait until the detached collection has written a pack and let go of the store's writer lock
+    (it hands the lock to git). A collection just started may not hold the lock yet, so a free
+    lock alone does not say it is done. The deadline only catches a collection that never comes."""
     from quipu.store.locks import is_held
 
     lock = root / ".git" / gitstore.LOCK_NAME
+    packs = root / ".git" / "objects" / "pack"
     deadline = time.monotonic() + 300
-    while is_held(lock) and time.monotonic() < deadline:
+    while (is_held(lock) or not list(packs.glob("*.pack"))) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not is_held(lock)
 
@@ -196,7 +199,7 @@ def test_two_thousand_adds_leave_a_packed_store_that_doctor_finds_in_order(store
     store = make_store(store_path)
     for n in range(2000):
         store.add(memory(f"note-{n:04d}", f"Note {n} about service {n % 97}", f"Service {n % 97} runs step {n}."))
-    _wait_for_the_writer_lock(store.root)
+    _wait_for_a_pack(store.root)
     assert list((store.root / ".git" / "objects" / "pack").glob("*.pack"))
     check = doctor.check_gc(store)
     assert check.ok, check.summary
@@ -222,7 +225,7 @@ def test_the_collection_ignores_what_the_stores_git_config_would_run_or_switch_o
     git(store.root, "add", "bulk")
     git(store.root, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "bulk")
     store.add(memory("after-bulk", "A note after the bulk commit"))
-    _wait_for_the_writer_lock(store.root)
+    _wait_for_a_pack(store.root)
     assert list((store.root / ".git" / "objects" / "pack").glob("*.pack"))
     assert not ran.exists()
     loose = dict(line.split(": ", 1) for line in git(store.root, "count-objects", "-v").splitlines())
