@@ -249,6 +249,19 @@ def test_remember_links_the_memory_to_the_claude_code_session_that_started_the_s
     assert parse_trailers(git(shop.root, "log", "-1", "--format=%B"))["Quipu-Session"].startswith("mcp-")
 
 
+def test_a_remembered_project_note_is_of_the_folder_the_agent_works_in(shop: Store, tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    params = server(shop.root, project)
+    [(error, note), (error2, ref)] = call(
+        params,
+        ("remember", {"title": "Work log", "class": "project-note", "body": "After each change, add a line to LOG.md."}),
+        ("remember", {"title": "Harbour pilots", "class": "reference", "body": "Ships above 120 metres take a pilot."}))
+    assert not error and not error2
+    assert shop.get(note.split()[1]).project == str(project)
+    assert shop.get(ref.split()[1]).project is None  # true wherever one works
+
+
 def test_remember_with_a_secret_is_refused_and_commits_nothing(shop: Store, params: StdioServerParameters) -> None:
     before = head(shop)
     key = "sk-ant-api03-" + "Zq8xL2mN4pR7tV1wY3bC5dF6" * 2

@@ -351,7 +351,9 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
                       f"- it is already remembered; to change it, call propose_supersession with {same.id}", True)
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
-         "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session},
+         "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,
+         # a note about this project is of the folder the agent works in, as capture records it
+         "project": os.getcwd() if cls == "project-note" else None},
         body + "\n", source="remembered memory")
     sha = store.add(memory, action="remember", session=service.session)
     index.ensure_fresh(store)
