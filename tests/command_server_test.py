@@ -203,8 +203,16 @@ def test_a_client_that_gives_up_before_the_go_ahead_runs_nothing_there(tmp_path:
     time.sleep(1)
     assert git(store.root, "rev-parse", "HEAD") == head and not store.exists("never")
     assert not _children_of(pid)
-    done, loaded = run(*argv)  # and the server goes on serving
-    assert done.returncode == 0 and not loaded and store.exists("never")
+    done, _loaded = run(*argv)
+    assert done.returncode == 0 and store.exists("never")
+    # and the server goes on serving: a client waits ANSWER_SECONDS for it, then runs the command
+    # itself, so on a loaded machine one request may be run here; one of a few is served there
+    for n in range(3):
+        done, loaded = run("--store", str(store.root), "add", "-t", f"Served {n}", "--id", f"served-{n}", "a body")
+        assert done.returncode == 0 and store.exists(f"served-{n}"), done.stderr
+        if not loaded:
+            break
+    assert not loaded
 
 
 def test_a_server_of_another_kind_declines_and_makes_way(tmp_path: Path, home: Path) -> None:
