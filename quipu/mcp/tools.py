@@ -328,7 +328,7 @@ def get_memory(service: Service, args: dict[str, Any]) -> Answer:
 
 def remember(service: Service, args: dict[str, Any]) -> Answer:
     from quipu.capture import gates
-    from quipu.index import index
+    from quipu.index import index, near
     from quipu.store.memory import Memory, new_id, now_utc
 
     title, body, cls = " ".join(args["title"].split()), args["body"].strip(), args["class"]
@@ -343,8 +343,6 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
             "- state one durable claim declaratively (\"The team prefers X\", not \"always do X\"), "
             "without secrets, transient errors or one-off events", True)
     store = service.store
-    from quipu.index import near
-
     same = near.near_duplicate(store, title, body)
     if same is not None:
         return Answer(f"remember: a near-identical memory exists ({same.id}: {same.title}). Nothing was committed.\n"
@@ -352,8 +350,7 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,
-         # a note about this project is of the folder the agent works in, as capture records it
-         "project": os.getcwd() if cls == "project-note" else None},
+         "project": os.getcwd() if cls == "project-note" else None},  # the agent's folder, as capture has it
         body + "\n", source="remembered memory")
     sha = store.add(memory, action="remember", session=service.session)
     index.ensure_fresh(store)
