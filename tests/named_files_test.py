@@ -1,4 +1,5 @@
-"""A memory of a project that names a file the prompt names ("@TODO.md") is recalled in that project.
+"""A memory of a project that names a file the prompt names ("@TODO.md") is recalled in that project,
+and a memory of another project speaks only on strong evidence.
 
 Real hook processes, real stores in real folders; the realistic test reads the shared data and is
 skipped with a message when it is absent.
@@ -175,3 +176,19 @@ def test_a_store_synced_to_another_machine_recalls_the_project_memory_in_the_sam
 
     assert "todo-checkboxes" in on_desk("/Users/ann/src/app/pkg", "d1")
     assert on_desk("/Users/ann/work/app", "d2") == ""
+
+
+def test_a_memory_of_another_project_speaks_only_on_strong_evidence(places: dict[str, Path]) -> None:
+    """What is true of one project is often not of another: typed in another project's folder, a
+    question that recalls the memory in its own project needs strong evidence for it."""
+    add_all(Store(places["home"] / "store"), [
+        memory("site-ledger", "Ledger reconciliation", "The ledger reconciles payments nightly in the worker.",
+               project=str(places["site"])),
+    ])
+    question = "how does the ledger reconcile?"
+    assert "site-ledger" in injected(question, places["site"] / "pkg", "o1")
+    assert injected(question, places["app"], "o2") == ""
+    explained = quipu("recall", "--explain", question, cwd=places["app"])
+    assert "site-ledger: a memory of another project than this folder's" in explained.stdout, explained.stdout
+    # strong evidence still speaks anywhere: the memory's own specific words
+    assert "site-ledger" in injected("the ledger reconciles payments nightly in the worker, right?", places["app"], "o3")

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 # - A memory that names, as a file, a file the person's own words name ("@TODO.md", "./cleanup.py":
 #   ``quipu.prompt.files``) is a candidate; it speaks when it is of the project the prompt is
 #   typed in, and a memory of another project is not a candidate at all: its file is another.
+# - A memory of another project than the one the prompt is typed in (its ``project`` field names
+#   a folder that does not hold the prompt's) speaks only with STRONG_EVIDENCE: what is true of
+#   one project is often not of another, and such a note would take the place of this one's.
 # - A prompt that opens by agreeing with the agent ("yes, address the review comments":
 #   ``opens_with_assent``) and asks nothing carries on with the agent's own proposal: only
 #   STRONG_EVIDENCE (or a phrase said whole) speaks for a memory. A store whose memories carry
@@ -246,9 +249,10 @@ class Evidence:
                  df: dict[str, int], chosen: "Sequence[str]", rest: "Sequence[Term]", rare: int, total: int,
                  question: bool, by_title: bool = False,
                  phrased: "dict[int, str] | None" = None, from_paste: bool = False,
-                 follow_up: bool = False) -> None:
+                 follow_up: bool = False, elsewhere: "set[int] | None" = None) -> None:
         self.db = db
         self.follow_up = follow_up  # it opens by agreeing with the agent: only strong evidence speaks
+        self.elsewhere = elsewhere or set()  # memories of another project: only strong evidence speaks
         self.from_paste = from_paste
         self.phrased = phrased or {}
         self.by_title = by_title
@@ -382,6 +386,9 @@ class Evidence:
         elif self.follow_up and value < STRONG_EVIDENCE:
             why = (f"the prompt carries on with the agent's work (it opens by agreeing): its {value:g} of "
                    f"evidence is not the {STRONG_EVIDENCE:g} it needs")
+        elif hit.rowid in self.elsewhere and value < STRONG_EVIDENCE:
+            why = (f"a memory of another project than this folder's: its {value:g} of evidence is not the "
+                   f"{STRONG_EVIDENCE:g} it needs")
         elif not topic:
             if not self._rare_together(words):
                 why = "matches only generic words of the prompt (" + ", ".join(words) + ")"

@@ -17,6 +17,10 @@ On the prompt path: the standard library and this folder only. Contract:
   ``own_store``), and how many memories of the store name each file whatever their project, up
   to FILE_ROWS a file (the rows read).
 
+- ``of_other_projects(projects, cwd, own_store)``: which memories are of another project than
+  ``cwd``'s (a ``project`` field that ``of_this_project`` does not match): ``quipu.prompt.evidence``
+  lets them speak only on strong evidence. None when ``cwd`` is unknown or ``own_store``.
+
 A memory of this project that names a file the person names is about that file, and
 ``quipu.prompt.recall`` lets it speak; one of no project is only a candidate (which project's
 README.md it means is unknown); one of another project is none: its TODO.md is another file.
@@ -60,6 +64,14 @@ def of_this_project(project: "str | None", cwd: "str | None") -> bool:
         return bool(mine and theirs) and inside(f"/{mine}", f"/{theirs}")
     name = project.strip("/")
     return bool(name) and f"/{name}/" in f"{cwd.rstrip('/')}/"
+
+
+def of_other_projects(projects: "dict[int, str | None]", cwd: "str | None", own_store: bool) -> "set[int]":
+    """Of the memories ``{rowid: project field}``, those of another project than the folder ``cwd``'s;
+    none when ``cwd`` is unknown or the store is that project's own."""
+    if not cwd or own_store:
+        return set()
+    return {rowid for rowid, project in projects.items() if project and not of_this_project(project, cwd)}
 
 
 def _in_home(path: str) -> str:

@@ -18,7 +18,8 @@ or opens git objects. Contract:
   terms can at most double that score (``REST_BOOST``); context terms (previous human turn, last
   assistant text) can lift it by at most ``CONTEXT_BOOST``. Neither can make a memory a candidate.
 - A memory naming a file the person names ("@TODO.md") is a candidate, the file weighing its idf;
-  one of the prompt's project (``Options.cwd``, ``own_store``) speaks (``quipu.prompt.files``).
+  one of the prompt's project (``Options.cwd``, ``own_store``) speaks, one of another project
+  needs strong evidence to speak at all (``quipu.prompt.files``).
 - Scores are BM25 (every field alike), then multiplied by decay (half-life from the class and
   created date; no decay when the half-life is NULL), a superseded penalty and an unverified
   penalty. A floor keeps weak matches out. A retracted memory (``quipu retract``) is never recalled.
@@ -42,7 +43,7 @@ from quipu.prompt.evidence import (
     opens_with_assent,
     phrase_hits,
 )
-from quipu.prompt.files import file_hits, named_files
+from quipu.prompt.files import file_hits, named_files, of_other_projects
 from quipu.prompt.indexread import store_size_of
 from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, excerpts_of
 from quipu.prompt.query import extract_terms, forms_of, fts_any, split_pasted
@@ -321,10 +322,8 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     result.terms = [(t.text, df.get(t.text, 0), t.text in chosen) for t in prompt_terms]
     # A title or alias said whole in the prompt makes its memory a candidate, and is evidence.
     phrased = phrase_hits(db, prompt, df) if options.require_topic and (question or not by_title) else {}
-    # A memory naming a file the person names is a candidate; one of this project speaks.
-    named = files[0]
-    filed = {r: name for r, (name, _tied) in named.items() if r not in phrased}
-    speaks = {**{r: name for r, name in filed.items() if named[r][1]}, **phrased}
+    filed = {r: name for r, (name, _tied) in files[0].items() if r not in phrased}
+    speaks = {**{r: name for r, name in filed.items() if files[0][r][1]}, **phrased}
     result.files = list(files[1].items())
     if not chosen and not phrased and not filed:
         result.reason = "no topic term of the prompt occurs in the store"
@@ -368,8 +367,8 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     found = {
         row[0]: row
         for row in db.execute(
-            "SELECT rowid, id, title, description, class, status, superseded_by, labels, created_ts, half_life_days"
-            f" FROM memories WHERE rowid IN ({marks})",
+            "SELECT rowid, id, title, description, class, status, superseded_by, labels, created_ts, half_life_days,"
+            f" project FROM memories WHERE rowid IN ({marks})",
             best,
         )
     }
@@ -383,7 +382,8 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
             ctx_matched[rowid].append(word)
     now = options.now if options.now is not None else time.time()
     scored: list[Hit] = []
-    for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life) in rows:
+    elsewhere = of_other_projects({r[0]: r[10] for r in rows}, options.cwd, options.own_store)
+    for (rowid, mid, title, desc, cls, status, sup_by, labels, created, half_life, _project) in rows:
         if status == "retracted":
             result.left_out.append(f"{mid}: retracted")
             continue
@@ -407,7 +407,7 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
                                or not every <= {stems.get(m) for m in h.matched}, -h.score, h.id))
     result.candidates = scored
     evidence = (Evidence(db, prompt_terms, stems, df, gathered, rest, rare, total, question, by_title, speaks,
-                         from_paste, follow_up=not question and opens_with_assent(prompt))
+                         from_paste, follow_up=not question and opens_with_assent(prompt), elsewhere=elsewhere)
                 if options.require_topic else None)
     eligible = [h for h in scored if h.score >= options.min_score or h.rowid in phrased][:EVIDENCE_CHECKS]
     checked = {h.rowid for h in eligible} | set(phrased) | set(filed)
