@@ -278,3 +278,25 @@ def test_a_candidate_near_identical_to_a_memory_of_another_session_is_not_writte
     assert "shop-api migrations go through Alembic" in [m.title for m in memories(store)]
     log = capture.log_path(store).read_text(encoding="utf-8")
     assert '"decision": "duplicate"' in log and '"of": "pnpm-pref"' in log
+
+
+def test_a_project_memory_is_of_the_work_tree_its_session_ran_in(store_path: Path, tmp_path: Path) -> None:
+    """A session that ran in a subfolder of a linked worktree captures a project memory of the main
+    checkout: the prompt hook ties it to every folder of that project."""
+    repo = tmp_path / "shop"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "start")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "shop-feature"))
+    (tmp_path / "shop-feature" / "api").mkdir()
+    session = tmp_path / "session.jsonl"
+    session.write_text(SESSION.read_text(encoding="utf-8").replace('"/home/dev/shop"', json.dumps(
+        str(tmp_path / "shop-feature" / "api"))), encoding="utf-8")
+    store = make_store(store_path)
+    answer = candidates()
+    for item in answer["candidates"]:
+        item["scope"] = "project"
+
+    capture.capture_session(store, session, SESSION_ID, ScriptedModel([answer]))
+
+    assert {m.project for m in memories(store)} == {str(repo)}

@@ -192,3 +192,16 @@ def test_a_memory_of_another_project_speaks_only_on_strong_evidence(places: dict
     assert "site-ledger: a memory of another project than this folder's" in explained.stdout, explained.stdout
     # strong evidence still speaks anywhere: the memory's own specific words
     assert "site-ledger" in injected("the ledger reconciles payments nightly in the worker, right?", places["app"], "o3")
+
+
+def test_the_project_of_a_folder_is_the_work_tree_holding_it(tmp_path: Path) -> None:
+    repo = tmp_path / "app"
+    (repo / "pkg" / "deep").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "start")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "app-fix"))
+    assert locate.project_root(str(repo / "pkg" / "deep")) == str(repo)
+    assert locate.project_root(str(tmp_path / "app-fix")) == str(repo)  # a linked worktree: its main checkout
+    loose = tmp_path / "loose" / "folder"
+    loose.mkdir(parents=True)
+    assert locate.project_root(str(loose)) == str(loose)

@@ -40,7 +40,7 @@ from quipu.capture.gates import Candidate
 from quipu.errors import FatalError
 from quipu.index import index, near
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError
-from quipu.prompt import codex, fence, transcript
+from quipu.prompt import codex, fence, locate, transcript
 from quipu.store import secrets_scan
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory, new_id, now_utc
@@ -224,11 +224,13 @@ def _user_said(quote: str, user_turns: list[str]) -> bool:
 
 
 def _project_of(path: str) -> str | None:
+    """The project folder of a session: the work tree holding the folder it ran in (any subfolder
+    or worktree of one project is that project), else that folder."""
     for record in transcript.records(path):
         meta = codex.meta(record)  # a Codex rollout names it in its first record
         cwd = meta.get("cwd") if meta is not None else record.get("cwd")
         if isinstance(cwd, str) and cwd:
-            return cwd
+            return locate.project_root(cwd) if os.path.isabs(cwd) else cwd
     return None
 
 

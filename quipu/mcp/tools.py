@@ -329,6 +329,7 @@ def get_memory(service: Service, args: dict[str, Any]) -> Answer:
 def remember(service: Service, args: dict[str, Any]) -> Answer:
     from quipu.capture import gates
     from quipu.index import index, near
+    from quipu.prompt import locate
     from quipu.store.memory import Memory, new_id, now_utc
 
     title, body, cls = " ".join(args["title"].split()), args["body"].strip(), args["class"]
@@ -350,7 +351,7 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,
-         "project": os.getcwd() if cls == "project-note" else None},  # the agent's folder, as capture has it
+         "project": locate.project_root(os.getcwd()) if cls == "project-note" else None},  # as capture has it
         body + "\n", source="remembered memory")
     sha = store.add(memory, action="remember", session=service.session)
     index.ensure_fresh(store)

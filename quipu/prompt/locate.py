@@ -12,7 +12,8 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
 - ``inside(path, folder)`` says whether ``path`` is ``folder`` or below it, by their text;
   ``serves(root, cwd)`` whether the store at ``root`` is the own store of the project ``cwd`` is
   in (a ``.quipu`` folder in a folder holding ``cwd``).
-- ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory.
+- ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory;
+  ``project_root(folder)`` is the work tree holding a folder (a linked worktree's main checkout).
 - ``server_socket(home, kind)`` is where the server of ``kind`` (``prompt``: the prompt server;
   ``command``: the command server) listens, in ``$QUIPU_HOME/run``; ``server_enabled`` reads the
   environment variable that turns it off (``QUIPU_PROMPT_SERVER``, ``QUIPU_COMMAND_SERVER``).
@@ -124,6 +125,22 @@ def git_dir(root: str) -> str | None:
         return None
     target = line[len("gitdir:") :].strip()
     return _fs.normpath(_fs.join(root, target))
+
+
+def project_root(folder: str) -> str:
+    """The work tree that holds ``folder`` (for a linked worktree, its main checkout), found by
+    walking up to a ``.git``; ``folder`` itself when no work tree holds it. A project memory is of
+    this folder, whichever subfolder or worktree its session ran in."""
+    here = _fs.normpath(folder)
+    while True:
+        gitdir = git_dir(here)
+        if gitdir:
+            common = common_dir(gitdir)
+            return common[: -len("/.git")] if common.endswith("/.git") and common != "/.git" else here
+        parent = _fs.dirname(here)
+        if parent == here or not parent:
+            return folder
+        here = parent
 
 
 def common_dir(gitdir: str) -> str:
