@@ -300,3 +300,22 @@ def test_a_project_memory_is_of_the_work_tree_its_session_ran_in(store_path: Pat
     capture.capture_session(store, session, SESSION_ID, ScriptedModel([answer]))
 
     assert {m.project for m in memories(store)} == {str(repo)}
+
+
+def test_a_project_memory_in_the_projects_own_store_records_no_folder(tmp_path: Path) -> None:
+    """Every memory of a project's own store is of that project on every machine; a store a team
+    shares keeps no one's home path."""
+    repo = tmp_path / "shop"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    store = make_store(repo / ".quipu")
+    session = tmp_path / "session.jsonl"
+    session.write_text(SESSION.read_text(encoding="utf-8").replace('"/home/dev/shop"', json.dumps(str(repo / "src"))),
+                       encoding="utf-8")
+    answer = candidates()
+    for item in answer["candidates"]:
+        item["scope"] = "project"
+
+    capture.capture_session(store, session, SESSION_ID, ScriptedModel([answer]))
+
+    assert memories(store) and {m.project for m in memories(store)} == {None}

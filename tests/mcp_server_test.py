@@ -260,6 +260,11 @@ def test_a_remembered_project_note_is_of_the_folder_the_agent_works_in(shop: Sto
     assert not error and not error2
     assert shop.get(note.split()[1]).project == str(project)
     assert shop.get(ref.split()[1]).project is None  # true wherever one works
+    own = example_store(project / ".quipu")  # the project's own store: its memories are the project's anyway
+    (project / "src").mkdir()
+    [(error, saved)] = call(server(own.root, project / "src"), ("remember", {
+        "title": "Work log", "class": "project-note", "body": "After each change, add a line to LOG.md."}))
+    assert not error and own.get(saved.split()[1]).project is None
 
 
 def test_remember_with_a_secret_is_refused_and_commits_nothing(shop: Store, params: StdioServerParameters) -> None:

@@ -224,13 +224,12 @@ def _user_said(quote: str, user_turns: list[str]) -> bool:
 
 
 def _project_of(path: str) -> str | None:
-    """The project folder of a session: the work tree holding the folder it ran in (any subfolder
-    or worktree of one project is that project), else that folder."""
+    """The absolute folder a session ran in (``locate.project_field`` makes it a project)."""
     for record in transcript.records(path):
         meta = codex.meta(record)  # a Codex rollout names it in its first record
         cwd = meta.get("cwd") if meta is not None else record.get("cwd")
-        if isinstance(cwd, str) and cwd:
-            return locate.project_root(cwd) if os.path.isabs(cwd) else cwd
+        if isinstance(cwd, str) and os.path.isabs(cwd):
+            return cwd
     return None
 
 
@@ -309,6 +308,7 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         return report
     seen = {_norm(t) for t in already}
     project = _project_of(path)
+    project = locate.project_field(str(store.root.absolute()), project) if project else None
     for item in answer["candidates"]:
         c = Candidate.create(item)
         report.candidates += 1

@@ -351,7 +351,7 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,
-         "project": locate.project_root(os.getcwd()) if cls == "project-note" else None},  # as capture has it
+         "project": locate.project_field(str(store.root.absolute()), os.getcwd()) if cls == "project-note" else None},
         body + "\n", source="remembered memory")
     sha = store.add(memory, action="remember", session=service.session)
     index.ensure_fresh(store)

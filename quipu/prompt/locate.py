@@ -13,7 +13,8 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
   ``serves(root, cwd)`` whether the store at ``root`` is the own store of the project ``cwd`` is
   in (a ``.quipu`` folder in a folder holding ``cwd``).
 - ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory;
-  ``project_root(folder)`` is the work tree holding a folder (a linked worktree's main checkout).
+  ``project_root(folder)`` is the work tree holding a folder (a linked worktree's main checkout);
+  ``project_field`` what a project memory records as its project (nothing in the project's own store).
 - ``server_socket(home, kind)`` is where the server of ``kind`` (``prompt``: the prompt server;
   ``command``: the command server) listens, in ``$QUIPU_HOME/run``; ``server_enabled`` reads the
   environment variable that turns it off (``QUIPU_PROMPT_SERVER``, ``QUIPU_COMMAND_SERVER``).
@@ -141,6 +142,14 @@ def project_root(folder: str) -> str:
         if parent == here or not parent:
             return folder
         here = parent
+
+
+def project_field(store_root: str, folder: str) -> "str | None":
+    """What a project memory written from ``folder`` into the store at ``store_root`` records as
+    its project: the work tree holding ``folder``; nothing when the store is that project's own
+    (its memories are the project's on every machine, and a shared store keeps no home path)."""
+    root = project_root(folder)
+    return None if serves(store_root, root) else root
 
 
 def common_dir(gitdir: str) -> str:
