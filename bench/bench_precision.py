@@ -408,21 +408,10 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
             for kind, ns in sorted(by_kind.items())]
     lines.append(C.table(("kind", "prompts", *systems), rows))
 
-    shown = [(case, ids) for case, ids in zip(topical, runs[QUIPU]["topical"], strict=True) if ids][: args.show]
-    if shown:
-        lines.append("\nquipu's injections on topical prompts whose store holds nothing for them (read them to judge):\n")
-        titles = _titles(foreign)
-        for case, ids in shown:
-            snippet = " ".join(case.text.split())[:110]
-            lines.append(f"- \"{snippet}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids))
-    shown = [(case, ids) for case, ids in zip(own, runs[QUIPU]["own project"], strict=True) if ids][: args.show]
-    if shown:
-        lines.append("\nquipu's injections on topical prompts in their own project with no note judged relevant "
-                     "(the `full` store; read them to judge):\n")
-        titles = _titles(full)
-        for case, ids in shown:
-            snippet = " ".join(case.text.split())[:110]
-            lines.append(f"- \"{snippet}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids))
+    lines += _injections("quipu's injections on topical prompts whose store holds nothing for them (read them to judge)",
+                         topical, runs[QUIPU]["topical"], foreign, args.show)
+    lines += _injections("quipu's injections on topical prompts in their own project with no note judged relevant "
+                         "(the `full` store; read them to judge)", own, runs[QUIPU]["own project"], full, args.show)
     missed = [case.target for case, ids in zip(paired, runs[QUIPU]["paired"], strict=True) if not case.found(ids[:LIMIT])]
     lines.append(f"\nPaired notes quipu left out of the top two: {', '.join(missed) or 'none'}.")
     held_missed = [case.target for case, ids in zip(heldout, runs[QUIPU]["held-out"], strict=True)
@@ -434,6 +423,17 @@ def _run(args: argparse.Namespace, data: Path, scratch: Path, env: dict[str, str
         C.update_results("bench_precision", "Silence and precision on a realistic store (issue 10): bench/bench_precision.py",
                          body, command=C.command_line(), machine_line=machine)
     return 0
+
+
+def _injections(heading: str, cases: Sequence[Case], hits: Sequence[list[str]], root: Path, show: int) -> list[str]:
+    """Lines listing the first ``show`` cases that injected, each with the titles of what it got."""
+    shown = [(case, ids) for case, ids in zip(cases, hits, strict=True) if ids][:show]
+    if not shown:
+        return []
+    titles = _titles(root)
+    return [f"\n{heading}:\n"] + [
+        f"- \"{' '.join(case.text.split())[:110]}…\" → " + "; ".join(f"`{i}` {titles.get(i, '')[:60]}" for i in ids)
+        for case, ids in shown]
 
 
 def _titles(root: Path) -> dict[str, str]:

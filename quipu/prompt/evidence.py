@@ -84,12 +84,13 @@ PASTE_VALUE = 0.5             # a prompt read by the person's words: each word t
 PASTE_WORDS = 2               # ... for at most this many of them
 
 
-def names_a_subject(prompt: str, terms: "Sequence[Term]") -> bool:
+def names_a_subject(prompt: str, terms: "Sequence[Term]", files: "Sequence[str] | None" = None) -> bool:
     """Whether the prompt may be answered at all: it has a topic term, it names a file ("update
     @TODO.md": ``quipu.prompt.files``), or it is a short question of at least PHRASE_WORDS
     everyday words ("which package manager do we use?", "how do we ship to production?"), which
-    may be answered by a memory whose title or aliases say the same (and by nothing else)."""
-    if any(not t.generic for t in terms) or named_files(prompt):
+    may be answered by a memory whose title or aliases say the same (and by nothing else).
+    ``files``: ``named_files(prompt)`` when the caller has it already."""
+    if any(not t.generic for t in terms) or (named_files(prompt) if files is None else files):
         return True
     words = {t.text for t in terms if len(t.text) > 3 and not t.text.isdigit()}
     return len(words) >= PHRASE_WORDS and is_question(prompt)

@@ -16,7 +16,6 @@ On the prompt path: the standard library and this folder only. Contract:
   (``of_this_project``, or every memory is when the store is the project's own ``.quipu``:
   ``own_store``), and how many memories of the store name each file whatever their project, up
   to FILE_ROWS a file (the rows read).
-
 - ``of_other_projects(projects, cwd, own_store)``: which memories are of another project than
   ``cwd``'s (a ``project`` field that ``of_this_project`` does not match): ``quipu.prompt.evidence``
   lets them speak only on strong evidence. None when ``cwd`` is unknown or ``own_store``.

@@ -292,7 +292,7 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
     if not options.require_topic:
         prompt_terms = [t.__class__(t.text, t.strong, False) for t in prompt_terms]
     result.generic = [t.text for t in prompt_terms if t.generic]
-    if not names_a_subject(prompt, prompt_terms):
+    if not names_a_subject(prompt, prompt_terms, list(files[1])):
         result.reason = "the prompt has no topic of its own (no content terms)"
         if result.generic:
             result.reason = ("the prompt has no topic of its own: its words (" + ", ".join(result.generic[:12])

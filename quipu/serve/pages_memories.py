@@ -133,11 +133,10 @@ def chain(viewer: Viewer, memory_id: str) -> list[str]:
 
 
 def _recall(viewer: Viewer, prompt: str, memory_id: str) -> Safe:
-    root = viewer.store.root.absolute()
-    place = str(root.parent) if root.name == locate.STORE_DIR_NAME else None  # typed in the store's project
+    own = viewer.store.root.absolute().name == locate.STORE_DIR_NAME  # as if typed in the store's project
 
     def run(db: sqlite3.Connection) -> tuple[recall.Options, recall.Recall]:
-        options = recall.Options.from_config(indexread.index_config(db), cwd=place, own_store=place is not None)
+        options = recall.Options.from_config(indexread.index_config(db), own_store=own)
         if transcript.is_machine_text(prompt):
             return options, recall.Recall(reason="machine text (task notification, hook output, slash command...)")
         return options, recall.recall(db, prompt, "", options)
