@@ -205,3 +205,28 @@ def test_the_project_of_a_folder_is_the_work_tree_holding_it(tmp_path: Path) -> 
     loose = tmp_path / "loose" / "folder"
     loose.mkdir(parents=True)
     assert locate.project_root(str(loose)) == str(loose)
+
+
+def test_a_home_folder_kept_in_git_is_no_project_of_the_folders_below_it(
+        places: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home folder under git for its dotfiles holds every project of its person: a session in a
+    loose folder there records that folder, not the home, and a memory that records a home folder
+    (as one written by hand, or before this rule, may) speaks in no project on a file name alone."""
+    home = tmp_path / "ann"
+    (home / "scratch").mkdir(parents=True)
+    git(home, "init", "-q")
+    monkeypatch.setenv("HOME", str(home))
+    assert locate.project_root(str(home / "scratch")) == str(home / "scratch")
+    assert locate.project_root(str(home)) == str(home)  # a session in the home folder itself
+    assert locate.broad(str(home)) and locate.broad("/home/bob") and locate.broad("/Users/bob")
+    assert locate.broad("/root") and locate.broad("/") and not locate.broad("/home/bob/src")
+    assert not of_this_project("/home/bob", "/home/bob/src/app") and not of_this_project(str(home), str(home))
+    add_all(Store(places["home"] / "store"), [
+        memory("home-todo", "TODO everywhere", "Sort TODO.md by severity, blockers first.", project=str(home)),
+        memory("root-todo", "TODO at the root", "Sort TODO.md by priority.", project="/"),
+    ])
+    # a memory of a home folder is taken as one of no project: a file name alone does not make it
+    # speak, and it is no other project's either (its own words are evidence enough)
+    assert injected("ok, update @TODO.md", home / "scratch", "h1") == ""
+    assert "todo-checkboxes" in injected("ok, update @TODO.md", places["app"], "h2")
+    assert "home-todo" in injected("should TODO.md be sorted by severity, blockers first?", places["site"], "h3")

@@ -9,7 +9,8 @@ On the prompt path: the standard library and this folder only. Contract:
   folder it names, or at the same place below another home folder (``/home/ann/src/app`` on one
   machine is ``/Users/ann/src/app`` on another, a store synced between them), or, for a project
   named rather than placed ("app"), ``cwd`` or a folder above it has that name. No field, or no
-  ``cwd``: no.
+  ``cwd``: no. A ``broad`` folder (``/``, a home folder: ``locate.broad``) places no project: a
+  memory of it is taken as one of no project, here and below.
 - ``file_hits(db, names, cwd, own_store)``: the memories that name one of ``names`` as a file
   (FTS5 finds the name's words in a row, in order: "todo.md" is "todo" then "md", never "mytodo.md"
   nor "todo.mdx"), less those of another project, each with whether it is of this project
@@ -24,7 +25,7 @@ A memory of this project that names a file the person names is about that file, 
 ``quipu.prompt.recall`` lets it speak; one of no project is only a candidate (which project's
 README.md it means is unknown); one of another project is none: its TODO.md is another file.
 """
-from quipu.prompt.locate import inside
+from quipu.prompt.locate import broad, inside
 from quipu.prompt.query import _EDGE, FILE_EXTS, _is_path, fts_quote
 
 TYPE_CHECKING = False
@@ -54,7 +55,7 @@ def named_files(text: str) -> "list[str]":
 
 def of_this_project(project: "str | None", cwd: "str | None") -> bool:
     """Whether a memory of ``project`` is about the project of the folder ``cwd`` (see the module)."""
-    if not project or not cwd:
+    if project is None or not placed(project) or not cwd:
         return False
     if project.startswith("/"):
         if inside(cwd, project):
@@ -70,7 +71,12 @@ def of_other_projects(projects: "dict[int, str | None]", cwd: "str | None", own_
     none when ``cwd`` is unknown or the store is that project's own."""
     if not cwd or own_store:
         return set()
-    return {rowid for rowid, project in projects.items() if project and not of_this_project(project, cwd)}
+    return {rowid for rowid, project in projects.items() if placed(project) and not of_this_project(project, cwd)}
+
+
+def placed(project: "str | None") -> bool:
+    """Whether a ``project`` field names a project: a name, or a folder that is not ``broad``."""
+    return project is not None and project != "" and not (project.startswith("/") and broad(project))
 
 
 def _in_home(path: str) -> str:
@@ -93,6 +99,6 @@ def file_hits(db: "Connection", names: "Sequence[str]", cwd: "str | None" = None
         df[name] = len(found)
         for rowid, project in found:
             tied = own_store or of_this_project(project, cwd)
-            if rowid not in out and (tied or not project):
+            if rowid not in out and (tied or not placed(project)):
                 out[rowid] = (name, tied)
     return out, df

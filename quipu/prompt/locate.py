@@ -13,8 +13,10 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
   ``serves(root, cwd)`` whether the store at ``root`` is the own store of the project ``cwd`` is
   in (a ``.quipu`` folder in a folder holding ``cwd``).
 - ``git_dir`` follows a ``.git`` file (submodules, worktrees) to the real git directory;
-  ``project_root(folder)`` is the work tree holding a folder (a linked worktree's main checkout);
-  ``project_field`` what a project memory records as its project (nothing in the project's own store).
+  ``project_root(folder)`` is the work tree holding a folder (a linked worktree's main checkout;
+  never a home folder's own repository, as dotfiles keep one, for a folder below it);
+  ``project_field`` what a project memory records as its project (nothing in the project's own store);
+  ``broad(folder)`` whether a folder holds many projects as a rule (``/``, a home folder).
 - ``server_socket(home, kind)`` is where the server of ``kind`` (``prompt``: the prompt server;
   ``command``: the command server) listens, in ``$QUIPU_HOME/run``; ``server_enabled`` reads the
   environment variable that turns it off (``QUIPU_PROMPT_SERVER``, ``QUIPU_COMMAND_SERVER``).
@@ -130,18 +132,32 @@ def git_dir(root: str) -> str | None:
 
 def project_root(folder: str) -> str:
     """The work tree that holds ``folder`` (for a linked worktree, its main checkout), found by
-    walking up to a ``.git``; ``folder`` itself when no work tree holds it. A project memory is of
-    this folder, whichever subfolder or worktree its session ran in."""
-    here = _fs.normpath(folder)
+    walking up to a ``.git``; ``folder`` itself when no work tree holds it, or when the one that
+    does is a ``broad`` folder (a home folder kept in git for its dotfiles is no project of the
+    folders below it). A project memory is of this folder, whichever subfolder or worktree its
+    session ran in."""
+    start = here = _fs.normpath(folder)
     while True:
         gitdir = git_dir(here)
         if gitdir:
+            if here != start and broad(here):
+                return folder
             common = common_dir(gitdir)
             return common[: -len("/.git")] if common.endswith("/.git") and common != "/.git" else here
         parent = _fs.dirname(here)
         if parent == here or not parent:
             return folder
         here = parent
+
+
+def broad(folder: str) -> bool:
+    """Whether ``folder`` holds many projects as a rule: the root, a folder of home folders
+    (``/home``, ``/Users``), a home folder (``/home/ann``, ``/Users/ann``, ``/root``, ``$HOME``)."""
+    parts = [p for p in folder.split("/") if p]
+    if not parts or parts in (["home"], ["Users"], ["root"]) or (len(parts) == 2 and parts[0] in ("home", "Users")):
+        return True
+    home = _fs.environ().get("HOME", "")
+    return bool(home) and _fs.normpath(home) == _fs.normpath(folder)
 
 
 def project_field(store_root: str, folder: str) -> "str | None":
