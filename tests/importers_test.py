@@ -241,6 +241,8 @@ def test_a_claude_mem_database_is_imported_through_the_gates(tmp_path: Path) -> 
     assert {"postgres", "performance", "discovery"} <= set(scan["topics"])  # type: ignore[arg-type]
     assert "sequential scan" in str(scan["body"]) and "The table holds 40M rows" in str(scan["body"])
     assert "Session: Speed up the orders endpoint" in memories
+    # claude-mem names the folder a session ran in: a project by name, as `quipu add --project shop`
+    assert {m["project"] for m in memories.values()} == {"shop"}
     assert KEY not in json.dumps(list(memories.values()))
     again = quipu("--store", str(store.root), "import", "claude-mem", str(db), "--json")
     assert json.loads(again.stdout)["imported"] == [] and len(json.loads(again.stdout)["already_in_the_store"]) == 2

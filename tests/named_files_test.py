@@ -230,3 +230,33 @@ def test_a_home_folder_kept_in_git_is_no_project_of_the_folders_below_it(
     assert injected("ok, update @TODO.md", home / "scratch", "h1") == ""
     assert "todo-checkboxes" in injected("ok, update @TODO.md", places["app"], "h2")
     assert "home-todo" in injected("should TODO.md be sorted by severity, blockers first?", places["site"], "h3")
+
+
+def test_every_import_records_the_project_it_is_given(places: dict[str, Path], tmp_path: Path) -> None:
+    """`quipu import KIND ... --project` records the project on every memory it imports, whatever
+    the kind (it was once read by one kind only and silently dropped by the others), and the hook
+    then recalls a note about a file in that project only."""
+    app, site = places["app"], places["site"]
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "todo.md").write_text("# TODO convention\n\nOpen items in TODO.md start with - [ ].\n")
+    done = quipu("import", "markdown", str(folder), "--project", ".", "--json", cwd=app)
+    assert done.returncode == 0, done.stderr
+    [mid] = json.loads(done.stdout)["imported"]
+    assert Store(places["home"] / "store").get(mid).project == str(app)
+    assert mid in injected("ok, update @TODO.md", app / "pkg", "i1")
+    assert injected("ok, update @TODO.md", site, "i2") == ""
+
+    project = tmp_path / "basic-memory"
+    project.mkdir()
+    (project / "changelog.md").write_text("---\ntitle: Changelog dates\ntype: note\n---\n\n"
+                                          "- [rule] Each entry of CHANGELOG.md starts with the release date\n")
+    done = quipu("import", "basic-memory", str(project), "--project", "site", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [mid] = json.loads(done.stdout)["imported"]
+    assert Store(places["home"] / "store").get(mid).project == "site"  # a name: any folder called site
+    assert mid in injected(REQUEST.format(file="CHANGELOG.md"), site, "i3")
+    assert injected(REQUEST.format(file="CHANGELOG.md"), places["tools"], "i4") == ""
+
+    bad = quipu("import", "markdown", str(folder), "--project", "two\nlines", cwd=app)
+    assert bad.returncode == 2 and "--project" in bad.stderr and "one line" in bad.stderr, bad.stderr

@@ -31,6 +31,28 @@ def add_allow_secret(parser: argparse.ArgumentParser) -> None:
         "recorded in the commit's Quipu-Allowed-Secret-Like trailer (repeatable)")
 
 
+def add_project(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--project DIR|NAME``: the project ``what`` is about (``project_value``)."""
+    parser.add_argument("--project", metavar="DIR|NAME", type=project_value, help=(
+        f"the project {what} about: its folder (a path, made absolute: '.', '~/src/app') or its name ('app': "
+        "any folder of that name); the prompt hook then counts a file it names as evidence only in that project"))
+
+
+def project_value(value: str) -> str | None:
+    """``--project``: a folder as an absolute path (a value with a slash, ``.``, ``..`` or ``~``), else a name."""
+    import os
+
+    from quipu.errors import InvalidMemory
+    from quipu.store.memory import check_project
+
+    if value in (".", "..") or value.startswith("~") or "/" in value or os.sep in value:
+        value = os.path.abspath(os.path.expanduser(value))
+    try:
+        return check_project(value, "--project")
+    except InvalidMemory as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--project: ")) from None
+
+
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON for machine readers")
 

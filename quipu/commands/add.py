@@ -11,7 +11,7 @@ import os
 import sys
 
 from quipu.index import index
-from quipu.commands._common import add_allow_secret, add_json, amount, open_store
+from quipu.commands._common import add_allow_secret, add_json, add_project, amount, open_store
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store.frontmatter import parse_fields
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc
@@ -53,25 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--half-life", type=amount(0, 1_000_000), metavar="DAYS", help="decay half-life in days (default: by class)")
     p.add_argument("--never-decays", action="store_true", help="this memory never loses weight with age")
     p.add_argument("--always-on", action="store_true", help="inject at every session start (rules)")
-    p.add_argument("--project", metavar="DIR|NAME",
-                   help="the project this memory is about: its folder (a path, made absolute: '.', '~/src/app') or its "
-                   "name ('app': any folder of that name); the prompt hook then counts a file it names as evidence "
-                   "only in that project")
+    add_project(p, "this memory is")
     p.add_argument("--session", help="the Claude Code session it came from")
     p.add_argument("--id", dest="memory_id", help="a fixed id (default: random)")
     add_allow_secret(p)
     p.add_argument("--force", action="store_true", help="add it even when a near-identical memory exists")
     add_json(p)
     p.set_defaults(func=run)
-
-
-def _project(value: str | None) -> str | None:
-    """``--project``: a folder as an absolute path (a value with a slash, ``.``, ``..`` or ``~``), else a name."""
-    if not value:
-        return None
-    if value in (".", "..") or value.startswith("~") or "/" in value or os.sep in value:
-        return os.path.abspath(os.path.expanduser(value))
-    return value
 
 
 def _from_editor() -> tuple[dict[str, Any], str]:
@@ -158,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         "supersedes": args.supersedes or fields.get("supersedes") or [],
         "always_on": args.always_on or fields.get("always_on", False),
         "session": args.session or fields.get("session"),
-        "project": _project(args.project) or fields.get("project"),
+        "project": args.project or fields.get("project"),
     }
     if args.never_decays:
         values["half_life_days"] = None

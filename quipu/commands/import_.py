@@ -38,7 +38,7 @@ from quipu.index import index
 from quipu.index.rebuild import gc_paused
 from quipu.claude import memorymd
 from quipu.store import notes, secrets_scan
-from quipu.commands._common import add_allow_secret, add_json, open_store
+from quipu.commands._common import add_allow_secret, add_json, add_project, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
 from quipu.store.frontmatter import parse_fields
 from quipu.store.memory import MAX_FILE_BYTES, Memory, render_memory
@@ -94,7 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("kind", choices=("memory-md", "markdown", "claude-mem", "basic-memory"), help="the format to import")
     p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), the folder of "
                    "notes, claude-mem's database (~/.claude-mem/claude-mem.db) or a basic-memory project folder")
-    p.add_argument("--project", metavar="DIR", help="record this project root on every imported memory")
+    add_project(p, "every imported memory is")
     p.add_argument("--dry-run", action="store_true", help="show what would be imported and commit nothing")
     add_allow_secret(p)
     add_json(p)
@@ -251,7 +251,8 @@ def _index_and_vectors(store: Store, known: dict[str, Memory] | None = None,
 
 def _run_markdown(store: Store, args: argparse.Namespace) -> int:
     root = Path(args.file).expanduser().absolute()
-    done = import_markdown(store, root, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like))
+    done = import_markdown(store, root, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like),
+                           project=args.project)
     return report_folder(store, done, root, args)
 
 
@@ -290,8 +291,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_peer(store, args)
     path = Path(args.file).expanduser().absolute()
-    project = str(Path(args.project).expanduser().absolute()) if args.project else None
-    outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=project,
+    outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=args.project,
                                                  allow_secret_like=tuple(args.allow_secret_like))
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
         _index_and_vectors(store)

@@ -1,7 +1,8 @@
 """A folder of notes into the store in one bulk pass: the gates every note passes, one commit.
 
 Contract:
-- ``import_notes(store, found, source)`` takes notes as they are read (``quipu.store.notes``: a
+- ``import_notes(store, found, source, project=None)`` takes notes as they are read (each
+  recorded as of ``project`` when one is given, as ``--project`` does for every kind; ``quipu.store.notes``: a
   ``FolderNotes`` is counted first and read as iterated, here ``READ_BATCH`` notes before they are
   checked) and keeps of each only the file it becomes and its memory, parsed once
   (``Memory.create`` validated it, and what ``render_memory`` writes of it reads back as it: the
@@ -120,13 +121,13 @@ def _secret_refusal(note: notes.Note, allow: tuple[str, ...]) -> str:
 
 
 def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
-                    allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+                    allow_secret_like: tuple[str, ...] = (), project: str | None = None) -> FolderImport:
     """Every note under ``root`` not yet in the store, committed at once; a note that may not enter
     the store is skipped with its reason and never stops the rest."""
     if not root.is_dir():
         raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
     found = notes.scan_folder(root)
-    return import_notes(store, found, root.name, dry_run=dry_run, allow_secret_like=allow_secret_like)
+    return import_notes(store, found, root.name, dry_run=dry_run, allow_secret_like=allow_secret_like, project=project)
 
 
 def _present_in_head(store: Store) -> Callable[[str], bool]:
@@ -142,9 +143,26 @@ def _present_in_head(store: Store) -> Callable[[str], bool]:
 
 
 def import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, *,
-                 dry_run: bool = False, allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+                 dry_run: bool = False, allow_secret_like: tuple[str, ...] = (),
+                 project: str | None = None) -> FolderImport:
     with gc_paused():
-        return _import_notes(store, found, source, dry_run, allow_secret_like)
+        return _import_notes(store, _OfProject(found, project) if project else found, source, dry_run,
+                             allow_secret_like)
+
+
+class _OfProject:
+    """``found`` with each note's memory of ``project`` (``--project``), counted as ``found`` is."""
+
+    def __init__(self, found: Iterable[notes.Note | notes.Skipped], project: str) -> None:
+        self.found, self.project = found, project
+
+    def __len__(self) -> int:
+        return len(self.found) if isinstance(self.found, Sized) else 0
+
+    def __iter__(self) -> Iterator[notes.Note | notes.Skipped]:
+        for item in self.found:
+            yield item if isinstance(item, notes.Skipped) else notes.Note(
+                item.path, item.text, item.memory.with_changes(project=self.project))
 
 
 def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, dry_run: bool,

@@ -7,7 +7,10 @@ Contract:
   ``files_read``, ``files_modified``, ``created_at``) becomes one memory: its title the
   observation's, its concepts and type topics. Each row of ``session_summaries`` (``request``,
   ``investigated``, ``learned``, ``completed``, ``next_steps``, ``notes``) becomes one memory
-  titled by its request. Columns a version of claude-mem lacks are read as empty.
+  titled by its request. Columns a version of claude-mem lacks are read as empty. A row's
+  ``project`` (claude-mem's name for the folder the session ran in) becomes the memory's project,
+  a name (``quipu add --project``) or, when absolute, a folder; one that is neither is dropped.
+  ``--project`` replaces it on every memory, of both tools.
 - A basic-memory project is a folder of markdown notes with frontmatter ``title``, ``type``,
   ``permalink`` and ``tags``, and ``- [category] text #tag`` observation lines and ``- relation
   [[Target]]`` relation lines. Each note is read like ``quipu import markdown`` reads one
@@ -34,7 +37,7 @@ from quipu.commands.import_ import TYPE_CLASSES, report_folder
 from quipu.commands.import_folder import FolderImport, import_notes
 from quipu.errors import FatalError, InvalidMemory
 from quipu.store import notes
-from quipu.store.memory import Memory, parse_created
+from quipu.store.memory import Memory, check_project, parse_created
 from quipu.store.store import Store
 
 _OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]\n]{1,80})\]\s+(.+)$", re.MULTILINE)
@@ -91,12 +94,24 @@ def _created(row: sqlite3.Row) -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _note(where: str, title: str, body: str, topics: list[str], created: str) -> notes.Note | notes.Skipped:
+def _project(row: sqlite3.Row) -> str | None:
+    """A row's ``project``: a folder's name, or an absolute folder; None when it is neither."""
+    value = _str(row, "project")
+    if not value or (not value.startswith("/") and "/" in value):
+        return None
+    try:
+        return check_project(value, "project")
+    except InvalidMemory:
+        return None
+
+
+def _note(where: str, title: str, body: str, topics: list[str], created: str,
+          project: str | None = None) -> notes.Note | notes.Skipped:
     if not title or not body.strip():
         return notes.Skipped(where, "no title or no text: nothing to remember")
     digest = hashlib.sha256(f"{where}\n{title}\n\n{body}".encode("utf-8", "replace")).hexdigest()[:16]
     values: dict[str, Any] = {"id": digest, "title": title, "class": "project-note", "topics": _topics(topics),
-                              "origin": "import", "created": created}
+                              "origin": "import", "created": created, "project": project}
     try:
         memory = Memory.create(values, body.strip("\n") + "\n", source=where)
     except InvalidMemory as exc:
@@ -118,7 +133,8 @@ def _observation(row: sqlite3.Row) -> notes.Note | notes.Skipped:
         if files and parts:
             parts.append(f"{label}: " + ", ".join(files[:50]))
     kind = _str(row, "type")
-    return _note(where, title, "\n\n".join(parts), _list(row, "concepts") + ([kind] if kind else []), _created(row))
+    return _note(where, title, "\n\n".join(parts), _list(row, "concepts") + ([kind] if kind else []), _created(row),
+                 _project(row))
 
 
 _SUMMARY = (("Request", "request"), ("Investigated", "investigated"), ("Learned", "learned"),
@@ -130,7 +146,7 @@ def _summary(row: sqlite3.Row) -> notes.Note | notes.Skipped:
     parts = [f"{label}: {_str(row, column)}" for label, column in _SUMMARY if _str(row, column)]
     request = _str(row, "request") or _str(row, "completed") or _str(row, "learned")
     title = _clip(f"Session: {request}") if request else ""
-    return _note(where, title, "\n\n".join(parts), ["session summary"], _created(row))
+    return _note(where, title, "\n\n".join(parts), ["session summary"], _created(row), _project(row))
 
 
 def read_claude_mem(path: Path) -> list[notes.Note | notes.Skipped]:
@@ -189,12 +205,14 @@ def read_basic_memory(root: Path) -> list[notes.Note | notes.Skipped]:
 
 
 def import_peer(store: Store, kind: str, path: Path, *, dry_run: bool = False,
-                allow_secret_like: tuple[str, ...] = ()) -> FolderImport:
+                allow_secret_like: tuple[str, ...] = (), project: str | None = None) -> FolderImport:
     found = read_claude_mem(path) if kind == "claude-mem" else read_basic_memory(path)
-    return import_notes(store, found, f"{kind} {path.name}", dry_run=dry_run, allow_secret_like=allow_secret_like)
+    return import_notes(store, found, f"{kind} {path.name}", dry_run=dry_run, allow_secret_like=allow_secret_like,
+                        project=project)
 
 
 def run_peer(store: Store, args: argparse.Namespace) -> int:
     path = Path(args.file).expanduser().absolute()
-    done = import_peer(store, args.kind, path, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like))
+    done = import_peer(store, args.kind, path, dry_run=args.dry_run, allow_secret_like=tuple(args.allow_secret_like),
+                       project=args.project)
     return report_folder(store, done, path, args, "entries" if args.kind == "claude-mem" else "note(s)")

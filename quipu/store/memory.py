@@ -279,6 +279,12 @@ def _half_life(value: object, source: str) -> float | None:
     return float(value)
 
 
+def check_project(value: str, source: str) -> str | None:
+    """A ``project`` field's value as a memory holds it (None when empty); InvalidMemory naming
+    ``source`` when no memory may hold it."""
+    return _opt_str({"project": value}, "project", source)
+
+
 def _encodable(value: str, name: str, source: str) -> str:
     try:
         value.encode("utf-8")
