@@ -260,3 +260,18 @@ def test_every_import_records_the_project_it_is_given(places: dict[str, Path], t
 
     bad = quipu("import", "markdown", str(folder), "--project", "two\nlines", cwd=app)
     assert bad.returncode == 2 and "--project" in bad.stderr and "one line" in bad.stderr, bad.stderr
+
+
+def test_quipu_list_shows_the_memories_of_a_project_as_the_hook_takes_them(places: dict[str, Path]) -> None:
+    def listed(*argv: str, cwd: Path) -> dict[str, object]:
+        proc = quipu("list", "--json", *argv, cwd=cwd)
+        assert proc.returncode == 0, proc.stderr
+        return {m["id"]: m["project"] for m in json.loads(proc.stdout)}
+
+    everything = listed(cwd=places["app"])
+    assert everything["todo-checkboxes"] == str(places["app"]) and everything["notes-short"] is None
+    assert set(listed("--project", ".", cwd=places["app"] / "pkg")) == {"todo-checkboxes"}  # a subfolder: its project
+    assert set(listed("--project", "site", cwd=places["app"])) == {"changelog-dates"}  # a name: the folder so named
+    assert set(listed("--project", "none", cwd=places["app"])) == {"notes-short"}
+    bad = quipu("list", "--project", "a\nb", cwd=places["app"])
+    assert bad.returncode == 2 and "--project" in bad.stderr
