@@ -243,7 +243,7 @@ def test_every_import_records_the_project_it_is_given(places: dict[str, Path], t
     done = quipu("import", "markdown", str(folder), "--project", ".", "--json", cwd=app)
     assert done.returncode == 0, done.stderr
     [mid] = json.loads(done.stdout)["imported"]
-    assert Store(places["home"] / "store").get(mid).project == str(app)
+    assert Store(places["home"] / "store").get(mid).project == str(app.resolve())
     assert mid in injected("ok, update @TODO.md", app / "pkg", "i1")
     assert injected("ok, update @TODO.md", site, "i2") == ""
 
@@ -257,6 +257,13 @@ def test_every_import_records_the_project_it_is_given(places: dict[str, Path], t
     assert Store(places["home"] / "store").get(mid).project == "site"  # a name: any folder called site
     assert mid in injected(REQUEST.format(file="CHANGELOG.md"), site, "i3")
     assert injected(REQUEST.format(file="CHANGELOG.md"), places["tools"], "i4") == ""
+
+    # a path through a link is recorded as the folder itself, the working folder the hook is told
+    link = tmp_path / "link-to-app"
+    link.symlink_to(app)
+    again = quipu("add", "--project", str(link), "--title", "Release script", "Cut a release with ./release.sh.", "--json")
+    assert again.returncode == 0, again.stderr
+    assert Store(places["home"] / "store").get(json.loads(again.stdout)["id"]).project == str(app.resolve())
 
     bad = quipu("import", "markdown", str(folder), "--project", "two\nlines", cwd=app)
     assert bad.returncode == 2 and "--project" in bad.stderr and "one line" in bad.stderr, bad.stderr

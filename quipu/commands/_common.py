@@ -39,14 +39,16 @@ def add_project(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def project_value(value: str) -> str | None:
-    """``--project``: a folder as an absolute path (a value with a slash, ``.``, ``..`` or ``~``), else a name."""
+    """``--project``: a folder as an absolute path (a value with a slash, ``.``, ``..`` or ``~``), else a name.
+    The path is the folder's own, links resolved: the working folder Claude Code and Codex report
+    (and capture records) is the one the system gives, never a path through a link."""
     import os
 
     from quipu.errors import InvalidMemory
     from quipu.store.memory import check_project
 
     if value in (".", "..") or value.startswith("~") or "/" in value or os.sep in value:
-        value = os.path.abspath(os.path.expanduser(value))
+        value = os.path.realpath(os.path.expanduser(value))
     try:
         return check_project(value, "--project")
     except InvalidMemory as exc:

@@ -71,7 +71,11 @@ def of_other_projects(projects: "dict[int, str | None]", cwd: "str | None", own_
     none when ``cwd`` is unknown or the store is that project's own."""
     if not cwd or own_store:
         return set()
-    return {rowid for rowid, project in projects.items() if placed(project) and not of_this_project(project, cwd)}
+    mine: dict[str, bool] = {}  # one answer a project field: rows share a few
+    for project in projects.values():
+        if project and project not in mine:
+            mine[project] = placed(project) and not of_this_project(project, cwd)
+    return {rowid for rowid, project in projects.items() if project and mine[project]}
 
 
 def placed(project: "str | None") -> bool:
@@ -94,11 +98,15 @@ def file_hits(db: "Connection", names: "Sequence[str]", cwd: "str | None" = None
     df: dict[str, int] = {}
     sql = ("SELECT rowid, project FROM memories WHERE rowid IN "
            f"(SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT {FILE_ROWS})")
+    seen: dict[str, tuple[bool, bool]] = {}  # project field: (of this project, of none)
     for name in names:
         found = db.execute(sql, (fts_quote(name),)).fetchall()
         df[name] = len(found)
         for rowid, project in found:
-            tied = own_store or of_this_project(project, cwd)
-            if rowid not in out and (tied or not placed(project)):
+            key = project or ""
+            if key not in seen:
+                seen[key] = (own_store or of_this_project(project, cwd), not placed(project))
+            tied, loose = seen[key]
+            if rowid not in out and (tied or loose):
                 out[rowid] = (name, tied)
     return out, df

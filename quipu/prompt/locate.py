@@ -153,11 +153,16 @@ def project_root(folder: str) -> str:
 def broad(folder: str) -> bool:
     """Whether ``folder`` holds many projects as a rule: the root, a folder of home folders
     (``/home``, ``/Users``), a home folder (``/home/ann``, ``/Users/ann``, ``/root``, ``$HOME``)."""
-    parts = [p for p in folder.split("/") if p]
-    if not parts or parts in (["home"], ["Users"], ["root"]) or (len(parts) == 2 and parts[0] in ("home", "Users")):
+    folder = folder.rstrip("/")
+    if folder in ("", "/home", "/Users", "/root") or folder.rpartition("/")[0] in ("/home", "/Users"):
         return True
-    home = _fs.environ().get("HOME", "")
-    return bool(home) and _fs.normpath(home) == _fs.normpath(folder)
+    raw = _fs.environ().get("HOME", "")
+    if raw != _home[0]:
+        _home[:] = [raw, _fs.normpath(raw) if raw else ""]
+    return bool(_home[1]) and folder == _home[1]
+
+
+_home = ["", ""]  # $HOME as read last, and its normal form
 
 
 def project_field(store_root: str, folder: str) -> "str | None":
