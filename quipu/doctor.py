@@ -8,7 +8,8 @@ frontmatter, the git hooks, the store's size, git's garbage-collection state, Cl
 MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started;
 ``quipu.claude.wiring``), quipu's wiring in Codex CLI's hooks.json and config.toml, whether the
 offline model can run (``quipu.model.offline_status``), and whether the prompt server answers
-(``quipu.prompt.server.status``). A check that meets something quipu refuses
+(``quipu.prompt.server.status``), and which of the environment's switches turn memory off for
+the sessions started from it (``locate.switched_on``). A check that meets something quipu refuses
 (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
@@ -229,10 +230,29 @@ def _server_check(kind: str) -> Check:
     return Check(f"{kind} server", ok, summary, fixes)
 
 
+def check_switches(store: Store) -> Check:
+    """The switches of this environment that turn memory off for the sessions started in it
+    (``QUIPU_RECALL``, ``QUIPU_CAPTURE``, ``QUIPU_HISTORY``): set in a shell's startup file they
+    would keep every session silent. A finding, never a failure: it may be meant."""
+    import os
+
+    from quipu.prompt import locate
+
+    what = {locate.RECALL_SWITCH: "nothing of the store is injected (recall, profile, always-on rules)",
+            locate.CAPTURE_SWITCH: "nothing of a session is captured",
+            locate.HISTORY_SWITCH: "no session's turns are archived"}
+    off = [name for name in what if not locate.switched_on(os.environ, name)]
+    if not off:
+        return Check("switches", True, "memory is on for sessions started here (no QUIPU_RECALL, QUIPU_CAPTURE "
+                                       "or QUIPU_HISTORY set off)")
+    return Check("switches", True, f"{', '.join(off)} off in this environment: sessions started from it opt out",
+                 [f"{name}={os.environ.get(name, '').strip()}: {what[name]}; unset it to turn it back on" for name in off])
+
+
 CHECKS: list[Callable[[Store], Check]] = [
     check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md,
     check_always_on, check_claude_code, check_capture, check_codex, check_prompt_server,
-    check_command_server,
+    check_command_server, check_switches,
 ]
 
 

@@ -259,6 +259,29 @@ def test_quipu_hooks_stay_silent_inside_a_quipu_model_child(sandbox: Sandbox, pr
     assert MEMORY_BLOCK not in request.text() and ALWAYS_ON_BLOCK not in request.text()
 
 
+def test_a_session_started_with_the_switches_off_neither_reads_nor_feeds_memory(
+    sandbox: Sandbox, project: Path, store: Store,
+) -> None:
+    """`QUIPU_RECALL=off claude` injects nothing of the store, `QUIPU_CAPTURE=off` captures nothing of
+    the session: one session opts out without touching a setting, through the environment the real
+    client hands its hooks."""
+    add_all(store, [memory("review-rule", "Every shop-api release needs a second reviewer",
+                           "Releases are tagged only after a second reviewer approves.", cls="rule",
+                           always_on=True)])
+    quipu_in(sandbox, "install", "claude", "--project", "--project-dir", str(project))
+
+    (off,) = ask(sandbox, TOPICAL, project, env={"QUIPU_RECALL": "off"})
+    assert MEMORY_BLOCK not in off.text() and ALWAYS_ON_BLOCK not in off.text()
+    (on,) = ask(sandbox, TOPICAL, project)  # the same session start and prompt, the switch unset
+    assert "(id deploy-procedure," in injected(on)[0] and ALWAYS_ON_BLOCK in on.text()
+
+    session = str(uuid.uuid4())
+    ask(sandbox, CAPTURE_PROMPT, project, session_id=session, env={"QUIPU_CAPTURE": "off"})
+    wait_for(lambda: f"nothing of session {session} is captured" in _hook_log(sandbox), "the SessionEnd hook")
+    assert not [line for line in _hook_log(sandbox).splitlines() if "per-session work" in line and session in line]
+    assert store.log(action="capture") == []
+
+
 # --- the always-on layer at session start ------------------------------------------------------
 
 def test_session_start_puts_the_profile_and_always_on_rules_in_the_first_request_within_budget(

@@ -196,6 +196,16 @@ def _doctor(root: Path, *more: str) -> tuple[int, dict[str, dict[str, object]]]:
     return out.returncode, {c["name"]: c for c in json.loads(out.stdout)["checks"]}
 
 
+def test_doctor_says_which_switches_of_the_environment_turn_memory_off(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    _code, checks = _doctor(store.root)
+    assert checks["switches"]["ok"] and "memory is on" in str(checks["switches"]["summary"])
+    out = quipu("--store", str(store.root), "doctor", "--json", env={"QUIPU_RECALL": "off", "QUIPU_CAPTURE": "0"})
+    found = {c["name"]: c for c in json.loads(out.stdout)["checks"]}["switches"]
+    assert found["ok"] and "QUIPU_RECALL, QUIPU_CAPTURE off" in found["summary"]
+    assert any("QUIPU_CAPTURE=0: nothing of a session is captured" in d for d in found["details"])
+
+
 def test_doctor_names_a_stale_git_index_lock_and_repair_moves_it_aside(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     lock = store.root / ".git" / "index.lock"

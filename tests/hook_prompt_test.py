@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from quipu.index import index
+from quipu.prompt.hook import PromptEvent, run
 from quipu.store.store import Store
 from testing.fixtures import example_store, indexed_head, memory, run_prompt_hook
 
@@ -123,6 +124,18 @@ def test_a_memory_is_injected_once_per_session(shop: Store) -> None:
 def test_hook_does_nothing_inside_quipus_own_model_child(shop: Store) -> None:
     out, _ = hook(event("how do we deploy shop-api to production?", shop, session_id="s-child"), shop, QUIPU_CHILD="1")
     assert out == ""
+
+
+def test_a_session_started_with_recall_off_gets_nothing(shop: Store) -> None:
+    """The hook process stops at once (its first step reads the switch), and so does the recall
+    the prompt server runs with a hook's environment."""
+    payload = event("how do we deploy shop-api to production?", shop, session_id="s-off")
+    assert hook(payload, shop, QUIPU_RECALL="off")[0] == ""
+    prompt = PromptEvent.create(payload.encode())
+    assert prompt is not None
+    env = {"QUIPU_STORE": str(shop.root), "QUIPU_HOME": os.environ["QUIPU_HOME"]}
+    assert run(prompt, {**env, "QUIPU_RECALL": "0"}) == ""
+    assert "deploy-procedure" in run(prompt, env)
 
 
 def test_stale_index_still_answers_and_a_refresh_catches_up(tmp_path: Path) -> None:

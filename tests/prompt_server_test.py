@@ -328,3 +328,17 @@ def test_a_project_inside_the_user_store_is_answered_from_both_with_the_clients_
     wait_for(lambda: (project / ".quipu" / ".cache" / "index.sqlite").exists(), "the refresh the server started")
     wait_for(lambda: "orbital-ledger" in run(event("how does the orbital ledger reconciliation run?", cwd))[0],
              "the rebuilt index to answer")
+
+
+def test_a_session_started_with_recall_off_is_silent_served_or_alone(shop: Store, home: Path) -> None:
+    """`QUIPU_RECALL=off` in the session's environment: nothing injected, whether the server is up or
+    the hook recalls alone; any other value, or none, recalls."""
+    env = {"QUIPU_STORE": str(shop.root)}
+    assert "deploy-procedure" in run(event(DEPLOY), **env)[0]
+    started(home)
+    for value in ("off", "0", "no", "FALSE", " Off "):
+        for server_switch in ("on", "off"):
+            out, _loaded = run(event(DEPLOY), QUIPU_RECALL=value, QUIPU_PROMPT_SERVER=server_switch, **env)
+            assert out == "", (value, server_switch)
+    out, loaded = run(event(DEPLOY), QUIPU_RECALL="on", **env)
+    assert "deploy-procedure" in out and not loaded  # still served

@@ -16,7 +16,7 @@ from pathlib import Path
 from quipu.commands._common import add_json, count
 from quipu.output import Progress, print_json, progress
 
-ENABLE_ENV = "QUIPU_HISTORY"  # "0" or "off": the session hooks archive nothing
+ENABLE_ENV = "QUIPU_HISTORY"  # locate.HISTORY_SWITCH: "0" or "off", the session hooks archive nothing
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -115,7 +115,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def is_enabled() -> bool:
-    return os.environ.get(ENABLE_ENV, "").strip().lower() not in ("0", "off", "no", "false")
+    from quipu.prompt import locate
+
+    return locate.switched_on(os.environ, ENABLE_ENV)
 
 
 def _when(ts: str) -> str:

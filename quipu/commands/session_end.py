@@ -4,6 +4,8 @@ With ``--hook`` it reads the Claude Code event on stdin, starts ``quipu session-
 in a new session (stdio on /dev/null) and returns at once, well inside the 1.5 s SessionEnd budget.
 It also starts ``quipu history append --worker`` for the session's transcript (the archive of past
 turns under ``$QUIPU_HOME/history``), whether or not the session has a store.
+In a session started with ``QUIPU_CAPTURE=off`` it starts no per-session work (the history
+append still runs unless ``QUIPU_HISTORY=off``).
 It does nothing inside quipu's own model children (``QUIPU_CHILD``) and exits 0 whatever fails,
 logging to ``$QUIPU_HOME/logs/session-hook.log``. Without ``--hook`` it does the work in the
 foreground (``--worker`` is that, run by the hook: errors are logged, the exit code is always 0).
@@ -99,6 +101,9 @@ def _hook(args: argparse.Namespace, name: str, event_name: str) -> int:
         log(name, "stdin is not a hook event (JSON object); nothing done")
         return 0
     _start_history(name, event)
+    if not locate.switched_on(os.environ, locate.CAPTURE_SWITCH):
+        log(name, f"{locate.CAPTURE_SWITCH} is off: nothing of session {event.session_id or '-'} is captured")
+        return 0
     root, _how = locate.find_store_root(getattr(args, "store", None), event.cwd or None)
     if not is_store(root):
         return 0  # no store for this session: nothing to do

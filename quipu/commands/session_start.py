@@ -5,7 +5,7 @@ startup, resume, clear, compact; fork too), and on stdout
 ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ...}}``. The
 hook fails open: any error means exit 0 and no output (one line goes to
 ``$QUIPU_HOME/logs/hook.log``), and it does nothing inside quipu's own model children
-(``QUIPU_CHILD``).
+(``QUIPU_CHILD``) or in a session started with ``QUIPU_RECALL=off``.
 """
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def _answer(args: argparse.Namespace) -> str:
 
 
 def _hook(args: argparse.Namespace) -> int:
-    if os.environ.get(CHILD_ENV):
-        return 0
+    if os.environ.get(CHILD_ENV) or not locate.switched_on(os.environ, locate.RECALL_SWITCH):
+        return 0  # quipu's own model child, or a session started with QUIPU_RECALL=off
     try:
         out = _answer(args)
     except BaseException as exc:  # noqa: BLE001 - a session hook fails open

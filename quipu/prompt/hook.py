@@ -5,7 +5,8 @@ Contract:
   sees the raw dict. Prints nothing, or one JSON object
   ``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ...}}``.
 - Never fires for machine turns (see ``quipu.prompt.transcript``), inside quipu's own model children
-  (``QUIPU_CHILD``), or when the prompt has no topic.
+  (``QUIPU_CHILD``), in a session started with ``QUIPU_RECALL=off`` (``locate.switched_on``), or
+  when the prompt has no topic.
 - A memory injected earlier in the same session is not injected again.
 - In a project whose store was found by walking up (``locate.find_stores``) while the per-user
   store exists too, both are read: each with its own floor, evidence rule and session, then
@@ -233,7 +234,7 @@ def spawn_detached(what: str, mark: str, seconds: float, argv: "list[str]") -> N
 def run(event: PromptEvent, env: "Mapping[str, str] | None" = None) -> str:
     """The additionalContext for ``event``, or '' to stay silent."""
     env = _fs.environ() if env is None else env
-    if env.get(CHILD_ENV):
+    if env.get(CHILD_ENV) or not locate.switched_on(env, locate.RECALL_SWITCH):
         return ""
     if transcript.is_machine_text(event.prompt):
         return ""

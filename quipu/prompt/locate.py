@@ -20,6 +20,9 @@ This module is on the prompt path: it imports only ``quipu.prompt._fs`` (no ``os
 - ``server_socket(home, kind)`` is where the server of ``kind`` (``prompt``: the prompt server;
   ``command``: the command server) listens, in ``$QUIPU_HOME/run``; ``server_enabled`` reads the
   environment variable that turns it off (``QUIPU_PROMPT_SERVER``, ``QUIPU_COMMAND_SERVER``).
+- ``switched_on(env, name)``: a switch of the environment a session starts in, on unless set to
+  off, 0, no or false: ``QUIPU_RECALL`` (nothing injected), ``QUIPU_CAPTURE`` (nothing captured),
+  ``QUIPU_HISTORY`` (nothing archived), so one session opts out without touching any setting.
 - ``read_head`` returns the commit id HEAD points at by reading ``HEAD``, the loose ref file and
   ``packed-refs`` directly (no git, no subprocess), or None when it cannot tell.
 """
@@ -51,7 +54,20 @@ def server_socket(home: str, kind: str = "prompt") -> str:
 
 
 def server_enabled(env: "Mapping[str, str]", kind: str = "prompt") -> bool:
-    return env.get(SERVER_SWITCHES[kind], "").lower() not in ("off", "0", "no", "false")
+    return switched_on(env, SERVER_SWITCHES[kind])
+
+
+# The switches a person sets in the environment a session starts in (``QUIPU_RECALL=off claude``):
+# each is on unless set to one of OFF.
+RECALL_SWITCH = "QUIPU_RECALL"     # off: nothing of the store is injected (prompts, session start)
+CAPTURE_SWITCH = "QUIPU_CAPTURE"   # off: nothing of the session is captured (session end, compaction)
+HISTORY_SWITCH = "QUIPU_HISTORY"   # off: the session's turns are not archived
+OFF = ("off", "0", "no", "false")
+
+
+def switched_on(env: "Mapping[str, str]", name: str) -> bool:
+    """Whether the switch ``name`` is on in ``env``: unset, or set to anything but one of ``OFF``."""
+    return env.get(name, "").strip().lower() not in OFF
 
 
 def default_store(env: "Mapping[str, str] | None" = None) -> str:
