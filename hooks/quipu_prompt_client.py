@@ -24,7 +24,7 @@ try:
     off = (b"off", b"0", b"no", b"false")  # quipu.prompt.locate.OFF
     if env.get(b"QUIPU_RECALL", b"").strip().lower() in off:  # this session opted out: silent
         posix._exit(0)
-    if home[:1] == b"/" and not env.get(b"QUIPU_CHILD") and env.get(b"QUIPU_PROMPT_SERVER", b"").lower() not in off:
+    if home[:1] == b"/" and not env.get(b"QUIPU_CHILD") and env.get(b"QUIPU_PROMPT_SERVER", b"").strip().lower() not in off:
         chunks = []
         size = 0
         while size <= 32_000_000:  # quipu.prompt.hook.MAX_STDIN: a larger event is logged there

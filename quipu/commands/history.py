@@ -15,8 +15,8 @@ from pathlib import Path
 
 from quipu.commands._common import add_json, count
 from quipu.output import Progress, print_json, progress
+from quipu.prompt import locate
 
-ENABLE_ENV = "QUIPU_HISTORY"  # locate.HISTORY_SWITCH: "0" or "off", the session hooks archive nothing
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -106,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a = hsub.add_parser("append", help="archive one session's new turns (what the session hooks run)",
                         description="Archive and index the new turns of one transcript. The SessionEnd and "
                         "PreCompact hooks start this detached (`--worker`); it is idempotent and locked. "
-                        f"Set {ENABLE_ENV}=0 to keep the hooks from archiving anything.")
+                        f"Set {locate.HISTORY_SWITCH}=0 to keep the hooks from archiving anything.")
     a.add_argument("--transcript", metavar="PATH", required=True, help="the session's transcript (JSONL)")
     a.add_argument("--session", metavar="ID", help="the session id (default: the one in the transcript)")
     a.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -115,9 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def is_enabled() -> bool:
-    from quipu.prompt import locate
-
-    return locate.switched_on(os.environ, ENABLE_ENV)
+    return locate.switched_on(os.environ, locate.HISTORY_SWITCH)
 
 
 def _when(ts: str) -> str:
