@@ -204,6 +204,9 @@ def test_doctor_says_which_switches_of_the_environment_turn_memory_off(tmp_path:
     found = {c["name"]: c for c in json.loads(out.stdout)["checks"]}["switches"]
     assert found["ok"] and "QUIPU_RECALL, QUIPU_CAPTURE off" in found["summary"]
     assert any("QUIPU_CAPTURE=0: nothing of a session is captured" in d for d in found["details"])
+    explained = quipu("--store", str(store.root), "recall", "--explain", "how do we deploy?", env={"QUIPU_RECALL": "no"})
+    assert "QUIPU_RECALL is off here" in explained.stdout
+    assert "QUIPU_RECALL" not in quipu("--store", str(store.root), "recall", "--explain", "how do we deploy?").stdout
 
 
 def test_doctor_names_a_stale_git_index_lock_and_repair_moves_it_aside(tmp_path: Path) -> None:

@@ -89,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         if result.reason:
             print(f"Why nothing: {result.reason}" if not result.hits else f"Note: {result.reason}")
+        if not locate.switched_on(os.environ, locate.RECALL_SWITCH):
+            print(f"Note: {locate.RECALL_SWITCH} is off here, so the prompt hook of a session started from this "
+                  "environment injects nothing; unset it to turn recall back on")
         print()
     print(text if text else "(silent: nothing would be injected)")
     return 0
