@@ -241,3 +241,30 @@ def test_auto_memory_index_follows_the_auto_memory_directory_setting(tmp_path: P
     (project / ".claude").mkdir(parents=True)
     (project / ".claude" / "settings.json").write_text('{"autoMemoryDirectory": "~/notes/claude-memory"}')
     assert memorymd.auto_memory_index(project) == quipu_env / "notes" / "claude-memory" / "MEMORY.md"
+
+
+def test_importing_this_projects_auto_memory_records_its_project_notes_as_of_the_project(
+        tmp_path: Path, quipu_env: Path) -> None:
+    """Claude Code keeps one auto-memory a project: imported from inside that project, its project
+    notes are the project's (the prompt hook then counts a file they name there), while its user
+    preferences and feedback stay of no project; any other index, or --project, decides as given."""
+    store = make_store(tmp_path / "store")
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    target = memorymd.auto_memory_index(project)
+    auto_memory_dir(target.parent)
+
+    proc = quipu("--store", str(store.root), "import", "memory-md", str(target), "--json", cwd=project / "pkg")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["project_notes_of"] == str(project)
+    projects = {e["title"]: store.get(e["id"]).project for e in report["entries"]}
+    assert projects["Deploy freeze"] == str(project)
+    assert projects["User role"] is None and projects["Database tests"] is None
+
+    elsewhere = make_store(tmp_path / "other-store")
+    other = json.loads(quipu("--store", str(elsewhere.root), "import", "memory-md", str(target), "--json",
+                             cwd=tmp_path).stdout)
+    assert other["project_notes_of"] is None
+    assert {elsewhere.get(e["id"]).project for e in other["entries"]} == {None}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="import memories from another format (Claude Code's MEMORY.md, markdown notes, claude-mem, basic-memory)",
         description="memory-md FILE: turn each entry of a Claude Code MEMORY.md (and the topic file it links) "
         "into a store memory, one commit each, so entries past Claude Code's 200-line / 25,000-byte load cut are "
-        "recalled too. markdown DIR: turn every markdown note under DIR (with or without frontmatter) into a "
+        "recalled too; when FILE is the auto-memory of the project quipu runs in, its project notes are that "
+        "project's. markdown DIR: turn every markdown note under DIR (with or without frontmatter) into a "
         "memory, all in one commit. claude-mem DB: each observation and session summary of claude-mem's SQLite "
         "database (read only) becomes a memory, its concepts topics. basic-memory DIR: each note of a basic-memory "
         "project becomes a memory, its tags and the #tags of its observations topics. A note that may not enter the store (it looks like it holds a secret, is too "
@@ -135,8 +137,11 @@ def _class(fields: dict[str, Any], section: str) -> str:
     return "project-note"
 
 
-def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = None) -> tuple[Memory, str | None]:
-    """The memory an entry becomes, and the topic file it read (if any)."""
+def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = None,
+              its_project: str | None = None) -> tuple[Memory, str | None]:
+    """The memory an entry becomes, and the topic file it read (if any): of ``project`` whatever its
+    class, else of ``its_project`` (the project whose auto-memory the index is) when it is a
+    project note."""
     base = index_path.parent
     topic = _read_topic(base, entry.link)
     fields, body, source = topic if topic else ({}, "", index_path)
@@ -159,7 +164,7 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
         "topics": [section] if section else [],
         "origin": "import",
         "created": _created(fields, source),
-        "project": project,
+        "project": project or (its_project if _class(fields, entry.section) == "project-note" else None),
     }
     memory = Memory.create(values, body + "\n", source=f"{index_path}:{entry.line}")
     return memory, str(source) if topic else None
@@ -185,10 +190,11 @@ def _entry_refusal(memory: Memory, entry: memorymd.Entry, index_text: str, topic
 
 def import_memory_md(
     store: Store, path: Path, *, dry_run: bool = False, project: str | None = None,
-    allow_secret_like: tuple[str, ...] = (),
+    allow_secret_like: tuple[str, ...] = (), its_project: str | None = None,
 ) -> tuple[list[Outcome], list[memorymd.Line], list[notes.Skipped]]:
     """Every entry of the MEMORY.md at ``path``, one commit each; an entry that may not enter the
-    store is skipped (named by the file it came from and its line) and never stops the rest."""
+    store is skipped (named by the file it came from and its line) and never stops the rest.
+    ``project`` is recorded on every entry, ``its_project`` on the project notes (``to_memory``)."""
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError as exc:
@@ -201,7 +207,7 @@ def import_memory_md(
     for entry in entries:
         where = f"{path}:{entry.line}"
         try:
-            memory, topic = to_memory(entry, path, project)
+            memory, topic = to_memory(entry, path, project, its_project)
             reason = _entry_refusal(memory, entry, text, topic, allow_secret_like)
         except InvalidMemory as exc:
             memory, topic, reason = None, None, str(exc).split("\n", 1)[0].removeprefix(f"{where}: ")
@@ -282,6 +288,21 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
     return code
 
 
+def _auto_memory_project(store: Store, path: Path) -> str | None:
+    """The project whose Claude Code auto-memory index ``path`` is, when it is the one of the
+    project quipu runs in (its project notes are that project's); None otherwise, or in that
+    project's own store (``locate.project_field``)."""
+    from quipu.prompt import locate
+
+    here = os.getcwd()
+    try:
+        if path.resolve() != memorymd.auto_memory_index(here).resolve():
+            return None
+    except OSError:
+        return None
+    return locate.project_field(str(store.root.absolute()), memorymd.project_root(here))
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     if args.kind == "markdown":
@@ -291,8 +312,10 @@ def run(args: argparse.Namespace) -> int:
 
         return run_peer(store, args)
     path = Path(args.file).expanduser().absolute()
+    its_project = None if args.project else _auto_memory_project(store, path)
     outcomes, others, skipped = import_memory_md(store, path, dry_run=args.dry_run, project=args.project,
-                                                 allow_secret_like=tuple(args.allow_secret_like))
+                                                 allow_secret_like=tuple(args.allow_secret_like),
+                                                 its_project=its_project)
     if not args.dry_run and any(o.status == "imported" for o in outcomes):
         _index_and_vectors(store)
     code = EXIT_SOME_SKIPPED if skipped else 0
@@ -301,6 +324,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "file": str(path),
                 "dry_run": args.dry_run,
+                "project_notes_of": its_project,
                 "entries": [o.to_json() for o in outcomes],
                 "not_imported": [{"line": x.number, "text": x.text} for x in others],
                 "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
@@ -319,6 +343,9 @@ def run(args: argparse.Namespace) -> int:
         f"({len(outcomes) - len(fresh)} already in the store, {len(skipped)} skipped); "
         f"{sum(o.past_cut for o in fresh)} of them were past Claude Code's load cut."
     )
+    if its_project:
+        print(f"This is the auto-memory of the project at {its_project}: its project notes are recorded as of it "
+              "(--project records one project on every entry).")
     for item in skipped:
         print(f"  skipped {item.path}: {item.reason}")
     if others:
