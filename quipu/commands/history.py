@@ -18,7 +18,6 @@ from quipu.output import Progress, print_json, progress
 from quipu.prompt import locate
 
 
-
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "history", help="past conversations: search every archived turn of every session",

@@ -2,9 +2,9 @@
 
 Contract:
 - ``import_notes(store, found, source, project=None)`` takes notes as they are read (each
-  recorded as of ``project`` when one is given, as ``--project`` does for every kind; ``quipu.store.notes``: a
-  ``FolderNotes`` is counted first and read as iterated, here ``READ_BATCH`` notes before they are
-  checked) and keeps of each only the file it becomes and its memory, parsed once
+  recorded as of ``project`` when one is given, as ``--project`` does for every kind;
+  ``quipu.store.notes``: a ``FolderNotes`` is counted first and read as iterated, here
+  ``READ_BATCH`` notes before they are checked) and keeps of each only the file it becomes and its memory, parsed once
   (``Memory.create`` validated it, and what ``render_memory`` writes of it reads back as it: the
   file is not parsed again). A note that may not enter (``checked_note``: a bad field, a file too
   large or holding NUL, a secret in the file or in any field it is made from, each byte scanned
