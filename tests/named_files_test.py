@@ -280,5 +280,16 @@ def test_quipu_list_shows_the_memories_of_a_project_as_the_hook_takes_them(place
     assert set(listed("--project", ".", cwd=places["app"] / "pkg")) == {"todo-checkboxes"}  # a subfolder: its project
     assert set(listed("--project", "site", cwd=places["app"])) == {"changelog-dates"}  # a name: the folder so named
     assert set(listed("--project", "none", cwd=places["app"])) == {"notes-short"}
+    # in a project with its own store, the per-user store is listed too: the hook reads both, and
+    # every memory of the project's own store is that project's
+    add_all(Store(places["home"] / "store"), [
+        memory("tools-release", "Tools release", "Cut a tools release with make dist.", project=str(places["tools"])),
+    ])
+    inside = quipu("list", "--json", "--project", ".", cwd=places["tools"] / "pkg")
+    assert {(m["id"], m.get("store")) for m in json.loads(inside.stdout)} == {
+        ("log-newest-first", "project"), ("tools-release", "user")}
+    assert set(listed("--project", "tools", cwd=places["app"])) == {"tools-release"}  # from app: the user store only
+    table = quipu("list", cwd=places["tools"]).stdout
+    assert table.splitlines()[0].split()[:2] == ["store", "id"] and "notes-short" in table
     bad = quipu("list", "--project", "a\nb", cwd=places["app"])
     assert bad.returncode == 2 and "--project" in bad.stderr

@@ -4,13 +4,18 @@ from __future__ import annotations
 import argparse
 
 from quipu.index import index
-from quipu.commands._common import add_json, count, open_store, project_value
+from quipu.commands._common import add_json, count, open_stores, project_value
 from quipu.store.memory import CLASSES, STATUSES
 from quipu.output import print_json, table
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from quipu.store.store import Store
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("list", help="list memories", description="List memories, newest first.")
+    p = sub.add_parser("list", help="list memories", description="List memories, newest first. Inside a project "
+                       "with its own store, the per-user store is listed too and each row names its store.")
     p.add_argument("--class", dest="cls", choices=list(CLASSES), help="only this class")
     p.add_argument("--status", choices=[*STATUSES, "retracted"], help="only this status")
     p.add_argument("--topic", help="only memories with this topic or entity")
@@ -24,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    store = open_store(args)
+    stores = open_stores(args)  # inside a project with its own store, the per-user store too
     where, params = [], []
     if args.cls:
         where.append("class = ?")
@@ -44,20 +49,25 @@ def run(args: argparse.Namespace) -> int:
     sql += " ORDER BY created_ts DESC, id"
     if args.limit and args.project is None:
         sql += f" LIMIT {int(args.limit)}"
-    found = index.rows(store, sql, params)
-    if args.project is not None:
-        found = [r for r in found if _of(r["project"], args.project)][: args.limit or None]
+    found = []
+    for store in stores:
+        rows = index.rows(store, sql, params)
+        if args.project is not None:
+            rows = [r for r in rows if _of(r["project"], args.project, _own_store_of(store))]
+        found += [(store.layer, r) for r in rows]
+    found.sort(key=lambda item: (-(item[1]["created_ts"] or 0), item[1]["id"]))  # newest first, both stores
+    found = found[: args.limit or None]
     if args.json:
         print_json([{k: r[k] for k in ("id", "title", "class", "status")} | {"labels": r["labels"].split(),
-                                                                             "project": r["project"]} for r in found])
+                    "project": r["project"]} | ({"store": layer} if layer else {}) for layer, r in found])
         return 0
     if not found:
         print("No memories match.")
         return 0
-    print(table([(r["id"], r["class"], r["status"], r["labels"], r["title"][:60]) for r in found],
-                ("id", "class", "status", "labels", "title")))
+    layered = len(stores) > 1
+    print(table([((layer,) if layered else ()) + (r["id"], r["class"], r["status"], r["labels"], r["title"][:60])
+                 for layer, r in found], (("store",) if layered else ()) + ("id", "class", "status", "labels", "title")))
     return 0
-
 
 NO_PROJECT = "none"
 
@@ -67,11 +77,26 @@ def _project_filter(value: str) -> str:
     return "" if value == NO_PROJECT else (project_value(value) or "")
 
 
-def _of(project: str | None, wanted: str) -> bool:
-    """Whether a memory whose ``project`` field is ``project`` is of the project ``wanted`` (a
-    folder, a name, or '': of no project) as the prompt hook reads it (``quipu.prompt.files``)."""
+def _own_store_of(store: Store) -> str | None:
+    """The project folder whose own store ``store`` is (a ``.quipu`` folder), else None."""
+    from quipu.prompt import locate
+
+    root = store.root.absolute()
+    return str(root.parent) if root.name == locate.STORE_DIR_NAME else None
+
+
+def _of(project: str | None, wanted: str, own: str | None = None) -> bool:
+    """Whether a memory whose ``project`` field is ``project``, in the own store of the project
+    folder ``own`` (if any), is of the project ``wanted`` (a folder, a name, or '': of no project)
+    as the prompt hook reads it (``quipu.prompt.files``: every memory of a project's own store is
+    that project's)."""
+    from quipu.prompt import locate
     from quipu.prompt.files import of_this_project, placed
 
+    if own is not None:
+        if not wanted:
+            return False
+        return locate.inside(wanted, own) if wanted.startswith("/") else own.rstrip("/").rsplit("/", 1)[-1] == wanted
     if not wanted:
         return project is None or not placed(project)
     if wanted.startswith("/"):
