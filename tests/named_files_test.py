@@ -291,5 +291,11 @@ def test_quipu_list_shows_the_memories_of_a_project_as_the_hook_takes_them(place
     assert set(listed("--project", "tools", cwd=places["app"])) == {"tools-release"}  # from app: the user store only
     table = quipu("list", cwd=places["tools"]).stdout
     assert table.splitlines()[0].split()[:2] == ["store", "id"] and "notes-short" in table
+    # a change acts on the project's store there: the error names the store that holds the memory
+    refused = quipu("label", "tools-release", "unverified", cwd=places["tools"])
+    user_store = places["home"] / "store"
+    assert refused.returncode == 1 and "tools-release is in the per-user store" in refused.stderr
+    assert f"add --store {user_store}" in refused.stderr, refused.stderr
+    assert quipu("--store", str(user_store), "label", "tools-release", "unverified", cwd=places["tools"]).returncode == 0
     bad = quipu("list", "--project", "a\nb", cwd=places["app"])
     assert bad.returncode == 2 and "--project" in bad.stderr

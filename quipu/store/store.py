@@ -84,6 +84,21 @@ class Store:
             raise NoStore(f"{self.root} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
                           + self._init_fix("add the store files"))
 
+    def missing(self, memory_id: str) -> NotFound:
+        """The error for a memory this store lacks. Inside a project whose own store was found by
+        walking up, `quipu list` and `quipu search` show the per-user store's memories too, while a
+        write acts on the project's: when the per-user store holds the id, the fix says so."""
+        fix = "- run `quipu list` to see the ids"
+        if self.how == locate.WALKED:
+            user = locate.default_store()
+            try:
+                if Path(user) != self.root and locate.is_store(user) and Store(Path(user)).exists(memory_id):
+                    fix = (f"- {memory_id} is in the per-user store, which reads show beside this project's; "
+                           f"commands that change a memory act on the project's store here: add --store {user}")
+            except Exception:  # noqa: BLE001 - the hint is a courtesy: the error stands without it
+                pass
+        return NotFound(f"no memory {memory_id!r} in {self.root}\n{fix}")
+
     def _init_fix(self, what: str) -> str:
         """The way forward `quipu init` accepts: this folder when it is empty, else a new one."""
         from quipu.store.create import init_refusal
@@ -190,7 +205,7 @@ class Store:
         check_id(memory_id)
         data = self.read_bytes(memory_path(memory_id))
         if data is None:
-            raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
+            raise self.missing(memory_id)
         return parse_memory(data, memory_path(memory_id))
 
     def exists(self, memory_id: str) -> bool:
@@ -326,7 +341,7 @@ class Store:
         from quipu.store import secrets_scan
 
         if not self.exists(memory_id):
-            raise NotFound(f"no memory {memory_id!r} in {self.root}\n- run `quipu list` to see the ids")
+            raise self.missing(memory_id)
         # Decisions carry a model's or a person's words (a reason, a detail): redacted, not refused.
         event = secrets_scan.redact_values({"memory": memory_id, "at": _now(), **event})
         summary = secrets_scan.redact(summary)
@@ -351,7 +366,7 @@ class Store:
         if old == new:
             raise InvalidMemory("a memory cannot supersede itself")
         if not self.exists(new):
-            raise NotFound(f"no memory {new!r} in {self.root}\n- run `quipu list` to see the ids")
+            raise self.missing(new)
         in_force = self.supersession(old)
         if in_force is not None and in_force[0] == new and in_force[1]:
             return in_force[1]  # already decided: nothing is written
