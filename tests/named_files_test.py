@@ -297,5 +297,9 @@ def test_quipu_list_shows_the_memories_of_a_project_as_the_hook_takes_them(place
     assert refused.returncode == 1 and "tools-release is in the per-user store" in refused.stderr
     assert f"add --store {user_store}" in refused.stderr, refused.stderr
     assert quipu("--store", str(user_store), "label", "tools-release", "unverified", cwd=places["tools"]).returncode == 0
+    labelled = git(user_store, "rev-parse", "--short", "HEAD").strip()
+    undo = quipu("undo", labelled, cwd=places["tools"])
+    assert undo.returncode == 1 and f"commit {labelled} is in the per-user store" in undo.stderr, undo.stderr
+    assert quipu("--store", str(user_store), "undo", labelled, cwd=places["tools"]).returncode == 0
     bad = quipu("list", "--project", "a\nb", cwd=places["app"])
     assert bad.returncode == 2 and "--project" in bad.stderr

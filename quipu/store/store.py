@@ -26,7 +26,7 @@ import datetime as _dt
 import json
 import os
 from _thread import _local as thread_local  # threading.local itself, without the threading module
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
@@ -85,19 +85,27 @@ class Store:
                           + self._init_fix("add the store files"))
 
     def missing(self, memory_id: str) -> NotFound:
-        """The error for a memory this store lacks. Inside a project whose own store was found by
-        walking up, `quipu list` and `quipu search` show the per-user store's memories too, while a
-        write acts on the project's: when the per-user store holds the id, the fix says so."""
-        fix = "- run `quipu list` to see the ids"
-        if self.how == locate.WALKED:
-            user = locate.default_store()
-            try:
-                if Path(user) != self.root and locate.is_store(user) and Store(Path(user)).exists(memory_id):
-                    fix = (f"- {memory_id} is in the per-user store, which reads show beside this project's; "
-                           f"commands that change a memory act on the project's store here: add --store {user}")
-            except Exception:  # noqa: BLE001 - the hint is a courtesy: the error stands without it
-                pass
-        return NotFound(f"no memory {memory_id!r} in {self.root}\n{fix}")
+        """The error for a memory this store lacks; when the per-user store holds it, the fix says
+        so (``elsewhere``)."""
+        return NotFound(f"no memory {memory_id!r} in {self.root}\n"
+                        + self.elsewhere(f"{memory_id} is", lambda s: s.exists(memory_id),
+                                         "- run `quipu list` to see the ids"))
+
+    def elsewhere(self, what: str, holds: Callable[[Store], bool], fix: str) -> str:
+        """``fix``, unless this is a project's store found by walking up and the per-user store
+        ``holds`` what was asked for: inside such a project, `quipu list` and `quipu search` show the
+        per-user store's memories beside the project's, while a command that changes one (label,
+        retract, supersede, undo) acts on the project's, so the fix names the --store to add."""
+        if self.how != locate.WALKED:
+            return fix
+        user = locate.default_store()
+        try:
+            if Path(user) != self.root and locate.is_store(user) and holds(Store(Path(user), "per-user default")):
+                return (f"- {what} in the per-user store, which reads show beside this project's; commands that "
+                        f"change a memory act on the project's store here: add --store {user}")
+        except Exception:  # noqa: BLE001 - the hint is a courtesy: the error stands without it
+            pass
+        return fix
 
     def _init_fix(self, what: str) -> str:
         """The way forward `quipu init` accepts: this folder when it is empty, else a new one."""

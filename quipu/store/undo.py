@@ -83,7 +83,8 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
         try:
             full = str(repo.revparse_single(commit).peel(pygit2.Commit).id)
         except (KeyError, ValueError, pygit2.GitError):
-            raise NotFound(f"no commit {commit!r} in the store\n- run `quipu log` to see commits") from None
+            raise NotFound(f"no commit {commit!r} in the store\n" + store.elsewhere(
+                f"commit {commit} is", lambda other: _resolves(other, commit), "- run `quipu log` to see commits")) from None
         if full not in by_sha:
             raise NotFound(f"commit {commit} is not on the store's branch")
         if by_sha[full].action == "init":
@@ -206,3 +207,12 @@ def _revert(store: Store, targets: list[Decision], by_sha: dict[str, LogEntry], 
             done.retracted.append(memory_id)
             done.undid.append(f"the creation of {memory_id}, retracted instead (commit {t.commit[:12]})")
     return done
+
+
+def _resolves(store: Store, commit: str) -> bool:
+    """Whether ``commit`` names a commit of ``store``."""
+    try:
+        store.repo.revparse_single(commit).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+    return True
