@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from quipu.capture import profile
+from quipu.curate import review
 from quipu.prompt import hook
 from quipu.store.store import Store
 from testing import realistic as R
@@ -156,6 +157,20 @@ def test_mcp_search_and_get_read_both_stores(layers: Layers) -> None:
     assert not (err1 or err2 or err3)
     assert "id kestrel-keys" in found and "store: user" in found
     assert "quarter" in shown and "nightly" in own
+
+    # a proposal goes to the store that holds both memories; none across two stores
+    add_all(layers.user, [memory("kestrel-keys-2027", "Kestrel keys rotate monthly",
+                                 "Since 2027 the kestrel signing keys rotate every month.")])
+    (err1, queued), (err2, across), (err3, unknown) = call(
+        params,
+        ("propose_supersession", {"old_id": "kestrel-keys", "new_id": "kestrel-keys-2027", "reason": "monthly now"}),
+        ("propose_supersession", {"old_id": "orbital-ledger", "new_id": "kestrel-keys-2027", "reason": "newer"}),
+        ("propose_supersession", {"old_id": "nothing-here", "new_id": "kestrel-keys", "reason": "newer"}))
+    assert not err1 and f"quipu --store {layers.user.root} review accept rv-" in queued, queued
+    [item] = review.items(layers.user)
+    assert (item.memory, item.other) == ("kestrel-keys", "kestrel-keys-2027") and review.items(layers.inner) == []
+    assert err2 and "orbital-ledger is in the project store and kestrel-keys-2027 in the user store" in across
+    assert err3 and "no memory 'nothing-here'" in unknown
 
 
 @pytest.mark.skipif(DATA is None, reason="the realistic data (../shared/data) is absent")

@@ -32,7 +32,9 @@ Contract:
   escape but UTF-8 cannot carry) is refused with an error naming the argument. An invalid
   argument's error names what is wrong without repeating the argument's value.
 - ``search_memory`` and ``get_memory`` read a project's store and then the per-user store
-  (``Service.layers``, each hit naming its store); writes go to the project's store.
+  (``Service.layers``, each hit naming its store); ``remember`` writes to the project's store,
+  and ``propose_supersession`` to the store that holds both memories (``quipu.mcp.writes``, where
+  the two writing tools live).
 - ``search_memory`` reads the deep list (``quipu.index.deep``: every content word by BM25 and
   meaning, fused by rank), not the prompt hook's precision layer; the class and superseded
   filters apply to the whole fused list before the cut. Meaning search loads at the first search
@@ -67,6 +69,7 @@ from quipu.mcp.answers import (
     object_schema,
 )
 from quipu.mcp.history_tools import HISTORY_TOOLS
+from quipu.mcp.writes import propose_supersession, remember
 from quipu.index.meaning import Meaning
 
 if TYPE_CHECKING:
@@ -324,68 +327,6 @@ def get_memory(service: Service, args: dict[str, Any]) -> Answer:
     if len(d["body"]) > MAX_BODY_CHARS:
         d["body"] = d["body"][:MAX_BODY_CHARS].rstrip() + f"\n[... {len(d['body']) - MAX_BODY_CHARS:,} characters cut ...]"
     return Answer(fenced("\n".join(text_lines(d))))
-
-
-def remember(service: Service, args: dict[str, Any]) -> Answer:
-    from quipu.capture import gates
-    from quipu.index import index, near
-    from quipu.prompt import locate
-    from quipu.store.memory import Memory, new_id, now_utc
-
-    title, body, cls = " ".join(args["title"].split()), args["body"].strip(), args["class"]
-    topics = tuple(dict.fromkeys(" ".join(t.split()) for t in args.get("topics", []) if t.strip()))
-    candidate = gates.Candidate(cls=cls, title=title, statement=body, outcome="held", kind="durable",
-                                topics=topics, said_by="assistant")
-    refusal = gates.check(candidate)
-    if refusal is not None:
-        detail = "it looks like a secret (a key, token or password)" if refusal.gate == "secret" else refusal.detail
-        return Answer(
-            f"remember: refused by the {refusal.gate} gate: {detail}. Nothing was committed.\n"
-            "- state one durable claim declaratively (\"The team prefers X\", not \"always do X\"), "
-            "without secrets, transient errors or one-off events", True)
-    store = service.store
-    same = near.near_duplicate(store, title, body)
-    if same is not None:
-        return Answer(f"remember: a near-identical memory exists ({same.id}: {same.title}). Nothing was committed.\n"
-                      f"- it is already remembered; to change it, call propose_supersession with {same.id}", True)
-    memory = Memory.create(
-        {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
-         "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,
-         "project": locate.project_field(str(store.root.absolute()), os.getcwd()) if cls == "project-note" else None},
-        body + "\n", source="remembered memory")
-    sha = store.add(memory, action="remember", session=service.session)
-    index.ensure_fresh(store)
-    return Answer(f"Remembered {memory.id} ({cls}): {title} [commit {sha[:12]}; "
-                  f"undo with `quipu undo {sha[:12]}`]")
-
-
-def propose_supersession(service: Service, args: dict[str, Any]) -> Answer:
-    from quipu.capture import gates
-    from quipu.curate import review
-    from quipu.curate.apply import new_review_id
-    from quipu.index import index
-
-    old, new, reason = args["old_id"], args["new_id"], " ".join(args["reason"].split())
-    if old == new:
-        return Answer("propose_supersession: a memory cannot supersede itself", True)
-    refusal = gates.check_text(reason, gates=("secret", "prompt-injection"))
-    if refusal is not None:
-        return Answer(f"propose_supersession: the reason was refused by the {refusal.gate} gate; nothing was queued", True)
-    store = service.store
-    for item in review.items(store):
-        if item.kind == "proposal" and item.memory == old and item.other == new:
-            return Answer(f"Already queued as {item.review_id}; `quipu review` shows it.")
-    review_id = new_review_id()
-    event = {"action": "review", "review_id": review_id, "kind": "proposal", "other": new,
-             "verdict": "supersedes", "reason": reason, "session": service.session,
-             "detail": f"the assistant proposes that {new} supersedes it: {reason}"}
-    store.add_event(old, event, summary=f"quipu: review {old} vs {new}: proposed supersession",
-                    trailers={"Quipu-Action": "review", "Quipu-Other": new, "Quipu-Review": review_id,
-                              "Quipu-Session": service.session},
-                    also_require=(new,))
-    index.ensure_fresh(store)
-    return Answer(f"Queued {review_id}: {new} would supersede {old}. Nothing changed; a person decides "
-                  f"with `quipu review accept {review_id}` or `quipu review reject {review_id}`.")
 
 
 MEMORY_TOOLS: tuple[Tool, ...] = (
