@@ -6,12 +6,16 @@ Contract:
   it exists (``Store.layer`` is then ``"project"`` and ``"user"``), or the one chosen store alone
   (``layer`` ``""``). ``--store`` and ``QUIPU_STORE`` pin one store.
 - Writes never look here: they go to ``Store.find``'s store (the project's, in a project).
+  ``elsewhere(store, what, holds, fix)`` is the fix a write's "not found" error gives: the
+  ``--store`` to add when the per-user store holds what the project's store lacks; ``missing``
+  the error for a memory.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from quipu.errors import NotFound
 from quipu.prompt import locate
 from quipu.store.store import Store
 
@@ -37,3 +41,24 @@ def user_store(store: Store, env: Mapping[str, str] | None = None) -> Store | No
     found = Store(Path(user), "per-user default")
     found.layer = locate.USER
     return found
+
+
+def elsewhere(store: Store, what: str, holds: Callable[[Store], bool], fix: str) -> str:
+    """``fix``, unless ``store`` is a project's store found by walking up and the per-user store
+    ``holds`` what was asked for: inside such a project, `quipu list` and `quipu search` show the
+    per-user store's memories beside the project's, while a command that changes one (label,
+    retract, supersede, undo) acts on the project's, so the fix names the --store to add."""
+    try:
+        user = user_store(store)
+        if user is not None and holds(user):
+            return (f"- {what} in the per-user store, which reads show beside this project's; commands that "
+                    f"change a memory act on the project's store here: add --store {user.root}")
+    except Exception:  # noqa: BLE001 - the hint is a courtesy: the error stands without it
+        pass
+    return fix
+
+
+def missing(store: Store, memory_id: str) -> NotFound:
+    """The error for a memory ``store`` lacks, naming the per-user store when it holds it."""
+    fix = elsewhere(store, f"{memory_id} is", lambda s: s.exists(memory_id), "- run `quipu list` to see the ids")
+    return NotFound(f"no memory {memory_id!r} in {store.root}\n{fix}")

@@ -7,18 +7,17 @@ Contract:
   uniquely named event file ``events/<shard>/<id>/<utc stamp>-<random>.json``. Undoing any one
   commit therefore removes or restores only its own files and can never conflict with later
   decisions about the same memory (see docs/design.md).
-- Every mutation is exactly one commit carrying ``Quipu-Action`` and exactly one
-  ``Quipu-Memory`` trailer (plus ``Quipu-Supersedes``, ``Quipu-Sweep``, ``Quipu-Session``,
-  ``Quipu-Label`` where they apply), so ``git log`` is the audit log.
-- No command deletes a memory (``quipu.store.undo`` never reverts a memory's creation);
-  ``retract`` takes one out of recall and search with a ``retracted`` label, an event like any
-  other, kept in history and undone like any decision.
+- Every mutation is exactly one commit carrying ``Quipu-Action`` and exactly one ``Quipu-Memory``
+  trailer (plus ``Quipu-Supersedes``, ``Quipu-Sweep``, ``Quipu-Session``, ``Quipu-Label`` where
+  they apply), so ``git log`` is the audit log.
+- No command deletes a memory (``quipu.store.undo`` never reverts a memory's creation); ``retract``
+  takes one out of recall and search with a ``retracted`` label, an event like any other.
 - ``supersede`` of a pair whose supersession is in force writes nothing and returns that
-  decision's commit (``supersession``).
+  decision's commit (``supersession``). A memory that is not there: ``missing`` (``layers``).
 - ``commit`` writes only paths of the store's schema (``quipu.store.schema``): everything quipu
   writes is something a clone and a sync take.
-- A ``Store`` may be used from several threads: each opens its own git repository (``repo``) and
-  object reader (``objects``), and ``landed`` is the last write of the calling thread.
+- A ``Store`` may be used from several threads: each opens its own git repository (``repo``),
+  object reader (``objects``); ``landed`` is the last write of the calling thread.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ import datetime as _dt
 import json
 import os
 from _thread import _local as thread_local  # threading.local itself, without the threading module
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from quipu.errors import ConflictError, InvalidMemory, NoStore, NotFound
@@ -85,27 +84,8 @@ class Store:
                           + self._init_fix("add the store files"))
 
     def missing(self, memory_id: str) -> NotFound:
-        """The error for a memory this store lacks; when the per-user store holds it, the fix says
-        so (``elsewhere``)."""
-        return NotFound(f"no memory {memory_id!r} in {self.root}\n"
-                        + self.elsewhere(f"{memory_id} is", lambda s: s.exists(memory_id),
-                                         "- run `quipu list` to see the ids"))
-
-    def elsewhere(self, what: str, holds: Callable[[Store], bool], fix: str) -> str:
-        """``fix``, unless this is a project's store found by walking up and the per-user store
-        ``holds`` what was asked for: inside such a project, `quipu list` and `quipu search` show the
-        per-user store's memories beside the project's, while a command that changes one (label,
-        retract, supersede, undo) acts on the project's, so the fix names the --store to add."""
-        if self.how != locate.WALKED:
-            return fix
-        user = locate.default_store()
-        try:
-            if Path(user) != self.root and locate.is_store(user) and holds(Store(Path(user), "per-user default")):
-                return (f"- {what} in the per-user store, which reads show beside this project's; commands that "
-                        f"change a memory act on the project's store here: add --store {user}")
-        except Exception:  # noqa: BLE001 - the hint is a courtesy: the error stands without it
-            pass
-        return fix
+        from quipu.store.layers import missing  # the per-user store may hold it: the fix says so
+        return missing(self, memory_id)
 
     def _init_fix(self, what: str) -> str:
         """The way forward `quipu init` accepts: this folder when it is empty, else a new one."""
@@ -306,9 +286,7 @@ class Store:
         """Commit a new memory (or, with ``overwrite``, a new version of one); ``unchanged`` as
         for ``commit`` (``ChangedSinceRead`` when the file is no longer the blob named)."""
         if not overwrite and self.exists(memory.id):
-            raise ConflictError(
-                f"memory {memory.id!r} already exists\n- choose another id, or supersede it with `quipu supersede`"
-            )
+            raise ConflictError(f"memory {memory.id!r} already exists\n- choose another id, or `quipu supersede` it")
         for old in memory.supersedes:
             if not self.exists(old):
                 raise NotFound(

@@ -83,8 +83,11 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
         try:
             full = str(repo.revparse_single(commit).peel(pygit2.Commit).id)
         except (KeyError, ValueError, pygit2.GitError):
-            raise NotFound(f"no commit {commit!r} in the store\n" + store.elsewhere(
-                f"commit {commit} is", lambda other: _resolves(other, commit), "- run `quipu log` to see commits")) from None
+            from quipu.store.layers import elsewhere
+
+            raise NotFound(f"no commit {commit!r} in the store\n" + elsewhere(
+                store, f"commit {commit} is", lambda other: _resolves(other, commit),
+                "- run `quipu log` to see commits")) from None
         if full not in by_sha:
             raise NotFound(f"commit {commit} is not on the store's branch")
         if by_sha[full].action == "init":
