@@ -172,6 +172,20 @@ def test_mcp_search_and_get_read_both_stores(layers: Layers) -> None:
     assert err2 and "orbital-ledger is in the project store and kestrel-keys-2027 in the user store" in across
     assert err3 and "no memory 'nothing-here'" in unknown
 
+    # remember writes to the project's store, but not a claim either store already holds
+    head = layers.inner.head()
+    (err1, again_user), (err2, again_project), (err3, kept) = call(
+        params,
+        ("remember", {"title": "Kestrel signing keys rotation", "class": "reference",
+                      "body": "The kestrel signing keys are rotated every quarter with the vault rotate job."}),
+        ("remember", {"title": "Orbital ledger reconciliation", "class": "project-note",
+                      "body": "The orbital ledger reconciles payments nightly in the settlement worker."}),
+        ("remember", {"title": "Settlement worker host", "class": "reference",
+                      "body": "The settlement worker runs on the batch-7 host."}))
+    assert err1 and "near-identical memory exists in the user store (kestrel-keys" in again_user, again_user
+    assert err2 and "near-identical memory exists in the project store (orbital-ledger" in again_project
+    assert not err3 and kept.startswith("Remembered ") and layers.inner.head() != head
+
 
 @pytest.mark.skipif(DATA is None, reason="the realistic data (../shared/data) is absent")
 def test_the_conversational_sets_inject_nothing_with_two_stores(tmp_path: Path) -> None:

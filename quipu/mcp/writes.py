@@ -2,7 +2,8 @@
 
 Contract:
 - ``remember`` writes to the store the server found (a project's, inside a project with one),
-  through every capture gate (``quipu.mcp.tools`` says how).
+  through every capture gate (``quipu.mcp.tools`` says how); a memory near-identical to one of
+  either store read (the per-user store's too, in such a project) is not written again.
 - ``propose_supersession`` queues its review item in the store that holds both memories: the
   project's or, inside a project with its own store, the per-user one, whose memories
   ``search_memory`` shows beside the project's (``Service.layers``). Two memories of different
@@ -38,10 +39,13 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
             "- state one durable claim declaratively (\"The team prefers X\", not \"always do X\"), "
             "without secrets, transient errors or one-off events", True)
     store = service.store
-    same = near.near_duplicate(store, title, body)
-    if same is not None:
-        return Answer(f"remember: a near-identical memory exists ({same.id}: {same.title}). Nothing was committed.\n"
-                      f"- it is already remembered; to change it, call propose_supersession with {same.id}", True)
+    for label, layer in service.layers():  # the per-user store's memories are recalled here too
+        same = near.near_duplicate(layer.store, title, body)
+        if same is not None:
+            where = f" in the {label} store" if label else ""
+            return Answer(f"remember: a near-identical memory exists{where} ({same.id}: {same.title}). Nothing was "
+                          f"committed.\n- it is already remembered; to change it, call propose_supersession with "
+                          f"{same.id}", True)
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,
