@@ -211,3 +211,17 @@ def test_the_conversational_sets_inject_nothing_with_two_stores(tmp_path: Path) 
     assert text.count("id deploy-procedure") == 1
     again = hook.run(hook.PromptEvent("s-t", "", str(project), "how do we deploy shop-api to production?"), env)
     assert "id deploy-procedure" not in again  # nor its copy from the other store, in the same session
+
+
+def test_quipu_add_in_a_project_refuses_a_claim_the_per_user_store_holds(layers: Layers) -> None:
+    text = "The kestrel signing keys are rotated every quarter with the vault rotate job."
+    refused = quipu("add", "--title", "Kestrel signing keys rotation", text, cwd=layers.project / "src")
+    assert refused.returncode == 1 and "the per-user store holds a near-identical memory: kestrel-keys" in refused.stderr
+    assert "pass --force" in refused.stderr
+    head = layers.inner.head()
+    forced = quipu("add", "--force", "--title", "Kestrel signing keys rotation", text, cwd=layers.project / "src")
+    assert forced.returncode == 0, forced.stderr
+    assert layers.inner.head() != head  # --force keeps a copy in the project's store
+    other = quipu("add", "--title", "Ledger batch size", "The orbital ledger settles in batches of 500.",
+                  cwd=layers.project / "src")
+    assert other.returncode == 0, other.stderr

@@ -3,7 +3,8 @@
 Text on stdin or in ``--file`` may be a memory document (YAML frontmatter and body, exactly what
 a memory file holds): its fields are used, the flags given beside it win, and it is validated like
 any write (a bad field gets the field's name and allowed values). A memory near-identical to an
-active one (``quipu.index.near``) is refused, naming it, unless ``--force``."""
+active one (``quipu.index.near``) is refused, naming it, unless ``--force``; inside a project with
+its own store, one of the per-user store too (the hook recalls both)."""
 from __future__ import annotations
 
 import argparse
@@ -164,6 +165,14 @@ def run(args: argparse.Namespace) -> int:
                 raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
                                  f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
                                  f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
+            from quipu.store.layers import user_store
+
+            user = user_store(store)  # inside a project with its own store: the hook recalls both
+            same = near.near_duplicate(user, memory.title, memory.body) if user is not None else None
+            if same is not None:
+                raise FatalError(f"the per-user store holds a near-identical memory: {same.id} {same.title!r}; "
+                                 f"nothing was added\n- it is recalled here already (`quipu show {same.id}`)\n"
+                                 "- to keep a copy in this project's store anyway, pass --force")
         sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
         index.refresh_after_write(store)
     if args.json:
