@@ -319,3 +319,25 @@ def test_a_project_memory_in_the_projects_own_store_records_no_folder(tmp_path: 
     capture.capture_session(store, session, SESSION_ID, ScriptedModel([answer]))
 
     assert memories(store) and {m.project for m in memories(store)} == {None}
+
+
+def test_inside_a_project_a_claim_the_per_user_store_holds_is_not_captured_again(
+        tmp_path: Path, quipu_env: Path) -> None:
+    """The hook recalls a project's store and the per-user store together there: capture into the
+    project's store skips what the per-user store already says."""
+    import os
+
+    user = make_store(Path(os.environ["QUIPU_HOME"]) / "store")
+    said = "The user prefers pnpm over npm for all JavaScript package work in this repository"
+    user.add(Memory.create({"id": "pnpm-pref", "title": "The user prefers pnpm over npm.", "class": "preference",
+                            "origin": "user", "created": "2026-01-05T10:00:00Z"}, said + "\n"))
+    project = tmp_path / "shop"
+    make_store(project / ".quipu")
+    inner = Store.find(cwd=str(project))  # found by walking up, as a session in the project finds it
+    assert inner.root == project / ".quipu"
+
+    report = capture.capture_session(inner, SESSION, SESSION_ID, ScriptedModel([candidates()]))
+
+    assert "The user prefers pnpm over npm" in report.skipped
+    assert "shop-api migrations go through Alembic" in [m.title for m in memories(inner)]
+    assert '"of": "pnpm-pref"' in capture.log_path(inner).read_text(encoding="utf-8")

@@ -21,7 +21,8 @@ Contract:
 - Running capture again on the same session (pre-compact, then session end) does not
   duplicate: the memories already captured from the session are shown to the model, and a
   candidate whose title matches one of them is skipped. A candidate near-identical to any active
-  memory (``quipu.index.near``) is not written either: it is skipped and logged as a duplicate.
+  memory (``quipu.index.near``) is not written either: it is skipped and logged as a duplicate;
+  inside a project with its own store, one of the per-user store too (the hook recalls both).
 - Model failures and budget refusals are reported in ``CaptureReport.error``; nothing is
   committed then. Capture never raises for them.
 """
@@ -41,7 +42,7 @@ from quipu.errors import FatalError
 from quipu.index import index, near
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError
 from quipu.prompt import codex, fence, locate, transcript
-from quipu.store import secrets_scan
+from quipu.store import layers, secrets_scan
 from quipu.store.locks import file_lock
 from quipu.store.memory import Memory, new_id, now_utc
 from quipu.store.store import Store
@@ -307,6 +308,8 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         _log(store, {"session": session_id, "decision": "error", "reason": report.error})
         return report
     seen = {_norm(t) for t in already}
+    user = layers.user_store(store)  # inside a project with its own store the hook recalls both
+    kept = [store, *([user] if user is not None else [])]
     project = _project_of(path)
     project = locate.project_field(str(store.root.absolute()), project) if project else None
     for item in answer["candidates"]:
@@ -322,7 +325,8 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         if _norm(c.title) in seen:
             report.skipped.append(c.title)
             continue
-        same = near.near_duplicate(store, c.title, c.statement) if c.cls != "fact" else None
+        same = next((found for found in (near.near_duplicate(k, c.title, c.statement) for k in kept) if found),
+                    None) if c.cls != "fact" else None
         if same is not None:
             report.skipped.append(c.title)
             _log(store, {"session": session_id, "decision": "duplicate", "of": same.id, "excerpt": c.excerpt()})
