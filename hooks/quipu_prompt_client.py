@@ -6,7 +6,9 @@ through $QUIPU_HOME/run/prompt.sock and prints its answer: no quipu module is lo
 no server answers, quipu recalls in this process and starts one for the next prompt. The quipu
 package is found above this folder, in a source checkout (hooks/ next to quipu/) or an installed
 wheel (quipu/_assets/hooks/); it goes last on sys.path, so nothing there (nor the working
-directory) can stand in for a standard module. Fails open.
+directory) can stand in for a standard module. Fails open. Inside quipu's own model child
+(``QUIPU_CHILD``) and in a session started with ``QUIPU_RECALL=off`` it reads the event and
+stops, silent, before anything else.
 """
 import gc
 import sys
@@ -22,9 +24,13 @@ try:
     env = posix.environ
     home = env.get(b"QUIPU_HOME") or (env.get(b"XDG_DATA_HOME") or env.get(b"HOME", b"~") + b"/.local/share") + b"/quipu"
     off = (b"off", b"0", b"no", b"false")  # quipu.prompt.locate.OFF
-    if env.get(b"QUIPU_RECALL", b"").strip().lower() in off:  # this session opted out: silent
+    if env.get(b"QUIPU_CHILD") or env.get(b"QUIPU_RECALL", b"").strip().lower() in off:
+        # quipu's own model child, or a session that opted out: silent, the event taken whole so
+        # the agent's write never meets a closed pipe
+        while posix.read(0, 1 << 20):
+            pass
         posix._exit(0)
-    if home[:1] == b"/" and not env.get(b"QUIPU_CHILD") and env.get(b"QUIPU_PROMPT_SERVER", b"").strip().lower() not in off:
+    if home[:1] == b"/" and env.get(b"QUIPU_PROMPT_SERVER", b"").strip().lower() not in off:
         chunks = []
         size = 0
         while size <= 32_000_000:  # quipu.prompt.hook.MAX_STDIN: a larger event is logged there

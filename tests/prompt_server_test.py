@@ -122,7 +122,8 @@ def test_each_prompt_is_answered_with_its_own_environment_and_session(tmp_path: 
     first, loaded = run(again, QUIPU_STORE=str(shop.root))
     assert "deploy-procedure" in first and not loaded
     assert "deploy-procedure" not in run(again, QUIPU_STORE=str(shop.root))[0]
-    assert run(event(DEPLOY), QUIPU_STORE=str(shop.root), QUIPU_CHILD="1") == ("", True)
+    # inside quipu's own model child the client stops at once: silent, nothing of quipu loaded
+    assert run(event(DEPLOY), QUIPU_STORE=str(shop.root), QUIPU_CHILD="1") == ("", False)
 
 
 def test_the_server_sees_each_write_and_a_rebuilt_index(tmp_path: Path, home: Path) -> None:
@@ -342,3 +343,11 @@ def test_a_session_started_with_recall_off_is_silent_served_or_alone(shop: Store
             assert out == "", (value, server_switch)
     out, loaded = run(event(DEPLOY), QUIPU_RECALL="on", **env)
     assert "deploy-procedure" in out and not loaded  # still served
+    # the event is read whole even so: the agent writing a long prompt never meets a closed pipe
+    big = event(DEPLOY + "\n" + "pasted line\n" * 400_000).encode()  # about 5 MB, past any pipe buffer
+    child = subprocess.Popen([real_python(), "-I", "-S", str(REPO_ROOT / "hooks" / "prompt_submit.py")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **env, "QUIPU_RECALL": "off"})
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(big)  # BrokenPipeError here if the hook left before reading
+    child.stdin.close()
+    assert child.stdout.read() == b"" and child.wait(timeout=60) == 0
