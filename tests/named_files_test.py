@@ -301,5 +301,7 @@ def test_quipu_list_shows_the_memories_of_a_project_as_the_hook_takes_them(place
     undo = quipu("undo", labelled, cwd=places["tools"])
     assert undo.returncode == 1 and f"commit {labelled} is in the per-user store" in undo.stderr, undo.stderr
     assert quipu("--store", str(user_store), "undo", labelled, cwd=places["tools"]).returncode == 0
+    logged = quipu("log", cwd=places["tools"]).stdout.splitlines()
+    assert logged[-1].endswith(f"the per-user store's: `quipu --store {user_store} log`)") and labelled not in "".join(logged)
     bad = quipu("list", "--project", "a\nb", cwd=places["app"])
     assert bad.returncode == 2 and "--project" in bad.stderr

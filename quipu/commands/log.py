@@ -8,7 +8,8 @@ from quipu.output import print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first.")
+    p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first. Inside a project with its own store, that store's; the "
+                       "last line names the command for the per-user store's.")
     p.add_argument("--memory", metavar="ID", help="only commits about this memory")
     p.add_argument("--sweep", metavar="ID", help="only commits of this sweep")
     p.add_argument("--action", help="only this action (add, supersede, label, undo...)")
@@ -28,4 +29,10 @@ def run(args: argparse.Namespace) -> int:
                           if k not in ("Quipu-Action", "Quipu-Memory"))
         print(f"{entry.commit[:12]}  {entry.time}  {entry.action or '-':<10} {entry.memory or '-':<14} {entry.summary}"
               + (f"  ({extras})" if extras else ""))
+    from quipu.store.layers import user_store
+
+    user = user_store(store)  # inside a project with its own store, reads show the per-user store's memories too
+    if user is not None:
+        print(f"(the history of this project's store, {store.root}; the per-user store's: "
+              f"`quipu --store {user.root} log`)")
     return 0
