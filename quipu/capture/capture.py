@@ -308,8 +308,7 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         _log(store, {"session": session_id, "decision": "error", "reason": report.error})
         return report
     seen = {_norm(t) for t in already}
-    user = layers.user_store(store)  # inside a project with its own store the hook recalls both
-    kept = [store, *([user] if user is not None else [])]
+    kept = layers.read_together(store)  # inside a project with its own store the hook recalls both
     project = _project_of(path)
     project = locate.project_field(str(store.root.absolute()), project) if project else None
     for item in answer["candidates"]:
@@ -325,11 +324,10 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         if _norm(c.title) in seen:
             report.skipped.append(c.title)
             continue
-        same = next((found for found in (near.near_duplicate(k, c.title, c.statement) for k in kept) if found),
-                    None) if c.cls != "fact" else None
-        if same is not None:
+        found = near.near_duplicate_in(kept, c.title, c.statement) if c.cls != "fact" else None
+        if found is not None:
             report.skipped.append(c.title)
-            _log(store, {"session": session_id, "decision": "duplicate", "of": same.id, "excerpt": c.excerpt()})
+            _log(store, {"session": session_id, "decision": "duplicate", "of": found[1].id, "excerpt": c.excerpt()})
             continue
         seen.add(_norm(c.title))
         origin = "user" if c.said_by == "user" and _user_said(c.quote, user_turns) else "session"

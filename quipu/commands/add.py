@@ -160,16 +160,16 @@ def run(args: argparse.Namespace) -> int:
         if not args.force:
             from quipu.index import near
 
-            same = near.near_duplicate(store, memory.title, memory.body)
-            if same is not None:
+            from quipu.store.layers import read_together
+
+            found = near.near_duplicate_in(read_together(store), memory.title, memory.body)
+            if found is not None and found[0] is store:
+                same = found[1]
                 raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"
                                  f"- see it with `quipu show {same.id}`; to replace it, add yours and run "
                                  f"`quipu supersede {same.id} NEW_ID`\n- to add this one anyway, pass --force")
-            from quipu.store.layers import user_store
-
-            user = user_store(store)  # inside a project with its own store: the hook recalls both
-            same = near.near_duplicate(user, memory.title, memory.body) if user is not None else None
-            if same is not None:
+            if found is not None:  # inside a project with its own store: the hook recalls both
+                same = found[1]
                 raise FatalError(f"the per-user store holds a near-identical memory: {same.id} {same.title!r}; "
                                  f"nothing was added\n- it is recalled here already (`quipu show {same.id}`)\n"
                                  "- to keep a copy in this project's store anyway, pass --force")

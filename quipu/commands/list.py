@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
                  for layer, r in found], (("store",) if layered else ()) + ("id", "class", "status", "labels", "title")))
     return 0
 
+
 NO_PROJECT = "none"
 
 

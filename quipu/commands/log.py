@@ -8,8 +8,9 @@ from quipu.output import print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first. Inside a project with its own store, that store's; the "
-                       "last line names the command for the per-user store's.")
+    p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first. "
+                       "Inside a project with its own store, that store's; the last line names the command for the "
+                       "per-user store's.")
     p.add_argument("--memory", metavar="ID", help="only commits about this memory")
     p.add_argument("--sweep", metavar="ID", help="only commits of this sweep")
     p.add_argument("--action", help="only this action (add, supersede, label, undo...)")

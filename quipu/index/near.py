@@ -7,6 +7,8 @@ Contract:
   at least ``MIN_RATIO`` (difflib's ratio, so the same words in another order, "A needs B" and "B
   needs A", stay apart). Two memories on one subject that say different things (another number,
   another tool, a negation: any other word) stay apart.
+- ``near_duplicate_in(stores, ...)``: the same over several stores (a project's and the per-user
+  store, read together: ``quipu.store.layers.read_together``), the first that holds one.
 - Only active memories count (a superseded one may be said again: that is a correction); it reads
   the index, refreshed first, and never writes.
 - The index gives the candidates: a near-identical text holds every word of ``title`` + ``body``
@@ -67,6 +69,15 @@ def near_duplicate(store: Store, title: str, body: str) -> Near | None:
     for row in index.rows(store, sql, (_match(words), *words) if words else ()):
         if same_claim(title, body, row["title"], row["body"]):
             return Near(row["id"], row["title"])
+    return None
+
+
+def near_duplicate_in(stores: list[Store], title: str, body: str) -> tuple[Store, Near] | None:
+    """The first of ``stores`` holding a memory near-identical to ``title`` + ``body``, with it."""
+    for store in stores:
+        same = near_duplicate(store, title, body)
+        if same is not None:
+            return store, same
     return None
 
 

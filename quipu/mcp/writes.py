@@ -39,13 +39,14 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
             "- state one durable claim declaratively (\"The team prefers X\", not \"always do X\"), "
             "without secrets, transient errors or one-off events", True)
     store = service.store
-    for label, layer in service.layers():  # the per-user store's memories are recalled here too
-        same = near.near_duplicate(layer.store, title, body)
-        if same is not None:
-            where = f" in the {label} store" if label else ""
-            return Answer(f"remember: a near-identical memory exists{where} ({same.id}: {same.title}). Nothing was "
-                          f"committed.\n- it is already remembered; to change it, call propose_supersession with "
-                          f"{same.id}", True)
+    layers = service.layers()  # the per-user store's memories are recalled here too
+    found = near.near_duplicate_in([layer.store for _label, layer in layers], title, body)
+    if found is not None:
+        label, same = next(label for label, layer in layers if layer.store is found[0]), found[1]
+        where = f" in the {label} store" if label else ""
+        return Answer(f"remember: a near-identical memory exists{where} ({same.id}: {same.title}). Nothing was "
+                      f"committed.\n- it is already remembered; to change it, call propose_supersession with "
+                      f"{same.id}", True)
     memory = Memory.create(
         {"id": new_id(), "title": title, "description": "", "class": cls, "topics": list(topics),
          "origin": "assistant", "created": now_utc(), "session": service.conversation or service.session,

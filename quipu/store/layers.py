@@ -8,7 +8,7 @@ Contract:
 - Writes never look here: they go to ``Store.find``'s store (the project's, in a project).
   ``elsewhere(store, what, holds, fix)`` is the fix a write's "not found" error gives: the
   ``--store`` to add when the per-user store holds what the project's store lacks; ``missing``
-  the error for a memory.
+  the error for a memory; ``read_together(store)`` the stores the hook reads with ``store``.
 """
 from __future__ import annotations
 
@@ -41,6 +41,13 @@ def user_store(store: Store, env: Mapping[str, str] | None = None) -> Store | No
     found = Store(Path(user), "per-user default")
     found.layer = locate.USER
     return found
+
+
+def read_together(store: Store) -> list[Store]:
+    """``store``, and the per-user store when ``store`` is a project's found by walking up: what the
+    prompt hook recalls from there, so what a write there must not say again."""
+    user = user_store(store)
+    return [store] if user is None else [store, user]
 
 
 def elsewhere(store: Store, what: str, holds: Callable[[Store], bool], fix: str) -> str:

@@ -11,12 +11,13 @@ Contract:
   trailer (plus ``Quipu-Supersedes``, ``Quipu-Sweep``, ``Quipu-Session``, ``Quipu-Label`` where
   they apply), so ``git log`` is the audit log.
 - No command deletes a memory (``quipu.store.undo`` never reverts a memory's creation); ``retract``
-  takes one out of recall and search with a ``retracted`` label, an event like any other.
+  takes one out of recall and search with a ``retracted`` label, an event like any other, kept in
+  history and undone like any decision.
 - ``supersede`` of a pair whose supersession is in force writes nothing and returns that
   decision's commit (``supersession``). A memory that is not there: ``missing`` (``layers``).
 - ``commit`` writes only paths of the store's schema (``quipu.store.schema``): everything quipu
   writes is something a clone and a sync take.
-- A ``Store`` may be used from several threads: each opens its own git repository (``repo``),
+- A ``Store`` may be used from several threads: each opens its own git repository (``repo``) and
   object reader (``objects``); ``landed`` is the last write of the calling thread.
 """
 from __future__ import annotations
@@ -286,13 +287,12 @@ class Store:
         """Commit a new memory (or, with ``overwrite``, a new version of one); ``unchanged`` as
         for ``commit`` (``ChangedSinceRead`` when the file is no longer the blob named)."""
         if not overwrite and self.exists(memory.id):
-            raise ConflictError(f"memory {memory.id!r} already exists\n- choose another id, or `quipu supersede` it")
+            raise ConflictError(f"memory {memory.id!r} already exists\n"
+                                "- choose another id, or supersede it with `quipu supersede`")
         for old in memory.supersedes:
             if not self.exists(old):
-                raise NotFound(
-                    f"memory {memory.id} supersedes {old!r}, which is not in the store\n"
-                    "- check the id with `quipu list`, or drop --supersedes"
-                )
+                raise NotFound(f"memory {memory.id} supersedes {old!r}, which is not in the store\n"
+                               "- check the id with `quipu list`, or drop --supersedes")
         data = render_memory(memory)
         parse_memory(data, memory.path)  # the same validation a hand edit gets
         return self.commit(
