@@ -169,3 +169,30 @@ def test_a_hand_written_line_over_the_entry_cap_is_left_out_and_fit_moves_it(sto
     assert [item.kind for item in layer.left_out] == ["profile"]
     assert [line.text for line, _ in change.demoted] == [long_line.removeprefix("- Preference: ")]
     assert always_on.build(store).left_out == []
+
+
+def test_a_rule_of_one_project_starts_only_that_projects_sessions(tmp_path: Path) -> None:
+    """An always-on rule recorded as of a project (its ``project`` field) is that project's: a
+    session in another folder does not start with it; a rule of no project starts every session."""
+    shop, blog = tmp_path / "shop", tmp_path / "blog"
+    for folder in (shop, blog):
+        folder.mkdir()
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    store = make_store(tmp_path / "store")
+    add_all(store, [
+        memory("shop-check", "Run make check before pushing shop", cls="rule", always_on=True, project=str(shop)),
+        memory("everywhere", "Answer in British English", cls="rule", always_on=True),
+    ])
+    env = {"QUIPU_STORE": str(store.root)}
+
+    contexts = {}
+    for folder in (shop, blog):
+        result = quipu("session-start", "--hook", input=event(folder), cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        contexts[folder.name] = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    by_hand = json.loads(quipu("session-start", "--json", cwd=blog, env=env).stdout)
+
+    assert "(id shop-check)" in contexts["shop"] and "(id everywhere)" in contexts["shop"]
+    assert "(id shop-check)" not in contexts["blog"] and "(id everywhere)" in contexts["blog"]
+    assert by_hand["rules"] == ["everywhere"]
+    assert set(always_on.build(store).rules) == {"shop-check", "everywhere"}  # no folder: every rule (doctor)

@@ -17,6 +17,10 @@ Contract:
   per-user store exists (``quipu.store.layers.user_store``): the profile is the user store's
   (a profile is about the person, in every project) and the rules are the union, the project's
   first.
+- ``build(store, cwd=...)``: a rule recorded as of a project (its ``project`` field) shows only in
+  sessions of that project (``quipu.prompt.files.of_other_projects``: the folder ``cwd`` is in it,
+  or the store is that project's own); one of no project shows everywhere. Without ``cwd``
+  (``quipu doctor``) every rule is listed.
 - It reads memories from the index (``index.rows``) and the card from git; it never writes.
 """
 from __future__ import annotations
@@ -24,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu.prompt import fence
+from quipu.prompt import fence, locate
+from quipu.prompt.files import of_other_projects
 from quipu.index import index
 from quipu.capture import profile
 from quipu.store.store import Store
@@ -80,16 +85,24 @@ def rule_line(row: Any) -> str:
     return f"- {text} (id {row['id']})"
 
 
-def always_on_rows(store: Store) -> list[Any]:
-    return index.rows(
+def always_on_rows(store: Store, cwd: str | None = None) -> list[Any]:
+    """The store's active always-on memories in the layer's order; with ``cwd``, less those of
+    another project than the folder's."""
+    rows = index.rows(
         store,
-        "SELECT id, title, description, body, class, origin, created_ts FROM memories "
+        "SELECT id, title, description, body, class, origin, created_ts, project FROM memories "
         "WHERE always_on = 1 AND status = 'active' "
         "ORDER BY origin = 'user' DESC, class = 'rule' DESC, created_ts, id",
     )
+    if cwd is None:
+        return rows
+    elsewhere = of_other_projects({n: row["project"] for n, row in enumerate(rows)}, cwd,
+                                  locate.serves(str(store.root.absolute()), cwd))
+    return [row for n, row in enumerate(rows) if n not in elsewhere]
 
 
-def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | None = None) -> Layer:
+def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | None = None,
+          cwd: str | None = None) -> Layer:
     layer = Layer(budget_tokens=budget_tokens)
     budget = budget_tokens * CHARS_PER_TOKEN - len(_OPEN) - len(_CLOSE) - 2 - _RESERVE
     parts: list[str] = []
@@ -118,7 +131,7 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
             used += len(block) + 2
             layer.profile_lines = [ln.entry for ln in profile.Card(tuple(fitted), card.limits).ordered()]
 
-    rows = always_on_rows(store) + (always_on_rows(user) if user else [])
+    rows = always_on_rows(store, cwd) + (always_on_rows(user, cwd) if user else [])
     lines: list[str] = []
     for row in rows:
         text = rule_line(row)

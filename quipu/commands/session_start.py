@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hook:
         return _hook(args)
     store = open_store(args)
-    layer = always_on.build(store, user=layers.user_store(store))
+    layer = always_on.build(store, user=layers.user_store(store), cwd=os.getcwd())
     if args.json:
         print_json(layer.to_json())
         return 0
@@ -76,7 +76,7 @@ def _answer(args: argparse.Namespace) -> str:
         return ""
     cwd = event.get("cwd") if isinstance(event.get("cwd"), str) and os.path.isdir(event["cwd"]) else None
     store = Store.find(getattr(args, "store", None), cwd=cwd)
-    layer = always_on.build(store, user=layers.user_store(store))
+    layer = always_on.build(store, user=layers.user_store(store), cwd=cwd or os.getcwd())
     if not layer.text:
         return ""
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": layer.text}},
