@@ -23,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from quipu.store.store import Store
+
 _EDITOR_TEMPLATE = """---
 title: ""
 description: ""
@@ -117,6 +119,19 @@ def _decoded(data: bytes, what: str) -> str:
         ) from None
 
 
+def _not_replaced_already(store: Store, memory: Memory) -> None:
+    """Refuse ``supersedes`` naming a memory another one already replaces: the decision in force
+    would win, and the new memory's claim would show nowhere."""
+    if not memory.supersedes:
+        return
+    marks = ", ".join("?" * len(memory.supersedes))
+    for old, by in index.rows(store, f"SELECT id, superseded_by FROM memories WHERE id IN ({marks})"
+                              " AND superseded_by IS NOT NULL", memory.supersedes):
+        raise FatalError(f"{old} is already superseded by {by}; nothing was added\n"
+                         f"- to replace {old} by this memory instead, add it without --supersedes {old}, then run "
+                         f"`quipu supersede {old} {memory.id}`\n- to replace {by}, pass --supersedes {by}")
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     body = args.body
@@ -156,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
     if fields.get("status") not in (None, "", "active"):
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
-    with index.one_connection():  # the check and the refresh open the index once
+    with index.one_connection():  # the checks and the refresh open the index once
+        _not_replaced_already(store, memory)
         if not args.force:
             from quipu.index import near
 

@@ -5,6 +5,7 @@ import argparse
 
 from quipu.index import index
 from quipu.commands._common import add_json, open_store
+from quipu.commands.label import labelled
 from quipu.output import print_json
 
 
@@ -25,10 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
+    if args.id in labelled(store, "retracted"):
+        if args.json:
+            print_json({"commit": None, "id": args.id, "retracted": True, "already": True})
+        else:
+            print(f"{args.id} is already retracted; nothing was written (`quipu undo --memory {args.id}` brings it back)")
+        return 0
     sha = store.retract(args.id, reason=args.reason)
     index.refresh_after_write(store)
     if args.json:
-        print_json({"commit": sha, "id": args.id, "retracted": True})
+        print_json({"commit": sha, "id": args.id, "retracted": True, "already": False})
     else:
         print(f"Retracted {args.id}: out of recall and search, kept in the store  "
               f"[commit {sha[:12]}; undo with `quipu undo --memory {args.id}`]")

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from quipu.index import index
+from quipu.index import derive, index
 from quipu.commands._common import add_json, open_store
+from quipu.errors import FatalError
 from quipu.output import print_json
 
 
@@ -14,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="mark a memory as replaced by another",
         description="Mark OLD as superseded by NEW. Nothing is deleted: OLD stays searchable with a label "
         "and a ranking penalty; `quipu undo` reverts the decision. When OLD is already superseded by NEW, "
-        "nothing is written and the decision in force is named.",
+        "nothing is written and the decision in force is named; when NEW is itself replaced, directly or "
+        "through others, by OLD, nothing is written either (neither would be current).",
     )
     p.add_argument("old", help="the id of the outdated memory")
     p.add_argument("new", help="the id of the memory that replaces it")
@@ -25,6 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
+    ahead = index.query(store, lambda db: derive.successors(db, args.new))
+    if args.old in ahead:
+        chain = " by ".join([args.new, *ahead[:ahead.index(args.old) + 1]])
+        raise FatalError(f"{args.new} is itself superseded by {args.old} ({chain}): superseding {args.old} by "
+                         f"{args.new} would leave neither current; nothing was written\n"
+                         f"- to make {args.new} current again, undo that decision: `quipu undo --memory {args.new}`")
     before = store.supersession(args.old)
     sha = store.supersede(args.old, args.new, reason=args.reason)
     already = before == (args.new, sha)
