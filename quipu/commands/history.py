@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     pr = hsub.add_parser("promote", help="turn a past turn into a memory, through capture's gates",
                          description="Make a memory of turn SESSION:TURN in the current store, through the same "
                          "gates as capture (no secret, a claim rather than a command, nothing transient): one "
-                         "commit, origin `session`, the session id in its trailer; `quipu undo` reverts it.")
+                         "commit, origin `session`, the session id in its trailer; `quipu retract ID` takes it out of recall "
+                         "(nothing is deleted).")
     pr.add_argument("ref", metavar="SESSION:TURN")
     pr.add_argument("--title", help="the memory's title (default: the turn's first sentence)")
     pr.add_argument("--class", dest="cls", default="project-note",
@@ -256,7 +257,8 @@ def run_promote(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"id": memory.id, "title": memory.title, "session": memory.session})
     else:
-        print(f"Promoted {args.ref} to memory {memory.id}: {memory.title}")
+        print(f"Promoted {args.ref} to memory {memory.id}: {memory.title}  "
+              f"(`quipu retract {memory.id}` takes it out of recall)")
     return 0
 
 

@@ -6,7 +6,8 @@ Contract:
   no question, no transient error, no one-off story...). A refusal raises ``FatalError`` naming
   the gate; a question's names the turn to promote instead.
 - An admitted turn is one commit (action ``promote``), origin ``session``, tagged with the
-  session id (``Memory.session`` and the ``Quipu-Session`` trailer), so ``quipu undo`` reverts it.
+  session id (``Memory.session`` and the ``Quipu-Session`` trailer); ``quipu retract`` takes it out
+  of recall (``quipu undo`` never deletes a memory).
 """
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
     sha = store.add(memory, action="remember", session=service.session)
     index.ensure_fresh(store)
     return Answer(f"Remembered {memory.id} ({cls}): {title} [commit {sha[:12]}; "
-                  f"undo with `quipu undo {sha[:12]}`]")
+                  f"`quipu retract {memory.id}` takes it out of recall (nothing is deleted)]")
 
 
 def propose_supersession(service: Service, args: dict[str, Any]) -> Answer:
