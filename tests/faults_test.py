@@ -442,3 +442,26 @@ def test_every_number_the_cli_takes_has_a_checked_range() -> None:
 
     bare = [a.option_strings or a.dest for a in actions(cli.build_parser()) if a.type in (int, float)]
     assert bare == []
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00" * 300, b"DIRC" + bytes(range(256)) * 4, bytes(range(200, 256)) * 6])
+def test_a_write_into_a_store_whose_git_index_is_damaged_is_one_message_naming_the_repair(
+        tmp_path: Path, garbage: bytes) -> None:
+    """A damaged ``.git/index`` (git's cache of the worktree) stops a write with exit 1 and the
+    command that repairs it, never an unexpected error; nothing is half written."""
+    store = _store_with_notes(tmp_path)
+    root = store.root
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / ".git" / "index").write_bytes(garbage)
+
+    labelled = quipu("--store", str(root), "label", "note-1", "unverified")
+    added = quipu("--store", str(root), "add", "The pipeline runs nightly at 02:00", "--title", "nightly")
+
+    for result in (labelled, added):
+        assert result.returncode == 1, result.stderr
+        assert "quipu doctor --repair" in result.stderr and "nothing was written" in result.stderr
+        assert "unexpected error" not in result.stderr
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    code, check = _doctor(root, "--repair")
+    assert check["ok"] is True, check
+    assert quipu("--store", str(root), "label", "note-1", "unverified").returncode == 0

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
+from quipu.errors import FatalError
 from quipu.store import gitindex
 from quipu.store.journal import Journal
 
@@ -209,7 +210,12 @@ class GitIndexLock:
             with contextlib.suppress(FileNotFoundError):  # (no .git/index yet: the lock stays empty)
                 with open(self.index, "rb") as src:
                     _write_into(self.lock, src.read())
-            return pygit2.Index(self.lock)
+            try:
+                return pygit2.Index(self.lock)
+            except pygit2.GitError as exc:  # git's own cache of the worktree, damaged: nothing is lost
+                raise FatalError(f"git's index of the store ({self.index}) is damaged ({exc}); nothing was "
+                                 "written\n- run `quipu doctor --repair`: it rebuilds the index from the "
+                                 "store's commits and keeps the damaged file aside") from None
 
     def commit(self) -> None:
         os.replace(self.lock, self.index)
