@@ -249,10 +249,24 @@ def check_switches(store: Store) -> Check:
                  [f"{name}={os.environ.get(name, '').strip()}: {what[name]}; unset it to turn it back on" for name in off])
 
 
+def check_project_folder(store: Store) -> Check:
+    """A ``.quipu`` folder here or above that is not a store: passed over when quipu looks for the
+    project's store, so this project's sessions read the per-user store (``locate.not_stores``)."""
+    from quipu.prompt import locate
+
+    passed = locate.not_stores()
+    if not passed:
+        return Check("project store", True, "no .quipu folder here is passed over")
+    return Check("project store", False, f"{passed[0]} is not a quipu store, so it is passed over: "
+                 f"this project reads {store.root}",
+                 [f"{folder}: no git repository with a quipu.toml; to make this project's store, move its files "
+                  f"aside and run `quipu init {folder}`, or rename the folder" for folder in passed])
+
+
 CHECKS: list[Callable[[Store], Check]] = [
     check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md,
     check_always_on, check_claude_code, check_capture, check_codex, check_prompt_server,
-    check_command_server, check_switches,
+    check_command_server, check_switches, check_project_folder,
 ]
 
 

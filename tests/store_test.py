@@ -1,6 +1,7 @@
 """The store: every mutation a commit, undo a revert that never collides, clear errors (issue 2)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from quipu.index import index
 from quipu.commands.search import search
 from quipu.errors import ConflictError, FatalError, NoStore, NotFound
 from quipu.store.store import Store
-from testing.fixtures import git, make_store, memory
+from testing.fixtures import git, make_store, memory, quipu, run_prompt_hook
 
 
 def _status(store: Store) -> str:
@@ -297,3 +298,37 @@ def _wait_for(path: Path, timeout: float = 20.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{path} never appeared")
         time.sleep(0.01)
+
+
+def test_a_dot_quipu_folder_that_is_no_store_is_passed_over_and_doctor_names_it(tmp_path: Path) -> None:
+    """A project's own files under ``.quipu`` (no git repository, no quipu.toml) must not hide the
+    per-user store: reads, writes and the prompt hook use it, and doctor says why."""
+    home = tmp_path / "home"
+    project = tmp_path / "proj"
+    (project / ".quipu").mkdir(parents=True)
+    (project / ".quipu" / "notes.md").write_text("the team's notes, not a store\n")
+    (project / "src").mkdir()
+    env = {"HOME": str(home), "QUIPU_HOME": str(home / "q"), "QUIPU_COMMAND_SERVER": "off", "QUIPU_STORE": ""}
+    assert quipu("init", env=env, cwd=project).returncode == 0
+    user = home / "q" / "store"
+
+    added = quipu("add", "The staging database is db-stage.internal", "--title", "Staging database",
+                  "--id", "stg-db", env=env, cwd=project / "src")
+    listed = quipu("list", "--json", env=env, cwd=project / "src")
+    recalled = quipu("recall", "which host is the staging database on?", env=env, cwd=project)
+    doctor = quipu("doctor", "--json", env=env, cwd=project)
+    event = json.dumps({"session_id": "s1", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                        "prompt": "which host is the staging database on?"})
+    hook = run_prompt_hook(event, env={**env, "QUIPU_PROMPT_SERVER": "off"}, cwd=project)
+
+    assert added.returncode == 0, added.stderr
+    assert (user / "memories" / "st" / "stg-db.md").is_file()
+    assert [m["id"] for m in json.loads(listed.stdout)] == ["stg-db"]
+    assert "db-stage.internal" in recalled.stdout
+    assert hook.returncode == 0 and b"db-stage.internal" in hook.stdout
+    check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "project store")
+    assert check["ok"] is False and str(project / ".quipu") in check["summary"]
+    assert f"quipu init {project / '.quipu'}" in check["details"][0]
+    assert Store.find(cwd=str(project), env={"QUIPU_HOME": str(home / "q")}).root == user
+    made = make_store(project / "sub" / ".quipu")  # a real store nearer still is the project's store
+    assert Store.find(cwd=str(project / "sub"), env={"QUIPU_HOME": str(home / "q")}).root == made.root

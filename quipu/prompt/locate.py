@@ -77,22 +77,42 @@ def default_store(env: "Mapping[str, str] | None" = None) -> str:
 def find_store_root(
     explicit: str | None = None, cwd: str | None = None, env: "Mapping[str, str] | None" = None
 ) -> tuple[str, str]:
-    """Return (store root, how it was chosen)."""
+    """Return (store root, how it was chosen). Walking up, a ``.quipu`` folder that is not a store
+    (a project's files under that name, a folder made by hand) is passed over: it would otherwise
+    hide the per-user store (``not_stores`` names it for ``quipu doctor``)."""
     env = _fs.environ() if env is None else env
     if explicit:
         return _fs.abspath(_fs.expanduser(explicit)), "--store"
     if env.get("QUIPU_STORE"):
         return _fs.abspath(_fs.expanduser(env["QUIPU_STORE"])), "QUIPU_STORE"
+    for candidate in _walked(cwd):
+        if is_store(candidate):
+            return candidate, WALKED
+    return default_store(env), "per-user default"
+
+
+def _walked(cwd: "str | None") -> "list[str]":
+    """The ``.quipu`` folders of ``cwd`` and the folders above it, nearest first."""
     here = _fs.abspath(cwd or _fs.getcwd())
+    out: "list[str]" = []
     while True:
         candidate = _fs.join(here, STORE_DIR_NAME)
         if _fs.isdir(candidate):
-            return candidate, WALKED
+            out.append(candidate)
         parent = _fs.dirname(here)
         if parent == here:
-            break
+            return out
         here = parent
-    return default_store(env), "per-user default"
+
+
+def not_stores(cwd: "str | None" = None) -> "list[str]":
+    """The ``.quipu`` folders nearer to ``cwd`` than the store walking up finds, that are not stores."""
+    out: "list[str]" = []
+    for candidate in _walked(cwd):
+        if is_store(candidate):
+            break
+        out.append(candidate)
+    return out
 
 
 WALKED = f"nearest {STORE_DIR_NAME} folder"
