@@ -89,7 +89,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--store",
         metavar="PATH",
-        help="the one store to use (default: $QUIPU_STORE, the nearest .quipu folder upwards, "
+        help="the one store to use (default: $QUIPU_STORE, the nearest .quipu store upwards, "
         "then the per-user store; inside a project, reads search the per-user store too); "
         "also accepted after the command",
     )
