@@ -140,6 +140,9 @@ def test_errors_exit_1_with_a_message_that_says_how_to_fix_it(store: Store, tmp_
     plain = tmp_path / "plain"
     plain.mkdir()
     assert "not a git repository" in _error(quipu("--store", str(plain), "list"))
+    (tmp_path / "a-file").write_text("not a folder\n")
+    as_file = _error(quipu("--store", str(tmp_path / "a-file"), "list"))
+    assert "it is a file: pass --store" in as_file and "quipu init" not in as_file
     assert "- run `quipu list`" in _error(quipu("--store", s, "show", "no-such-memory"))
     assert "no '/', '..'" in _error(quipu("--store", s, "add", "--id", "../../etc/passwd", "text"))
     assert "invalid id" in _error(quipu("--store", s, "add", "--id", "/abs/path", "text"))

@@ -397,3 +397,16 @@ def test_a_question_about_the_user_is_embedded_in_the_first_person() -> None:
     assert vectors.first_person("where does the user live now") == "where does I live now"
     assert vectors.first_person("what is the user's job") == "what is my job"
     assert vectors.first_person("how do users log in") == "how do users log in"
+
+
+def test_a_query_whose_matches_are_all_retracted_says_so(store_path: Path) -> None:
+    store = make_store(store_path)
+    add_all(store, [memory("graf", "Grafana dashboards", "Grafana dashboards live in the obs folder")])
+    store.retract("graf")
+    index.ensure_fresh(store)
+
+    result = quipu("--store", str(store.root), "search", "grafana dashboards", "--words-only")
+
+    assert result.returncode == 0
+    assert result.stdout.strip() == ("No memories match: every memory it matches is retracted "
+                                     "(`quipu list --status retracted` lists them).")

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_json() if args.explain else [h.to_json() for h in result.hits])
         return 0
     if not result.hits:
-        print(f"No memories match ({result.reason}).")
+        print(f"No memories match: {result.reason or 'nothing was found'}.")
         return 0
     if args.explain:
         print(f"terms: {', '.join(result.terms) or '(none)'}; meaning search: "

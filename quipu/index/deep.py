@@ -291,6 +291,9 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
                         score * lf * af, score, lex_rank, mean_rank, bm25.get(mid), cosine.get(mid), lf, af))
     hits.sort(key=lambda h: (-h.score, h.lexical_rank or GATHER + 1, h.id))
     hits = [h for h in _successors_first(hits) if keep is None or keep(h)][:limit]
+    if not hits:
+        result.reason = ("every memory it matches is retracted (`quipu list --status retracted` lists them)"
+                         if keep is None else "no memory it matches is kept by the filter")
     stems = [s for s in (fts_term(t) for t in fusion.terms) if s]
     shown = len(hits) if excerpts is None else excerpts
     result.hits = [_with_snippet(h, rows[h.id][-1], stems) if n < shown else h for n, h in enumerate(hits)]

@@ -73,10 +73,9 @@ class Store:
 
     def check(self) -> None:
         if not self.root.is_dir():
-            raise NoStore(
-                f"no memory store at {self.root} (chosen by {self.how})\n"
-                f"- run `quipu init {self.root}` to create it, or pass --store PATH / set QUIPU_STORE"
-            )
+            fix = ("it is a file: pass --store (or set QUIPU_STORE to) a store's folder" if self.root.exists()
+                   else f"run `quipu init {self.root}` to create it, or pass --store PATH / set QUIPU_STORE")
+            raise NoStore(f"no memory store at {self.root} (chosen by {self.how})\n- {fix}")
         if locate.git_dir(str(self.root)) is None:
             raise NoStore(f"{self.root} (chosen by {self.how}) is not a git repository, so it is not a quipu store\n"
                           + self._init_fix("make it one"))
