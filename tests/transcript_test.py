@@ -96,3 +96,22 @@ def test_conversation_keeps_only_human_prompts_and_assistant_text(tmp_path: Path
                user([{"type": "tool_result", "content": "tool"}])]
     path.write_text("\n".join(json.dumps(r) for r in records) + "\nnot json\n")
     assert transcript.conversation(str(path)) == [("user", "real prompt"), ("assistant", "real answer")]
+
+
+def test_what_claude_code_writes_in_the_assistants_place_is_not_the_assistant(tmp_path: Path) -> None:
+    """An API error and the "No response requested." placeholder (model ``<synthetic>``) are not
+    what the assistant said: capture never reads them as the conversation, nor the hook as context."""
+    from testing.transcripts import Transcript
+
+    t = Transcript("2b9c1f3e-1111-4c21-9d0a-3e4f5a6b7c8d", "/src/shop")
+    t.user("Where do the staging logs go?")
+    t.assistant("They go to the logs bucket in eu-west-1.")
+    t.machine_turns()
+    path = t.write(tmp_path)
+
+    said = transcript.conversation(str(path))
+    _previous, last = transcript.read_tail(str(path))
+
+    assert ("assistant", "They go to the logs bucket in eu-west-1.") in said
+    assert not any("No response requested" in text or "API Error" in text for _role, text in said)
+    assert last == "They go to the logs bucket in eu-west-1."

@@ -126,10 +126,13 @@ def is_human_record(record: "Any") -> bool:
 
 
 def assistant_text(record: "Any") -> str | None:
-    if not isinstance(record, dict) or record.get("type") != "assistant" or record.get("isSidechain"):
+    """The assistant's own text of ``record``; None for what Claude Code writes in its place (an
+    API error, a "No response requested." placeholder: model ``<synthetic>``) or a sub-agent's."""
+    if not isinstance(record, dict) or record.get("type") != "assistant" or record.get("isSidechain") \
+            or record.get("isApiErrorMessage"):
         return None
     message = record.get("message")
-    if not isinstance(message, dict):
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
         return None
     content = message.get("content")
     if isinstance(content, str):
