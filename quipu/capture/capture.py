@@ -16,8 +16,12 @@ Contract:
   each (action ``capture``) tagged with the session (``Memory.session`` and the
   ``Quipu-Session`` trailer). Aliases are filtered by ``quipu.capture.enrich.filter_aliases``. A
   ``fact`` with a subject updates that subject's fact note (``quipu.capture.facts``). A candidate the
-  model marks for the profile, stable for six months or more, is also offered to the card
-  (origin ``user`` only when the user's quoted words really occur in a human turn).
+  model marks for the profile, stable for six months or more, is also offered to the card, which
+  takes more than a memory does: only what the user said (``said_by`` user, and the quoted words
+  really occur in a human turn), and only text the card's gates pass
+  (``quipu.capture.gates.check_card``: nothing that weakens a safeguard). A candidate the card
+  refuses stays a memory, and the refusal is reported like the others (gate ``profile-...``). The
+  line names the memory it came from, so it leaves the session's card with that memory.
 - Running capture again on the same session (pre-compact, then session end) does not
   duplicate: the memories already captured from the session are shown to the model, and a
   candidate whose title matches one of them is skipped. A candidate near-identical to any active
@@ -334,11 +338,13 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         try:
             if c.cls == "fact":
                 change = facts.set_fact(store, c.subject, c.value, origin=origin, session=session_id, sweep=sweep)
+                memory_id = change.id
                 if change.commit:
                     report.facts.append(change.id)
             else:
                 memory = _memory_from(c, session_id, origin, project)
                 store.add(memory, action="capture", session=session_id, sweep=sweep)
+                memory_id = memory.id
                 report.captured.append(memory.id)
         except FatalError as exc:
             report.refused.append(("invalid", c.excerpt()))
@@ -347,18 +353,43 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
             continue
         _log(store, {"session": session_id, "decision": "captured", "class": c.cls, "excerpt": c.excerpt()})
         if c.profile_prefix and c.stable_for_months >= profile.MIN_STABLE_MONTHS and c.scope == "user":
-            text = c.statement if len(c.statement) < 120 else c.title
-            try:
-                added = profile.add_line(store, c.profile_prefix, text, origin=origin,
-                                         stable_months=c.stable_for_months, sweep=sweep, divert=False).added
-            except FatalError as exc:
-                _log(store, {"session": session_id, "decision": "profile-refused",
-                             "reason": str(exc).split("\n", 1)[0], "excerpt": c.excerpt()})
-                continue
-            if added is not None:
-                report.profile.append(added.entry)
+            _offer_to_card(store, report, c, origin, memory_id, sweep)
     index.ensure_fresh(store)
     return report
+
+
+def _card_refusal(c: Candidate, origin: str, text: str) -> gates.Refusal | None:
+    """Why the always-on card refuses the line ``text`` of ``c`` (it stays a memory), or None."""
+    refusal = gates.check_card(f"{text}\n{c.claim_text()}")
+    if refusal is not None:
+        return refusal
+    if origin != "user":
+        said = "the model inferred it" if c.said_by != "user" else "the quoted words are not in any human turn"
+        return gates.Refusal("not-said-by-user", f"{said}; the card takes only what the user said")
+    return None
+
+
+def _offer_to_card(store: Store, report: CaptureReport, c: Candidate, origin: str, memory_id: str,
+                   sweep: str | None) -> None:
+    from quipu.capture import profile
+
+    text = c.statement if len(c.statement) < 120 else c.title
+    refusal = _card_refusal(c, origin, text)
+    reason = refusal.detail if refusal is not None else ""
+    if refusal is None:
+        try:
+            added = profile.add_line(store, c.profile_prefix, text, origin=origin, stable_months=c.stable_for_months,
+                                     sweep=sweep, divert=False, memories=(memory_id,)).added
+        except FatalError as exc:
+            reason = str(exc).split("\n", 1)[0]
+        else:
+            if added is not None:
+                report.profile.append(added.entry)
+            return
+    gate = f"profile-{refusal.gate}" if refusal is not None else "profile-invalid"
+    report.refused.append((gate, c.excerpt()))
+    _log(store, {"session": report.session, "decision": "refused", "gate": gate, "reason": reason,
+                 "excerpt": c.excerpt()})
 
 
 def log_path(store: Store) -> Path:

@@ -11,14 +11,23 @@ Contract:
   order of ``GATES``: secret, prompt-injection, malformed, outcome, kind, class, imperative,
   question, transient-error, environment-dependent, negative-tool-claim, one-off-story.
 - ``check_text(text)`` runs the gates that apply to any text quipu writes on someone's behalf
-  (secret, prompt-injection, imperative); ``profile add`` and ``fact set`` use it.
+  (secret, prompt-injection, imperative); ``fact set`` uses it.
+- The prompt-injection gate refuses text that addresses the agent (role markers, "ignore previous
+  instructions", "you must"...), text that addresses the assistant reading the memory ("assistants
+  reading this memory..."), and text that asks it to keep something from the user ("must not
+  mention ... to the user", "don't tell the user", "keep this from the user", "never reveal this").
+- ``check_card(text)`` is what a line of the always-on profile card must pass, more than an
+  ordinary memory: ``check_text``'s gates, then ``safeguard``: nothing that weakens a safeguard
+  (``SAFEGUARD``: permission-skipping flags, a download piped to a shell, disabled verification,
+  hooks or checks...; the skill drafts' gate, ``quipu.skills.gate``, uses the same pattern).
 
 Limits of the text heuristics (they are a safety net behind the model's own ``kind`` and
 ``outcome`` fields, not a classifier): they read English only; they refuse some durable notes
 that mention a status code or a timeout without a condition ("the API returns 503") and must
 then be written by hand with ``quipu add``; an imperative hidden in a subordinate clause
 ("the rule is: run X") passes the imperative gate (the prompt-injection gate still refuses
-"you must" and role markers).
+"you must" and role markers); the concealment phrases are English and literal, so a paraphrase
+("leave the user unaware of ...") passes.
 """
 from __future__ import annotations
 
@@ -116,12 +125,41 @@ class Candidate:
 
 # --------------------------------------------------------------------------------- patterns
 
+_NOT = r"(do\s+not|don'?t|must\s+not|mustn'?t|should\s+not|shouldn'?t|never|not\s+to|cannot|can'?t|may\s+not)"
+_TELL = r"(tell|inform|warn|mention|reveal|disclose|divulge|show|say|admit|acknowledge|notify|alert|bring\s+up)"
 _INJECTION = re.compile(
     r"(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|every\s+)*"
     r"(previous|prior|above|earlier|preceding|original|system|safety)?\s*(instructions?|prompts?|messages|rules|guidelines)"
     r"|\byou\s+must\b|\byou\s+are\s+now\b|\bfrom\s+now\s+on\b|\bact\s+as\b|\bnew\s+instructions?\b"
     r"|\bsystem\s+prompt\b|(^|\n)\s*(system|assistant|human)\s*:|<\s*/?\s*(system|instructions?|assistant|im_start|im_end)\b"
     r"|<\|im_(start|end)\|>|\[/?INST\]|\bdo\s+not\s+(tell|inform|warn)\s+the\s+user\b|\bjailbreak"
+    # The assistant reading the memory, addressed; or asked to keep something from the user.
+    r"|\b(assistants?|agents?|models?|claude|llms?|ais?|bots?|readers?|whoever|anyone)\s+((who|that)\s+(is\s+|are\s+)?)?"
+    r"(reads?|reading|uses?|using|loads?|loading|sees?|seeing|receives?|receiving)\s+(this|these)\s+"
+    r"(memory|memories|notes?|cards?|profile|rules?|texts?|lines?|entry|entries|context)\b"
+    r"|\bif\s+you\s+are\s+(an?\s+)?(ai|assistant|agent|model|llm|language\s+model|claude|chatbot)\b"
+    rf"|\b{_NOT}\s+(\w+\s+){{0,2}}?{_TELL}\b[^.!?\n]{{0,80}}?\b(to\s+)?(the\s+)?(users?|humans?|person|operator)\b"
+    rf"|\b{_NOT}\s+let\s+(the\s+)?(users?|humans?)\s+know\b"
+    r"|\bwithout\s+(telling|informing|alerting|notifying|warning)\s+(the\s+)?(users?|humans?)\b"
+    r"|\b(keep|hide|conceal|withhold)\s+([\w'-]+\s+){0,4}?(away\s+)?from\s+(the\s+)?(users?|humans?)\b"
+    r"|\bsecret\s+from\s+(the\s+)?(users?|humans?)\b"
+    rf"|\b{_NOT}\s+(reveal|disclose|divulge|mention|acknowledge)\s+(this|these|that|it|them|quipu|anything"
+    r"|the\s+existence|(any|the|your)\s+(memor\w*|notes?|rules?|instructions?|contents?|sources?|store|card|profile))\b"
+)
+
+# What weakens a safeguard: a flag that skips permission prompts or verification, a download piped
+# to a shell, hooks, checks or confirmations turned off. A skill draft must not teach it
+# (``quipu.skills.gate``) and the always-on card must not carry it (``check_card``).
+SAFEGUARD = re.compile(
+    r"(?i)--no-verify\b|dangerously-skip-permissions|\bbypassPermissions\b|\bdisableAllHooks\b|\bQUIPU_CHILD\b"
+    r"|\b(disable|disabling|turn\s+off|skip|skipping|bypass|ignore)\s+(all\s+|the\s+|any\s+)?"
+    r"(ssl\s+|tls\s+|certificate\s+|signature\s+|host[\s-]key\s+|permission\s+)?"
+    r"(safety|security|pre-commit|hooks?|checks?|verification|sandbox|permissions?|tests?|linters?|guards?"
+    r"|confirmations?|prompts?)\b"
+    r"|\brm\s+-[a-z]*r[a-z]*f?\s+[/~]|\bchmod\s+(-R\s+)?777\b|\bgit\s+push\s+(-f|--force)\b|\bsudo\b"
+    r"|\b(curl|wget)\b[^\n|]*\|\s*(sudo\s+)?(ba|z)?sh\b"
+    r"|--insecure\b|--no-check-certificate\b|\bGIT_SSL_NO_VERIFY\b|\bverify\s*=\s*False\b|StrictHostKeyChecking[\s=]+no\b"
+    r"|\b(no|without)\s+(any\s+)?(confirmations?|permission\s+prompts?|approvals?)\b"
 )
 
 # First words of a sentence in the imperative mood: a command to the agent, not a claim.
@@ -299,7 +337,7 @@ def check(candidate: Candidate) -> Refusal | None:
 
 
 def check_text(text: str, *, gates: Sequence[str] = ("secret", "prompt-injection", "imperative")) -> Refusal | None:
-    """The gates that apply to any text quipu writes for someone (a profile line, a fact value)."""
+    """The gates that apply to any text quipu writes for someone (a fact value, an alias)."""
     probe = Candidate(cls="preference", title=text, statement=text, outcome="held")
     for name, gate in GATES:
         if name in gates:
@@ -307,3 +345,16 @@ def check_text(text: str, *, gates: Sequence[str] = ("secret", "prompt-injection
             if detail is not None:
                 return Refusal(name, detail)
     return None
+
+
+CARD_GATES = ("secret", "prompt-injection", "imperative", "safeguard")
+
+
+def check_card(text: str, *, gates: Sequence[str] = CARD_GATES) -> Refusal | None:
+    """What a line of the always-on card must pass (see the module contract)."""
+    refusal = check_text(text, gates=gates)
+    if refusal is None and "safeguard" in gates:
+        hit = _found(SAFEGUARD, text)
+        if hit:
+            refusal = Refusal("safeguard", f"text that weakens a safeguard: {hit!r}")
+    return refusal

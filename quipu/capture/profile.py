@@ -17,8 +17,17 @@ Contract:
   not go on the card. The adder states ``stable_for_months`` (>= 6 required) and code refuses
   volatile wording ("currently", "this week", "for now", version numbers, dates...). A value
   that fails admission is not lost: it is saved to the searchable store as a memory instead.
-  Text that looks like a secret, instructs the agent, or is phrased as a command is refused
+  Text that looks like a secret, instructs the agent (or asks it to keep something from the user),
+  is phrased as a command, or weakens a safeguard (``quipu.capture.gates.check_card``) is refused
   outright (``FatalError``) and written nowhere.
+- A line that came from memories names them in its comment (``memory=ID``: capture's line, the
+  memory it captured; a rebuilt line, the memories it rests on). ``session_card`` is the card as a
+  session sees it: without a line one of whose memories is retracted or superseded (however that
+  happened: ``quipu retract``, a label, a review, a sync, an undo), and without a line whose text
+  the card's prompt-injection or safeguard gate refuses now (one a hand edit or an older quipu
+  wrote); ``withheld`` says why for each. Those lines stay in ``profile.md``; taking a line out is
+  ``quipu.capture.profile_remove``. A line added again by hand (``quipu profile add``, no memory)
+  becomes the person's own and names no memory; added again from another memory, it names that one.
 - Writing to a full card never fails: the weakest line is demoted to the searchable store as a
   memory (one commit that removes the line and adds the memory, so ``quipu undo`` of it puts
   the line back). Lines the user said (origin ``user``) outrank inferred ones; then the value
@@ -67,7 +76,7 @@ _FILE_HEAD = (
 _LINE = re.compile(
     r"^- (?P<prefix>Identity|Preference|Environment|Working style): (?P<text>.+?)"
     r"(?:\s+<!-- origin=(?P<origin>user|session|import) since=(?P<since>\d{4}-\d{2}-\d{2})"
-    r" stable=(?P<stable>\d+) -->)?$"
+    r" stable=(?P<stable>\d+)(?: memory=(?P<memory>[a-z0-9][a-z0-9-]{2,63}(?:,[a-z0-9][a-z0-9-]{2,63})*))? -->)?$"
 )
 _VOLATILE = re.compile(
     r"(?i)\b(currently|right\s+now|at\s+the\s+moment|for\s+now|these\s+days|nowadays|lately|recently|temporar(y|ily)"
@@ -105,13 +114,15 @@ class Line:
     origin: str = "user"
     since: str = ""
     stable_months: int = DEFAULT_STABLE_MONTHS
+    memories: tuple[str, ...] = ()  # the memories the line came from
 
     @property
     def entry(self) -> str:
         return f"{self.prefix}: {self.text}"
 
     def render(self) -> str:
-        return f"- {self.entry} <!-- origin={self.origin} since={self.since} stable={self.stable_months} -->"
+        link = f" memory={','.join(self.memories)}" if self.memories else ""
+        return f"- {self.entry} <!-- origin={self.origin} since={self.since} stable={self.stable_months}{link} -->"
 
     def key(self) -> str:
         return " ".join(self.entry.casefold().split())
@@ -122,7 +133,7 @@ class Line:
 
     def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "text": self.text, "origin": self.origin, "since": self.since,
-                "stable_for_months": self.stable_months}
+                "stable_for_months": self.stable_months, "memories": list(self.memories)}
 
 
 @dataclass(frozen=True)
@@ -205,7 +216,8 @@ def parse_card(text: str, limits: Limits | None = None) -> Card:
             continue
         # A line without the trailing comment was written by hand: the user said it.
         lines.append(Line(m["prefix"], m["text"].strip(), m["origin"] or "user", m["since"] or today_iso(),
-                          int(m["stable"]) if m["stable"] else DEFAULT_STABLE_MONTHS))
+                          int(m["stable"]) if m["stable"] else DEFAULT_STABLE_MONTHS,
+                          tuple(dict.fromkeys(m["memory"].split(","))) if m["memory"] else ()))
     return Card(tuple(lines), limits or Limits(), tuple(unparsed))
 
 
@@ -215,6 +227,32 @@ def read_card(store: Store, limits: Limits | None = None) -> Card:
     if data is None:
         return Card((), limits)
     return parse_card(data.decode("utf-8", "replace"), limits)
+
+
+def withheld(store: Store, card: Card) -> dict[Line, str]:
+    """The lines of ``card`` a session does not see, each with why (see the module contract)."""
+    linked = sorted({mid for line in card.lines for mid in line.memories})
+    status: dict[str, str] = {}
+    if linked:
+        marks = ",".join("?" * len(linked))
+        status = {row["id"]: row["status"] for row in
+                  index.rows(store, f"SELECT id, status FROM memories WHERE id IN ({marks})", linked)}
+    out: dict[Line, str] = {}
+    for line in card.lines:
+        gone = [mid for mid in line.memories if status.get(mid) in ("retracted", "superseded")]
+        refusal = None if gone else gates.check_card(line.text, gates=("prompt-injection", "safeguard"))
+        if gone:
+            out[line] = f"the memory it came from, {gone[0]}, is {status[gone[0]]}"
+        elif refusal is not None:
+            out[line] = f"the card's {refusal.gate} gate refuses it: {refusal.detail}"
+    return out
+
+
+def session_card(store: Store, limits: Limits | None = None) -> Card:
+    """The card as a session sees it: ``read_card`` without the lines ``withheld`` names."""
+    card = read_card(store, limits)
+    out = withheld(store, card)
+    return replace(card, lines=tuple(ln for ln in card.lines if ln not in out)) if out else card
 
 
 # ------------------------------------------------------------------------------ admission
@@ -237,10 +275,12 @@ def _check_text(text: str) -> str:
     text = " ".join(text.split())
     if not text:
         raise FatalError("the profile line is empty\n- give the text after the prefix")
-    refusal = gates.check_text(text)
+    refusal = gates.check_card(text)
     if refusal is not None:
         hint = ("- phrase it as a claim about the user: 'the user prefers X', not 'always do X'"
-                if refusal.gate == "imperative" else "- never put secrets or instructions on the card")
+                if refusal.gate == "imperative" else
+                "- the card is injected into every session: it never carries what weakens a safeguard"
+                if refusal.gate == "safeguard" else "- never put secrets or instructions on the card")
         raise FatalError(f"refusing this profile line: {refusal.detail}\n{hint}")
     return text
 
@@ -317,15 +357,17 @@ def add_line(
     limits: Limits | None = None,
     sweep: str | None = None,
     divert: bool = True,
+    memories: Sequence[str] = (),
 ) -> Change:
     """Put a line on the card; never fails for lack of room (the weakest line is demoted).
 
     With ``divert=False`` (the caller already keeps the value in the store, as capture does) a
     line the card refuses, or that is weaker than every line it would displace, is not written
-    anywhere; ``Change.note`` says why."""
+    anywhere; ``Change.note`` says why. ``memories``: the memories the line came from (see the
+    module contract)."""
     if prefix not in PREFIXES:
         raise FatalError(f"unknown profile prefix {prefix!r}\n- use one of: {', '.join(PREFIXES)}")
-    line = Line(prefix, _check_text(text), origin, today_iso(), stable_months)
+    line = Line(prefix, _check_text(text), origin, today_iso(), stable_months, tuple(dict.fromkeys(memories)))
     change = Change()
     with card_lock(store):
         card = read_card(store, limits)
@@ -343,14 +385,20 @@ def add_line(
             return change
         same = [ln for ln in card.lines if ln.key() == line.key()]
         if same:
-            if origin == "user" and same[0].origin != "user":  # the user now says it: it outranks
-                lines = tuple(replace(ln, origin="user") if ln is same[0] else ln for ln in card.lines)
+            old = same[0]  # the user now says it: it outranks (by hand: on its own); a new memory: it names that one
+            links = (() if origin == "user" and not line.memories else
+                     line.memories if old.memories and line.memories else old.memories)
+            new = replace(old, origin="user" if origin == "user" else old.origin, memories=links)
+            if new != old:
+                lines = tuple(new if ln is old else ln for ln in card.lines)
                 sha = store.commit({PROFILE_PATH: replace(card, lines=lines).render_file()},
                                    f"quipu: profile-confirm {line.entry[:60]}",
                                    {"Quipu-Action": "profile-confirm", "Quipu-Memory": PROFILE_ID,
                                     "Quipu-Sweep": sweep})
                 change.commits.append(sha)
-                change.note = "already on the card; now marked as said by the user"
+                change.note = ("already on the card; now marked as said by the user" if new.origin != old.origin
+                               else "already on the card; now it names the memory that says it" if links
+                               else "already on the card; now it stands as said by the user, without its memory")
             else:
                 change.note = "already on the card"
             return change

@@ -1,4 +1,9 @@
-"""The profile card rebuilt by a model from the store: the proposal, and applying it as commits."""
+"""The profile card rebuilt by a model from the store: the proposal, and applying it as commits.
+
+Each rebuilt line cites the active memories it rests on and names them (``memory=ID``), so it
+leaves the session's card when one of them is retracted or superseded; it passes the card's gates
+(``quipu.capture.gates.check_card``) like any line.
+"""
 from __future__ import annotations
 
 import difflib
@@ -121,12 +126,13 @@ def propose_rebuild(store: Store, model: Model, *, limits: Limits | None = None)
         if not sources:
             refused.append((entry, "cites no memory of the store"))
             continue
-        refusal = gates.check_text(text)
+        refusal = gates.check_card(text)
         if refusal is not None:
             refused.append((entry, refusal.detail))
             continue
         origin = "user" if any(origins[s] == "user" for s in sources) else "session"
-        line = Line(item["prefix"], text, origin, today_iso(), int(item["stable_for_months"]))
+        line = Line(item["prefix"], text, origin, today_iso(), int(item["stable_for_months"]),
+                    tuple(dict.fromkeys(sources)))
         why = admission(line, old.limits)
         if why is not None:
             refused.append((entry, why))

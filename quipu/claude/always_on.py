@@ -3,7 +3,9 @@
 Contract:
 - ``build(store)`` returns a ``Layer`` whose ``text`` is at most ``BUDGET_TOKENS`` tokens
   (estimated as characters / 4, so at most 5,200 characters), fenced as reference data.
-- The profile comes first, up to its own caps (lines and characters; a hand-edited card
+- The profile comes first, as sessions see it (``quipu.capture.profile.session_card``: no line of
+  a retracted or superseded memory, none the card's gates refuse; ``quipu profile show`` names
+  them), up to its own caps (lines and characters; a hand-edited card
   that is over them shows only its strongest lines that fit, grouped by prefix). Then the
   active memories marked ``always_on``, in a fixed order: those the user gave, then rules,
   then the oldest (standing rules first), one line each (title and description, at most
@@ -108,7 +110,7 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
     parts: list[str] = []
     used = 0
 
-    card = profile.read_card(user or store)
+    card = profile.session_card(user or store)  # without lines of retracted or superseded memories
     # Exactly the lines `quipu profile fit` would keep: the entry cap, then the weakest out first.
     out = profile.leaving(card)
     fitted = [ln for ln in card.lines if not any(ln is gone for gone in out)]

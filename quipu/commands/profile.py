@@ -1,4 +1,4 @@
-"""`quipu profile show|add|fit|rebuild|check`: the always-on card of durable facts about the user."""
+"""`quipu profile show|add|remove|fit|rebuild|check`: the always-on card of durable facts about the user."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,7 @@ from pathlib import Path
 from quipu.curate import consistency
 from quipu.capture import profile
 from quipu.capture import profile_rebuild
+from quipu.capture import profile_remove
 from quipu.commands._common import add_json, count, open_store
 from quipu.commands.capture import add_model_options, model_and_budget
 from quipu.errors import FatalError
@@ -23,10 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="show or change the always-on profile card",
         description="The profile is a small card of durable facts about the user, injected at every session "
         "start. Four prefixes: Identity, Preference, Environment, Working style. A full card never refuses a "
-        "write: its weakest line moves to the searchable store.",
+        "write: its weakest line moves to the searchable store. A line that came from a memory leaves the "
+        "session's card when that memory is retracted or superseded.",
     )
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    s = verbs.add_parser("show", help="print the card with its capacity header", description="Print the card.")
+    s = verbs.add_parser("show", help="print the card with its capacity header",
+                         description="Print the card, and each line a session does not see with why (the memory it "
+                         "came from is retracted or superseded, or the card's gates refuse its text).")
     add_json(s)
     s.set_defaults(func=run_show)
 
@@ -42,6 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("--inferred", action="store_true", help="the line was inferred, not said by the user")
     add_json(a)
     a.set_defaults(func=run_add)
+
+    d = verbs.add_parser(
+        "remove", help="take a line off the card",
+        description="Take a line off the card: give it as `quipu profile show` prints it (or its text, or a part "
+        "of it that only one line holds). A commit that changes only the card, so `quipu undo COMMIT` puts the "
+        "line back; nothing else is deleted (a memory the line came from stays).")
+    d.add_argument("line", help='the line, e.g. "Working style: The user reviews every migration by hand"')
+    add_json(d)
+    d.set_defaults(func=run_remove)
 
     f = verbs.add_parser("fit", help="move lines of an over-full card to the store",
                          description="After a hand edit, demote the weakest lines until the card fits its caps.")
@@ -69,15 +82,31 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run_show(args: argparse.Namespace) -> int:
-    card = profile.read_card(open_store(args))
+    store = open_store(args)
+    card = profile.read_card(store)
+    withheld = profile.withheld(store, card)
     if args.json:
-        print_json(card.to_json())
+        print_json({**card.to_json(), "withheld": [{"line": ln.entry, "reason": why} for ln, why in withheld.items()]})
         return 0
     print(card.render_card())
     if card.over_capacity():
         print("(over capacity: run `quipu profile fit` to move the weakest lines to the store)")
+    for held, why in withheld.items():
+        print(f"(not shown at session start, {why}; `quipu profile remove` takes it off: {held.entry})")
     for line in card.unparsed:
         print(f"(not a card line, ignored: {line})")
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    lines, sha = profile_remove.remove_line(open_store(args), args.line)
+    if args.json:
+        print_json({"removed": [ln.entry for ln in lines], "commit": sha})
+        return 0
+    for line in lines:
+        kept = f"; the memory it came from stays ({', '.join(line.memories)})" if line.memories else ""
+        print(f"Removed from the card: {line.entry}{kept}")
+    print(f"[commit {sha[:12]}; undo with `quipu undo {sha[:12]}`]")
     return 0
 
 

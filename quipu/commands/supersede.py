@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from quipu.index import derive, index
+from quipu.capture import profile_remove
 from quipu.commands._common import add_json, open_store
 from quipu.errors import FatalError
 from quipu.output import print_json
@@ -34,13 +35,16 @@ def run(args: argparse.Namespace) -> int:
                          f"{args.new} would leave neither current; nothing was written\n"
                          f"- to make {args.new} current again, undo that decision: `quipu undo --memory {args.new}`")
     before = store.supersession(args.old)
-    sha = store.supersede(args.old, args.new, reason=args.reason)
+    sha, off_card = profile_remove.supersede(store, args.old, args.new, reason=args.reason)
     already = before == (args.new, sha)
     index.refresh_after_write(store)
     if args.json:
-        print_json({"commit": sha, "old": args.old, "new": args.new, "already": already})
+        print_json({"commit": sha, "old": args.old, "new": args.new, "already": already,
+                    "profile_lines_removed": [line.entry for line in off_card]})
     elif already:
         print(f"{args.old} is already superseded by {args.new}; nothing was written  [commit {sha[:12]}]")
     else:
         print(f"{args.old} is now superseded by {args.new}  [commit {sha[:12]}; undo with `quipu undo {sha[:12]}`]")
+        for line in off_card:
+            print(f"Also took {args.old}'s line off the profile card, in the same commit: {line.entry}")
     return 0

@@ -45,12 +45,7 @@ _UNVERIFIABLE = re.compile(
     r"(?i)\bsaves?\s+(you\s+)?(a\s+lot\s+of\s+)?(time|effort|hours|minutes)\b|\bfaster\b|\bmore\s+efficient"
     r"|\befficien(cy|tly)\b|\bproductiv|\bbest\s+practices?\b|\balways\s+works\b|\bguarantee|\bboost"
     r"|\bstreamlin|\bseamless|\beffortless|\bsignificantly\b|\b10x\b")
-_UNSAFE = re.compile(
-    r"(?i)--no-verify\b|--dangerously-skip-permissions|\bbypassPermissions\b|\bdisableAllHooks\b|\bQUIPU_CHILD\b"
-    r"|\b(disable|disabling|turn\s+off|skip|skipping|bypass|ignore)\s+(all\s+|the\s+|any\s+)?"
-    r"(safety|security|pre-commit|hooks?|checks?|verification|sandbox|permissions?|tests?|linters?|guards?)\b"
-    r"|\brm\s+-[a-z]*r[a-z]*f?\s+[/~]|\bchmod\s+(-R\s+)?777\b|\bgit\s+push\s+(-f|--force)\b|\bsudo\b"
-    r"|\bcurl\b[^\n|]*\|\s*(ba|z)?sh\b")
+_UNSAFE = gates.SAFEGUARD  # one list of what weakens a safeguard, shared with the profile card
 _CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _INLINE = re.compile(r"`([^`\n]+)`")
 _PROSE_PATH = re.compile(r"(?<![\w<`])((?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*)")
