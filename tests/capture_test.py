@@ -274,6 +274,7 @@ def test_a_candidate_near_identical_to_a_memory_of_another_session_is_not_writte
     report = capture.capture_session(store, SESSION, SESSION_ID, ScriptedModel([candidates()]))
 
     assert "The user prefers pnpm over npm" in report.skipped
+    assert report.duplicate_of == {"The user prefers pnpm over npm": "pnpm-pref"}  # the reason a person reads
     assert [m.title for m in memories(store)].count("The user prefers pnpm over npm") == 0
     assert "shop-api migrations go through Alembic" in [m.title for m in memories(store)]
     log = capture.log_path(store).read_text(encoding="utf-8")

@@ -136,7 +136,8 @@ class CaptureReport:
     captured: list[str] = field(default_factory=list)        # memory ids
     facts: list[str] = field(default_factory=list)           # fact note ids updated
     profile: list[str] = field(default_factory=list)         # profile entries added
-    skipped: list[str] = field(default_factory=list)         # titles already captured from this session
+    skipped: list[str] = field(default_factory=list)         # titles already captured from this session, or duplicates
+    duplicate_of: dict[str, str] = field(default_factory=dict)  # a skipped title: the memory it nearly repeats
     refused: list[tuple[str, str]] = field(default_factory=list)  # (gate, redacted excerpt)
     error: str | None = None
 
@@ -148,7 +149,7 @@ class CaptureReport:
         return {
             "session": self.session, "turns": self.turns, "chars_sent": self.chars_sent,
             "candidates": self.candidates, "captured": self.captured, "facts": self.facts,
-            "profile": self.profile, "skipped": self.skipped,
+            "profile": self.profile, "skipped": self.skipped, "duplicate_of": self.duplicate_of,
             "refused": [{"gate": g, "excerpt": e} for g, e in self.refused],
             "refused_by_gate": self.refused_by_gate, "error": self.error,
         }
@@ -331,6 +332,7 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         found = near.near_duplicate_in(kept, c.title, c.statement) if c.cls != "fact" else None
         if found is not None:
             report.skipped.append(c.title)
+            report.duplicate_of[c.title] = found[1].id
             _log(store, {"session": session_id, "decision": "duplicate", "of": found[1].id, "excerpt": c.excerpt()})
             continue
         seen.add(_norm(c.title))

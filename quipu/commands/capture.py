@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
         for entry in report.profile:
             print(f"  profile  {entry}")
         for title in report.skipped:
-            print(f"  skipped  {title} (already captured from this session)")
+            of = report.duplicate_of.get(title)
+            print(f"  skipped  {title} " + (f"(near-identical to {of}, already in the store)" if of
+                                            else "(already captured from this session)"))
         for gate, excerpt in report.refused:
             print(f"  refused  [{gate}] {excerpt}")
         if report.error:
