@@ -174,24 +174,25 @@ def test_import_turns_every_entry_into_a_memory_including_those_past_the_cut(tmp
 
     proc = quipu("--store", str(store.root), "import", "memory-md", str(index_file), "--json")
 
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # the entry whose link leaves the folder is skipped
     report = json.loads(proc.stdout)
     entries = {e["title"]: e for e in report["entries"]}
-    assert len(entries) == 6 + 60 + 2 and {e["status"] for e in entries.values()} == {"imported"}
-    assert int(git(store.root, "rev-list", "--count", "HEAD")) == before + 68  # one commit per memory
+    assert len(entries) == 5 + 60 + 2 and {e["status"] for e in entries.values()} == {"imported"}
+    assert int(git(store.root, "rev-list", "--count", "HEAD")) == before + 67  # one commit per memory
     assert [x["line"] for x in report["not_imported"]] == [13]
     classes = {t: entries[t]["class"] for t in ("User role", "Database tests", "Deploy freeze", "Latency dashboard", "Production secrets")}
     assert classes == {"User role": "preference", "Database tests": "rule", "Deploy freeze": "project-note", "Latency dashboard": "reference", "Production secrets": "rule"}
     assert entries["Production secrets"]["past_cut"] and entries["Rotate the deploy key every quarter"]["past_cut"]
     assert not entries["User role"]["past_cut"]
-    assert entries["Escape"]["topic_file"] is None
+    assert [(s["path"], s["reason"].split(" (")[0]) for s in report["skipped"]] == [
+        (f"{index_file}:8", "its link ../outside.md leaves the folder of the MEMORY.md")]
 
     secrets = store.get(entries["Production secrets"]["id"])
     assert secrets.body == "Never paste production secrets into chat; fetch them with doppler run.\n"
     assert (secrets.origin, secrets.topics, secrets.description) == ("import", ("Security rules",), "never in chat")
     db = store.get(entries["Database tests"]["id"])
     assert db.created == "2026-03-02" and db.body.endswith("- learned after the March outage\n")
-    assert "private" not in store.get(entries["Escape"]["id"]).body
+    assert not any("private" in store.get(e["id"]).body for e in entries.values())
     found = quipu("--store", str(store.root), "search", "paste production secrets", "--json")
     assert entries["Production secrets"]["id"] in [hit["id"] for hit in json.loads(found.stdout)]
 
@@ -199,7 +200,7 @@ def test_import_turns_every_entry_into_a_memory_including_those_past_the_cut(tmp
 def test_importing_the_same_index_again_adds_nothing(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     index_file = auto_memory_dir(tmp_path / "claude" / "memory")
-    assert quipu("--store", str(store.root), "import", "memory-md", str(index_file)).returncode == 0
+    assert quipu("--store", str(store.root), "import", "memory-md", str(index_file)).returncode == 4
     head = git(store.root, "rev-parse", "HEAD")
 
     again = quipu("--store", str(store.root), "import", "memory-md", str(index_file), "--json")
@@ -218,7 +219,7 @@ def test_dry_run_import_commits_nothing(tmp_path: Path) -> None:
 
     proc = quipu("--store", str(store.root), "import", "memory-md", str(index_file), "--dry-run")
 
-    assert proc.returncode == 0 and "Would import 68 of 68 entries" in proc.stdout
+    assert proc.returncode == 4 and "Would import 67 of 68 entries" in proc.stdout
     first_cut = memorymd.measure(index_file.read_text()).cut[0].number
     past = sum(1 for line in index_file.read_text().splitlines()[first_cut - 1 :] if line.startswith("- "))
     assert past >= 2 and f"{past} of them were past Claude Code's load cut" in proc.stdout
@@ -256,7 +257,7 @@ def test_importing_this_projects_auto_memory_records_its_project_notes_as_of_the
     auto_memory_dir(target.parent)
 
     proc = quipu("--store", str(store.root), "import", "memory-md", str(target), "--json", cwd=project / "pkg")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # one entry links outside the folder
     report = json.loads(proc.stdout)
     assert report["project_notes_of"] == str(project)
     projects = {e["title"]: store.get(e["id"]).project for e in report["entries"]}

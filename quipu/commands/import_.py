@@ -14,16 +14,28 @@ Contract:
   otherwise the entry's own text is the body and a section heading named after one of those types
   picks it. The section heading becomes a topic. An entry's indented continuation lines stay in
   its body.
-- The id is derived from a hash of title and body, so importing the same file again adds nothing
-  (``exists``), while an entry whose text changed is imported as a new memory.
+- A topic file is read as ``import markdown`` reads a note (``notes.read_document``): one that is
+  too large, missing, unreadable, not UTF-8, empty or a link skips its entry with that reason, as
+  does a link that leaves the index's folder (it is not followed). A link to no ``.md`` file (a
+  URL, an image) links nothing: the entry's own text is the body.
+- An entry's id is ``mm-``, 12 hex of its key (the topic file it links, else its title) and 12 hex
+  of its title and body, so importing the same file again adds nothing (``exists``; so does an
+  entry a store holds under the id an earlier quipu gave it, ``mm-`` and 16 hex of title and
+  body). An entry whose text changed is a new memory that supersedes the versions of the same key
+  still in force (``InHead.earlier``) that the file no longer holds: the supersede events are in
+  its own commit (``add_version``), so ``quipu undo`` of that commit puts them back in force and
+  keeps the new memory, retracted. A markdown note is matched with its earlier versions the same
+  way, by its path (``quipu.store.notes``), the events in the folder's one commit.
 - Entries past Claude Code's load cut are flagged, since those are the ones no session saw.
-- Links that leave the index's folder, or do not name a ``.md`` file, are not followed.
 - One note or entry never stops an import. A note that may not enter the store (it looks like it
   holds a secret, is too large, unreadable, not UTF-8, empty, a link...) is skipped and listed by
   its path in the folder (an entry: by the MEMORY.md and line, or its topic file) with the
   reason; a secret is named by its rule and line, never shown. The same list is in the normal
   output, ``--dry-run`` and ``--json``; the rest is imported (a folder in one commit), and the
-  exit code is ``EXIT_SOME_SKIPPED`` (4) when anything was skipped.
+  exit code is ``EXIT_SOME_SKIPPED`` (4) when anything was skipped (the output says when that was
+  everything). Input holding nothing to import (a folder without a ``*.md`` or ``*.markdown``
+  note, a MEMORY.md without an entry, a database without a row) is a ``FatalError`` (1), dry run
+  or not.
 """
 from __future__ import annotations
 
@@ -41,11 +53,11 @@ from quipu.claude import memorymd
 from quipu.store import notes, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, add_project, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
-from quipu.store.frontmatter import parse_fields
-from quipu.store.memory import MAX_FILE_BYTES, Memory, render_memory
+from quipu.store.memory import Memory, render_memory
 from quipu.output import print_json
 from quipu.store.store import Store
-from quipu.commands.import_folder import FolderImport, import_markdown, secret_reason, stage
+from quipu.commands.import_folder import FolderImport, InHead, add_version, import_markdown, secret_reason, stage
+from quipu.lite import NamedTuple
 
 if TYPE_CHECKING:
     from quipu.index import vectors_aside
@@ -62,6 +74,7 @@ class Outcome:
     past_cut: bool
     topic_file: str | None
     commit: str | None = None
+    supersedes: tuple[str, ...] = ()  # the earlier versions this one replaces
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +85,7 @@ class Outcome:
             "status": self.status,
             "past_cut": self.past_cut,
             "topic_file": self.topic_file,
+            "supersedes": list(self.supersedes),
             "commit": self.commit,
         }
 
@@ -86,12 +100,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "project's. markdown DIR: turn every markdown note under DIR (with or without frontmatter) into a "
         "memory, all in one commit. claude-mem DB: each observation and session summary of claude-mem's SQLite "
         "database (read only) becomes a memory, its concepts topics. basic-memory DIR: each note of a basic-memory "
-        "project becomes a memory, its tags and the #tags of its observations topics. A note that may not enter the store (it looks like it holds a secret, is too "
-        "large, unreadable, not UTF-8, empty, a link) is skipped and listed by its path with the reason, in the "
-        "normal output, --dry-run and --json alike, and the rest is imported. Importing the same input again adds "
-        "nothing.",
-        epilog="Exit codes: 0 everything was imported (or already in the store); 4 the rest was imported, but "
-        "some notes were skipped (each is listed); 1 nothing was imported (the message says why).",
+        "project becomes a memory, its tags and the #tags of its observations topics. A note's frontmatter class "
+        "is kept when it is one of the store's classes. A note that may not enter the store (it looks like it holds "
+        "a secret, is too large, unreadable, not UTF-8, empty, a link; for memory-md, a topic file that is any of "
+        "these or is outside FILE's folder) is skipped and listed by its path with the reason, in the normal "
+        "output, --dry-run and --json alike, and the rest is imported. Importing the same input again adds "
+        "nothing. A note (by its path in DIR) or an entry (by the topic file it links, else its title) whose text "
+        "changed since it was imported becomes a new memory that supersedes its earlier version; nothing is "
+        "deleted, and `quipu undo` of the import puts the earlier version back in force (the new one is kept, "
+        "retracted).",
+        epilog="Exit codes: 0 everything was imported (or already in the store); 4 some notes were skipped (each "
+        "is listed; the rest was imported, and the output says when nothing was); 1 nothing was imported, for "
+        "instance the input holds no note or entry at all (the message says why).",
     )
     p.add_argument("kind", choices=("memory-md", "markdown", "claude-mem", "basic-memory"), help="the format to import")
     p.add_argument("file", help="the MEMORY.md to import (topic files are read from its folder), the folder of "
@@ -103,28 +123,34 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def _read_topic(base: Path, link: str | None) -> tuple[dict[str, Any], str, Path] | None:
-    if not link or "://" in link or link.startswith(("/", "~", "\\")):
-        return None
-    target = (base / unquote(link.split("#", 1)[0])).resolve()
-    if target.suffix.lower() != ".md" or not target.is_relative_to(base.resolve()) or not target.is_file():
-        return None
-    try:
-        data = target.read_bytes()
-    except OSError:
-        return None
-    if len(data) > MAX_FILE_BYTES:
-        return None
-    text = data.decode("utf-8", "replace")
-    try:
-        fields, body = parse_fields(text, str(target))
-    except InvalidMemory:
-        fields, body = {}, text
-    return fields, body, target
+class Made(NamedTuple):
+    """What an entry becomes: its memory, the topic file it read (if any), and the id an earlier
+    quipu gave the same entry."""
+
+    memory: Memory
+    topic: str | None
+    former: str
 
 
-def _created(fields: dict[str, Any], fallback: Path) -> str:
-    return notes.created_of(fields, fallback)
+def _read_topic(base: Path, link: str | None, where: str) -> tuple[dict[str, Any], str, float, Path] | notes.Skipped | None:
+    """The topic file an entry links: (fields, body, mtime, its path); Skipped when the link leaves
+    the folder (as the entry, ``where``) or the file cannot be a note (as the file, with
+    ``notes.read_document``'s reasons); None: the entry links no topic file."""
+    target = unquote((link or "").split("#", 1)[0])
+    if not target or "://" in target or not target.lower().endswith(".md"):
+        return None
+    full = os.path.normpath(os.path.join(base, target))
+    rel = os.path.relpath(full, base)
+    if target.startswith(("/", "~", "\\")) or rel == ".." or rel.startswith(".." + os.sep):
+        return notes.Skipped(where, f"its link {target} leaves the folder of the MEMORY.md (links leaving it "
+                                    "are not followed)")
+    if os.path.realpath(os.path.dirname(full)) != os.path.join(os.path.realpath(base), os.path.dirname(rel)).rstrip(os.sep):
+        return notes.Skipped(full, "in a folder reached through a link (links are not followed)")
+    read = notes.read_document(full, full)
+    if isinstance(read, notes.Skipped):
+        return read
+    fields, body, mtime = read
+    return fields, body, mtime, Path(full)
 
 
 def _class(fields: dict[str, Any], section: str) -> str:
@@ -137,15 +163,23 @@ def _class(fields: dict[str, Any], section: str) -> str:
     return "project-note"
 
 
+def entry_ids(key: str, title: str, body: str) -> tuple[str, str]:
+    """(an entry's id, the id an earlier quipu gave it): ``mm-``, 12 hex of its key (the topic file
+    it links, else its title) and 12 of its title and body; ``mm-`` and 16 of title and body."""
+    digest = hashlib.sha256(f"{title}\n\n{body}".encode()).hexdigest()
+    return f"mm-{hashlib.sha256(key.encode()).hexdigest()[:notes.ID_HALF]}{digest[:notes.ID_HALF]}", f"mm-{digest[:16]}"
+
+
 def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = None,
-              its_project: str | None = None) -> tuple[Memory, str | None]:
-    """The memory an entry becomes, and the topic file it read (if any): of ``project`` whatever its
-    class, else of ``its_project`` (the project whose auto-memory the index is) when it is a
+              its_project: str | None = None) -> Made | notes.Skipped:
+    """What an entry becomes (Skipped, when its topic file cannot be read): of ``project`` whatever
+    its class, else of ``its_project`` (the project whose auto-memory the index is) when it is a
     project note."""
     base = index_path.parent
-    topic = _read_topic(base, entry.link)
-    fields, body, source = topic if topic else ({}, "", index_path)
-    body = body.strip("\n")
+    topic = _read_topic(base, entry.link, f"{index_path}:{entry.line}")
+    if isinstance(topic, notes.Skipped):
+        return topic
+    fields, body, mtime, source = topic if topic else ({}, "", None, index_path)
     if not body:
         body = entry.text
     elif "\n" in entry.text:  # the entry's own continuation lines are kept beside the topic file's text
@@ -154,20 +188,21 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
     if not description and isinstance(fields.get("description"), str):
         description = memorymd.clip(fields["description"], memorymd.FIELD_CHARS)
     title = entry.title
-    digest = hashlib.sha256(f"{title}\n\n{body}".encode()).hexdigest()[:16]
+    key = source.relative_to(base).as_posix() if topic else title
+    memory_id, former = entry_ids(key, title, body)
     section = memorymd.clip(entry.section, 80)
     values: dict[str, Any] = {
-        "id": f"mm-{digest}",
+        "id": memory_id,
         "title": title,
         "description": description if description != title else "",
         "class": _class(fields, entry.section),
         "topics": [section] if section else [],
         "origin": "import",
-        "created": _created(fields, source),
+        "created": notes.created_of(fields, source, mtime),
         "project": project or (its_project if _class(fields, entry.section) == "project-note" else None),
     }
     memory = Memory.create(values, body + "\n", source=f"{index_path}:{entry.line}")
-    return memory, str(source) if topic else None
+    return Made(memory, str(source) if topic else None, former)
 
 
 def _entry_refusal(memory: Memory, entry: memorymd.Entry, index_text: str, topic: str | None,
@@ -200,28 +235,46 @@ def import_memory_md(
     except OSError as exc:
         raise FatalError(f"cannot read {path}: {exc}\n- check the path") from None
     entries, others = memorymd.parse_entries(text)
+    if not entries:
+        raise FatalError(f"no entry in {path}: nothing was imported\n- check the path: a MEMORY.md lists each "
+                         "memory as a list item, `- [Title](topic.md) — description` or `- the note itself`")
     cut = {line.number for line in memorymd.measure(text, str(path)).cut}
-    outcomes: list[Outcome] = []
+    made: list[tuple[memorymd.Entry, Made]] = []
     skipped: list[notes.Skipped] = []
-    seen: set[str] = set()
     for entry in entries:
         where = f"{path}:{entry.line}"
         try:
-            memory, topic = to_memory(entry, path, project, its_project)
-            reason = _entry_refusal(memory, entry, text, topic, allow_secret_like)
+            got = to_memory(entry, path, project, its_project)
+            if isinstance(got, notes.Skipped):
+                skipped.append(got)
+                continue
+            reason = _entry_refusal(got.memory, entry, text, got.topic, allow_secret_like)
         except InvalidMemory as exc:
-            memory, topic, reason = None, None, str(exc).split("\n", 1)[0].removeprefix(f"{where}: ")
-        if reason or memory is None:
-            skipped.append(notes.Skipped(topic or where, reason or "it cannot be read"))
+            skipped.append(notes.Skipped(where, str(exc).split("\n", 1)[0].removeprefix(f"{where}: ")))
             continue
-        past = entry.line in cut
-        if memory.id in seen or store.exists(memory.id):
-            outcomes.append(Outcome(entry.line, memory, "exists", past, topic))
-        elif dry_run:
-            outcomes.append(Outcome(entry.line, memory, "new", past, topic))
+        if reason:
+            skipped.append(notes.Skipped(got.topic or where, reason))
         else:
-            sha = store.add(memory, action="import", allow_secret_like=allow_secret_like, marker=True)
-            outcomes.append(Outcome(entry.line, memory, "imported", past, topic, sha))
+            made.append((entry, got))
+    current = {got.memory.id for _, got in made}  # versions the file holds: none of them is superseded
+    outcomes: list[Outcome] = []
+    seen: set[str] = set()
+    head = InHead(store)
+    for entry, got in made:
+        memory, past = got.memory, entry.line in cut
+        held = memory if memory.id in seen or head.has(memory.id) else \
+            memory.with_changes(id=got.former) if head.has(got.former) else None  # under an earlier quipu's id
+        if held is not None:
+            outcomes.append(Outcome(entry.line, held, "exists", past, got.topic))
+            seen.add(memory.id)
+            continue
+        earlier = head.earlier(memory.id, current)
+        if dry_run:
+            outcomes.append(Outcome(entry.line, memory, "new", past, got.topic, None, earlier))
+        else:
+            sha = add_version(store, memory, earlier, allow_secret_like)
+            outcomes.append(Outcome(entry.line, memory, "imported", past, got.topic, sha, earlier))
+            head = InHead(store)
         seen.add(memory.id)
     return outcomes, others, skipped
 
@@ -265,6 +318,8 @@ def _run_markdown(store: Store, args: argparse.Namespace) -> int:
 def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.Namespace,
                   what: str = "note(s)") -> int:
     """Index what was committed and print the import's summary (or its JSON); the exit code."""
+    if not (done.imported or done.existing or done.skipped):
+        raise FatalError(_NOTHING_IN.get(args.kind, _NOTHING_IN["markdown"]).format(root))
     if done.commit:
         with gc_paused():
             _index_and_vectors(store, done.known, done.vectors)
@@ -274,18 +329,36 @@ def report_folder(store: Store, done: FolderImport, root: Path, args: argparse.N
             "folder": str(root), "dry_run": args.dry_run, "commit": done.commit,
             "imported": [m.id for m in done.imported], "already_in_the_store": [m.id for m in done.existing],
             "skipped": [{"path": s.path, "reason": s.reason} for s in done.skipped],
+            "updated": [{"path": path, "id": m.id, "supersedes": list(old)} for path, m, old in done.updated],
         })
         return code
     verb = "Would import" if args.dry_run else "Imported"
     where = f" in commit {done.commit[:12]}" if done.commit else ""
+    if done.updated:
+        where += f" ({len(done.updated)} {'would supersede' if args.dry_run else 'superseding'} an earlier version)"
     print(f"{verb} {len(done.imported)} {what} from {root}{where}; {len(done.existing)} already in the store, "
           f"{len(done.skipped)} skipped.")
+    if not (done.imported or done.existing):
+        print(f"Nothing {'would be' if args.dry_run else 'was'} imported: all {len(done.skipped)} were skipped, each "
+              "for the reason listed.")
+    for path, memory, earlier in done.updated:
+        print(f"  updated {path}: {memory.id} supersedes {', '.join(earlier)} (its earlier version)")
     for item in done.skipped:
         print(f"  skipped {item.path}: {item.reason}")
     if done.imported and not args.dry_run:
         print("Notes hold only their author's words: `quipu sweep` asks the model for the words a person would "
               "type to find them (docs/schedule.md).")
     return code
+
+
+_NOTHING_IN = {
+    "markdown": "no note under {}: it holds no *.md or *.markdown file (hidden folders are not read); nothing was "
+                "imported\n- check the path: give the folder that holds the notes",
+    "basic-memory": "no note under {}: it holds no *.md or *.markdown file; nothing was imported\n- check the path: "
+                    "give the basic-memory project's folder (~/basic-memory by default)",
+    "claude-mem": "no observation or session summary in {}: nothing was imported\n- check the path: give "
+                  "claude-mem's database, usually ~/.claude-mem/claude-mem.db",
+}
 
 
 def _auto_memory_project(store: Store, path: Path) -> str | None:
@@ -335,14 +408,21 @@ def run(args: argparse.Namespace) -> int:
     for o in outcomes:
         note = ", past the load cut" if o.past_cut else ""
         state = "" if o.status != "exists" else " (already in the store)"
+        if o.supersedes:
+            state = f"; supersedes {', '.join(o.supersedes)} (its earlier version)"
         print(f"{marks[o.status]} {o.memory.id}  {o.memory.cls:<12} {o.memory.title[:60]}  (line {o.line}{note}){state}")
     fresh = [o for o in outcomes if o.status != "exists"]
     verb = "Would import" if args.dry_run else "Imported"
+    updated = sum(1 for o in fresh if o.supersedes)
     print(
         f"{verb} {len(fresh)} of {len(outcomes) + len(skipped)} entries from {path} "
-        f"({len(outcomes) - len(fresh)} already in the store, {len(skipped)} skipped); "
+        f"({len(outcomes) - len(fresh)} already in the store, {len(skipped)} skipped"
+        f"{f', {updated} superseding an earlier version' if updated else ''}); "
         f"{sum(o.past_cut for o in fresh)} of them were past Claude Code's load cut."
     )
+    if not outcomes:
+        print(f"Nothing {'would be' if args.dry_run else 'was'} imported: all {len(skipped)} were skipped, each "
+              "for the reason listed.")
     if its_project:
         print(f"This is the auto-memory of the project at {its_project}: its project notes are recorded as of it "
               "(--project records one project on every entry).")

@@ -18,27 +18,38 @@ Contract:
   on, a second process builds their meaning vectors while this one commits and the caller
   indexes (``FolderImport.vectors``, ``quipu.index.vectors_aside``): the caller waits for it
   before bringing the vectors up to the index, or closes it.
+- A note HEAD's tree holds already, under its id or the id an earlier quipu gave it
+  (``InHead.holds``), is listed as existing and not read further. A new version of a note
+  (``notes.identity``: the first half of its id) supersedes the earlier versions still in force,
+  none superseded (by an event or another version's ``supersedes``) or retracted (``InHead.earlier``;
+  found in the one shard folder they share, each folder read once): an event file each
+  (``supersede_events``, as ``quipu supersede`` writes them) in the import's commit, so ``quipu
+  undo`` of it puts them back in force. ``FolderImport.updated`` lists each such note.
 - Python's cycle collector is off during the pass (``quipu.index.rebuild.gc_paused``): it would walk every kept note
   again at each collection. Progress is drawn on a terminal's stderr only.
 """
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quipu.errors import FatalError, InvalidMemory
 from quipu.index import index
+from quipu.index.derive import RETRACTED, fold_events
 from quipu.index.rebuild import gc_paused
 from quipu.index.schema import text_fields
 from quipu.output import Progress
 from quipu.store import gitobj, notes, scanned, secrets_child, secrets_scan
 from quipu.store.gitobj import object_id
-from quipu.store.memory import Memory, check_file_bytes, render_memory
+from quipu.store.memory import Memory, check_file_bytes, memory_path, now_utc, parse_memory, render_memory
 from quipu.store.store import Store, memory_fields
+from quipu.store.trailers import cut_words, event_dir, trailer_stamp
 
 if TYPE_CHECKING:
     from quipu.index import vectors_aside
@@ -55,6 +66,8 @@ class FolderImport:
     commit: str | None
     known: dict[str, Memory] = field(default_factory=dict)  # what was committed, by blob id
     vectors: vectors_aside.Aside | None = None  # the committed memories' vectors, being built
+    # (path, new version, the versions it supersedes) of each edited note
+    updated: list[tuple[str, Memory, tuple[str, ...]]] = field(default_factory=list)
 
 
 def secret_reason(text: str, spans: list[secrets_scan.Secret]) -> str:
@@ -130,16 +143,123 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
     return import_notes(store, found, root.name, dry_run=dry_run, allow_secret_like=allow_secret_like, project=project)
 
 
-def _present_in_head(store: Store) -> Callable[[str], bool]:
-    """Whether a path is a file of HEAD's tree; each folder of the tree is read once."""
-    commit = store.head()
-    if commit is None:
-        return lambda _rel: False
-    try:
-        tree = gitobj.Tree(store.objects, store.objects.commit_tree(commit))
-    except gitobj.Unsupported:  # another object format: libgit2 reads each path
-        return lambda rel: store.read_bytes(rel) is not None
-    return lambda rel: tree.blob(rel) is not None
+class InHead:
+    """What HEAD's tree holds of the memories an import writes, each shard folder read once: a
+    memory by its id, a note by the id an earlier quipu gave it, and the earlier versions of a note
+    (``notes.identity``) still in force. Built again after each commit that should count."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.tree: gitobj.Tree | None = None
+        self.libgit2 = False  # another object format: libgit2 reads the tree
+        commit = store.head()
+        if commit is not None:
+            try:
+                self.tree = gitobj.Tree(store.objects, store.objects.commit_tree(commit))
+            except gitobj.Unsupported:
+                self.libgit2 = True
+        # shard -> (its ids, its versioned ids by their identity, its 16-hex ids by their first 12)
+        self._shards: dict[str, tuple[set[str], dict[str, list[str]], dict[str, list[str]]]] = {}
+
+    def _files(self, rel: str) -> list[str]:
+        """The names of the files (not folders) in the folder ``rel`` of the tree."""
+        if self.tree is not None:
+            found = self.tree.folder(rel) or {}
+            return [name for name, (mode, _) in found.items() if mode not in (gitobj.TREE_MODE, gitobj.GITLINK_MODE)]
+        if not self.libgit2:
+            return []
+        try:
+            folder = self.store.repo[self.store.head_tree()[rel].id]
+        except KeyError:
+            return []
+        return [entry.name for entry in folder if entry.type_str == "blob"]  # type: ignore[attr-defined]
+
+    def _data(self, rel: str) -> bytes | None:
+        return self.tree.data(rel) if self.tree is not None else self.store.read_bytes(rel) if self.libgit2 else None
+
+    def _shard(self, two: str) -> tuple[set[str], dict[str, list[str]], dict[str, list[str]]]:
+        shard = self._shards.get(two)
+        if shard is None:
+            ids = {name[:-3] for name in self._files(f"memories/{two}") if name.endswith(".md")}
+            versions: dict[str, list[str]] = {}
+            former: dict[str, list[str]] = {}
+            for mid in ids:
+                key = notes.identity(mid)
+                if key is not None:
+                    versions.setdefault(key, []).append(mid)
+                elif len(mid) == 16:
+                    former.setdefault(mid[:notes.ID_HALF], []).append(mid)
+            shard = self._shards[two] = (ids, versions, former)
+        return shard
+
+    def has(self, memory_id: str) -> bool:
+        return memory_id in self._shard(memory_id[:2])[0]
+
+    def holds(self, note: notes.Note) -> str | None:
+        """The id under which the store holds this note already: its own, or the id an earlier
+        quipu gave it; None when it holds neither."""
+        mid = note.memory.id
+        if self.has(mid):
+            return mid
+        if len(mid) != 2 * notes.ID_HALF or notes.identity(mid) is None:
+            return None
+        version = mid[notes.ID_HALF:]  # the first 12 of a former id's 16
+        if not self._shard(version[:2])[2].get(version):
+            return None
+        former = notes.former_id(note.path, note.text)
+        return former if self.has(former) else None
+
+    def earlier(self, memory_id: str, keep: Collection[str] = ()) -> tuple[str, ...]:
+        """The earlier versions of the note ``memory_id`` is a version of still in force (neither
+        superseded, by an event or another version's ``supersedes``, nor retracted), but those in
+        ``keep`` (versions the input still holds)."""
+        key = notes.identity(memory_id)
+        if key is None:
+            return ()
+        group = [m for m in self._shard(memory_id[:2])[1].get(key, ()) if m != memory_id and len(m) == len(memory_id)]
+        if not group:
+            return ()
+        replaced: set[str] = set()
+        for mid in group:
+            data = self._data(memory_path(mid))
+            try:
+                replaced.update(parse_memory(data, memory_path(mid)).supersedes if data is not None else ())
+            except InvalidMemory:
+                continue  # a file the index lists as a problem supersedes nothing
+        return tuple(sorted(m for m in group if m not in replaced and m not in keep and self._in_force(m)))
+
+    def _in_force(self, memory_id: str) -> bool:
+        """Whether no event in HEAD's tree supersedes or retracts ``memory_id`` (as the index folds them)."""
+        folder = event_dir(memory_id)
+        texts = [self._data(f"{folder}/{name}") or b"" for name in sorted(self._files(folder))]
+        by, labels = fold_events(text.decode("utf-8", "replace") for text in texts)
+        return by is None and RETRACTED not in labels
+
+
+def supersede_events(new: str, earlier: Iterable[str]) -> dict[str, bytes | None]:
+    """The event files marking each of ``earlier`` superseded by ``new`` (as ``quipu supersede``
+    writes them), committed with ``new``: ``quipu undo`` of that commit takes them back."""
+    out: dict[str, bytes | None] = {}
+    for old in earlier:
+        event = {"action": "supersede", "at": now_utc(), "by": new, "memory": old, "sweep": None,
+                 "reason": "a newer version of the same note, imported"}
+        out[f"{event_dir(old)}/{trailer_stamp()}-{os.urandom(3).hex()}.json"] = (
+            json.dumps(event, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    return out
+
+
+def add_version(store: Store, memory: Memory, earlier: Sequence[str], allow_secret_like: tuple[str, ...]) -> str:
+    """Commit ``memory`` (``Store.add``), and when it is a new version of ``earlier``, the events
+    that supersede them in the same commit."""
+    if not earlier:
+        return store.add(memory, action="import", allow_secret_like=allow_secret_like, marker=True)
+    data = render_memory(memory)
+    parse_memory(data, memory.path)  # the same validation a hand edit gets
+    changes = {memory.path: data, **supersede_events(memory.id, earlier)}
+    return store.commit(changes, f"quipu: import {memory.id} {cut_words(memory.title, 60)}",
+                        {"Quipu-Action": "import", "Quipu-Memory": memory.id, "Quipu-Supersedes": ",".join(earlier)},
+                        create_only=list(changes), require=[memory_path(old) for old in earlier],
+                        allow_secret_like=allow_secret_like, fields=memory_fields(memory), marker=True)
 
 
 def import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], source: str, *,
@@ -175,7 +295,9 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
     parsed: dict[str, Memory] = {}
     existing: list[tuple[int, Memory]] = []
     skipped: list[tuple[int, notes.Skipped]] = []
-    head = _present_in_head(store)
+    earlier_of: dict[str, tuple[str, ...]] = {}  # an edited note's id: the earlier versions in force
+    updated: list[tuple[int, str, Memory, tuple[str, ...]]] = []  # (n, path, new version, what it supersedes)
+    head = InHead(store)
     total = len(found) if isinstance(found, Sized) else 0
     shown = Progress(total, "Reading notes")
     # From CHILD_FROM notes on, a second process checks for secrets while this one reads on.
@@ -201,9 +323,11 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
         else:
             fresh[item.memory.id] = data
             parsed[item.memory.id] = memory
+            if item.memory.id in earlier_of:
+                updated.append((n, item.path, memory, earlier_of[item.memory.id]))
 
     try:
-        _read_all(found, child, decide, head, existing, skipped, waiting, shown)
+        _read_all(found, child, decide, head, earlier_of, existing, skipped, waiting, shown)
     except BaseException:
         if child is not None:
             child.close()
@@ -218,10 +342,13 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
         if len(fresh) >= CHILD_FROM:
             aside = _vectors_aside(store, list(parsed.values()))
         changes: dict[str, bytes | None] = {parsed[mid].path: data for mid, data in fresh.items()}
+        for _, _, memory, earlier in updated:
+            changes.update(supersede_events(memory.id, earlier))
         try:
             commit = store.commit(
-                changes, f"quipu: import {len(changes)} notes from {secrets_scan.redact(source)}",
+                changes, f"quipu: import {len(fresh)} notes from {secrets_scan.redact(source)}",
                 {"Quipu-Action": "import", "Quipu-Memory": "store"}, create_only=list(changes),
+                require=sorted({memory_path(old) for _, _, _, earlier in updated for old in earlier}),
                 allow_secret_like=allow_secret_like, marker=True, fields=_Fields(parsed.values()),
             )
         except BaseException:
@@ -232,7 +359,8 @@ def _import_notes(store: Store, found: Iterable[notes.Note | notes.Skipped], sou
             stage("")
     known = {object_id("blob", fresh[mid]): memory for mid, memory in parsed.items()} if commit else {}
     return FolderImport(list(parsed.values()), [m for _, m in sorted(existing, key=lambda e: e[0])],
-                        [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known, aside)
+                        [s for _, s in sorted(skipped, key=lambda e: e[0])], commit, known, aside,
+                        [(path, m, earlier) for _, path, m, earlier in sorted(updated, key=lambda e: e[0])])
 
 
 def _vectors_aside(store: Store, memories: Sequence[Memory]) -> vectors_aside.Aside | None:
@@ -251,7 +379,7 @@ def _vectors_aside(store: Store, memories: Sequence[Memory]) -> vectors_aside.As
 
 def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.ScanChild | None,
               decide: Callable[[int, notes.Note, bytes, bool | None, dict[str, str]], None],
-              head: Callable[[str], bool],
+              head: InHead, earlier_of: dict[str, tuple[str, ...]],
               existing: list[tuple[int, Memory]], skipped: list[tuple[int, notes.Skipped]],
               waiting: list[tuple[int, notes.Note, bytes, dict[str, str], bool, bool | None]],
               shown: Progress) -> None:
@@ -265,9 +393,15 @@ def _read_all(found: Iterable[notes.Note | notes.Skipped], child: secrets_child.
             shown.update(n)
             if isinstance(item, notes.Skipped):
                 skipped.append((n, item))
-            elif head(item.memory.path):
-                existing.append((n, item.memory))
-            elif child is None:
+                continue
+            held = head.holds(item)
+            if held is not None:
+                existing.append((n, item.memory if held == item.memory.id else item.memory.with_changes(id=held)))
+                continue
+            earlier = head.earlier(item.memory.id)
+            if earlier:  # an edited note: its new version supersedes the one in force
+                earlier_of[item.memory.id] = earlier
+            if child is None:
                 decide(n, item, b"", None, {})
             else:
                 reason, data = _rendered(item)
