@@ -1,4 +1,9 @@
-"""`quipu log`: the audit trail (every mutation is a commit with Quipu-* trailers)."""
+"""`quipu log`: the audit trail (every mutation is a commit with Quipu-* trailers).
+
+With ``--memory ID``, the commits that changed that memory's file or its event files, read from
+what each did and said in those words (``quipu.store.audit``): a hand edit, a teammate's commit a
+sync brought in and an undo are there, a commit that only names the memory in its trailers is not.
+"""
 from __future__ import annotations
 
 import argparse
@@ -11,9 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first. "
                        "Inside a project with its own store, that store's; the last line names the command for the "
                        "per-user store's.")
-    p.add_argument("--memory", metavar="ID", help="only commits about this memory")
-    p.add_argument("--sweep", metavar="ID", help="only commits of this sweep")
-    p.add_argument("--action", help="only this action (add, supersede, label, undo...)")
+    p.add_argument("--memory", metavar="ID", help="only the commits that changed this memory's file or its "
+                   "decisions (by hand, by sync or by undo too), each said by what it did to it")
+    p.add_argument("--sweep", metavar="ID", help="only commits of this sweep (with --memory: whose trailers agree "
+                   "with what they did)")
+    p.add_argument("--action", help="only this action (add, supersede, label, undo...), as for --sweep")
     p.add_argument("--limit", type=count(), default=50, help="at most this many (default 50, 0 for all)")
     add_json(p)
     p.set_defaults(func=run)
@@ -26,14 +33,20 @@ def run(args: argparse.Namespace) -> int:
         print_json([e.to_json() for e in entries])
         return 0
     for entry in entries:
+        if args.memory:  # the summary says what the commit did to the memory
+            print(f"{entry.commit[:12]}  {entry.time}  {entry.summary}")
+            continue
         extras = " ".join(f"{k.removeprefix('Quipu-').lower()}={v}" for k, v in entry.trailers.items()
                           if k not in ("Quipu-Action", "Quipu-Memory"))
         print(f"{entry.commit[:12]}  {entry.time}  {entry.action or '-':<10} {entry.memory or '-':<14} {entry.summary}"
               + (f"  ({extras})" if extras else ""))
+    if args.memory and not entries:
+        filtered = " of that --sweep or --action" if args.sweep or args.action else ""
+        print(f"(no commit{filtered} changed {args.memory} in {store.root})")
     from quipu.store.layers import user_store
 
     user = user_store(store)  # inside a project with its own store, reads show the per-user store's memories too
     if user is not None:
         print(f"(the history of this project's store, {store.root}; the per-user store's: "
-              f"`quipu --store {user.root} log`)")
+              f"`quipu --store {user.root} log" + (f" --memory {args.memory}`)" if args.memory else "`)"))
     return 0

@@ -1,4 +1,5 @@
-"""`quipu show ID`: a memory with its current labels, links and history."""
+"""`quipu show ID`: a memory with its current labels, links and history (the commits that changed
+it, read from what each did: ``quipu.store.audit``)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,9 @@ from quipu.verify.report import details, text_lines
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("show", help="show one memory", description="Show a memory, its labels, links and history "
-                       "(inside a project with its own store, from the per-user store when the project's lacks it).")
+                       "(inside a project with its own store, from the per-user store when the project's lacks it). "
+                       "The history is the commits that changed the memory, by hand, by sync or by undo too, each "
+                       "said by what it did to it, as `quipu log --memory ID` lists them.")
     p.add_argument("id", help="the memory's id")
     add_json(p)
     p.set_defaults(func=run)

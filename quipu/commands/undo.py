@@ -19,11 +19,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "`quipu retract ID`), and a sweep's or a profile move's new memories stay, retracted. "
         "Whether a commit is already undone is read from what the store holds, not from commit messages.",
     )
-    p.add_argument("commit", nargs="?", help="a commit id (see `quipu log`)")
-    p.add_argument("--memory", metavar="ID", help="undo the latest decision about this memory")
-    p.add_argument("--sweep", metavar="ID", help="undo every commit of this sweep")
+    # Exactly one of the three: argparse says which is missing or which clash, and exits 2 (a usage error).
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("commit", nargs="?", type=_named, help="a commit id (see `quipu log`)")
+    which.add_argument("--memory", metavar="ID", type=_named, help="undo the latest decision about this memory")
+    which.add_argument("--sweep", metavar="ID", type=_named, help="undo every commit of this sweep")
     add_json(p)
     p.set_defaults(func=run)
+
+
+def _named(text: str) -> str:
+    """An argparse ``type``: a commit or an id, never empty (an unset shell variable names nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value names nothing: pass a commit, --memory ID or --sweep ID")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:

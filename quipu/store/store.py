@@ -420,9 +420,9 @@ class Store:
         action: str | None = None,
         limit: int | None = None,
     ) -> list[LogEntry]:
-        from quipu.store import effects
+        from quipu.store import audit  # with memory=, what commits did to it (quipu.store.audit)
 
-        return effects.log(self.repo, memory=memory, sweep=sweep, action=action, limit=limit)
+        return audit.log(self.repo, memory=memory, sweep=sweep, action=action, limit=limit)
 
     def undo(self, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> list[str]:
         """Revert one commit, a memory's latest decision, or every commit of a sweep (newest first);

@@ -27,7 +27,8 @@ TRAILER_KEYS = (
 
 
 class LogEntry(NamedTuple):
-    """One commit of the audit log: its id, time, first line and ``Quipu-*`` trailers."""
+    """One commit of the audit log: its id, time, summary and ``Quipu-*`` trailers. The summary is
+    the commit's first line; in a memory's log, what the commit did to it (``quipu.store.audit``)."""
 
     commit: str
     time: str

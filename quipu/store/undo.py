@@ -72,7 +72,8 @@ def retract_hint(memory_id: str) -> str:
 
 def undo(store: Store, *, commit: str | None = None, memory: str | None = None, sweep: str | None = None) -> Undone:
     """Revert one commit, a memory's latest decision, or every commit of a sweep (newest first)."""
-    if sum(x is not None for x in (commit, memory, sweep)) != 1:
+    # An empty value names nothing: it must never read as "the commits of no sweep".
+    if sum(bool(x) for x in (commit, memory, sweep)) != 1 or "" in (commit, memory, sweep):
         raise InvalidMemory("undo needs exactly one of a commit, --memory ID or --sweep ID")
     repo = store.repo
     tip = repo.head.peel(pygit2.Commit)
@@ -99,7 +100,10 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
             raise ConflictError(f"commit {full[:12]} is a merge; quipu undoes the commits it brought in, one by one"
                                 "\n- run `quipu log` to see them" if len(target.parents) > 1 else
                                 f"commit {full[:12]} changed no file, so there is nothing to undo")
-        if found.is_creation:
+        # What else it did never reached this store (a sync refused it) and no undo took it back:
+        # only its creation is left, which undo never reverts.
+        if found.is_creation or (found.created and found.state == "undone"
+                                 and not _undone_by(store, history, full).startswith("by commit")):
             created = found.created
             names = ", ".join(created[:5]) + (f" and {len(created) - 5} more" if len(created) > 5 else "")
             what = f"{len(created)} memories ({names}); undo never deletes a memory, so they stay" if len(created) > 1 \
@@ -110,6 +114,8 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
     elif memory:
         check_id(memory)
         mine = decisions.about(store, memory, follow_trailer=not store.exists(memory))
+        if not mine and not store.exists(memory):
+            raise store.missing(memory)  # names the per-user store when that one holds it
         if not mine:
             raise NotFound(f"memory {memory!r} has no decision to undo\n- run `quipu log --memory {memory}`")
         if not store.exists(memory) and any(memory in d.created for d in mine):

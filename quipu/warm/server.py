@@ -47,7 +47,7 @@ MAX_REQUEST = 4_000_000
 # What the one-memory commands import at their first use, beyond their own modules.
 WARM = ("quipu.index.near", "quipu.index.refresh", "quipu.index.rebuild", "quipu.store.gitstore",
         "quipu.store.scanned", "quipu.store.schema", "quipu.store.effects", "quipu.store.settings",
-        "quipu.store.layers", "encodings.ascii")
+        "quipu.store.layers", "quipu.store.audit", "quipu.store.decisions", "encodings.ascii")
 
 # Arguments each command is parsed with once at the start: argparse compiles the patterns it
 # matches arguments with at their first use.
