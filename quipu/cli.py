@@ -6,7 +6,9 @@ Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparse
 one message and exit 1, anything unexpected into one line and exit 3 with the traceback written
 to ``$QUIPU_HOME/logs/crash.log`` (never to the terminal), and ^C into 130. A command that did
 its work but left some inputs out returns ``EXIT_SOME_SKIPPED`` (4), after listing each with its
-reason (``quipu import``). argparse's usage errors exit 2.
+reason (``quipu import``). argparse's usage errors, and a ``UsageError``, exit 2. With ``--json``,
+an error is also one JSON object on stdout, ``{"error": {"exit": N, "message": ..., "fix": [...]}}``,
+so a script reading stdout learns why there is no answer.
 
 ``run`` is the program's entry (the ``quipu`` script, ``python -m quipu``): ``main``, then the
 exit. When nothing waits for the interpreter's teardown (no ``atexit`` callback, no other
@@ -31,7 +33,7 @@ import sys  # noqa: E402
 
 from quipu import __version__  # noqa: E402
 from quipu.commands import COMMANDS, ONE_MEMORY, chosen_command  # noqa: E402
-from quipu.errors import FatalError  # noqa: E402
+from quipu.errors import FatalError, UsageError  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: a command does not load typing
@@ -67,6 +69,28 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        _USAGE_ERROR[:] = [f"{self.prog}: {message}"]  # for the JSON answer of a --json command
+        super().error(message)
+
+
+_USAGE_ERROR: list[str] = []
+
+
+def _json_error(argv: Sequence[str], code: int, message: str) -> None:
+    """The error as one JSON object on stdout, when the command was asked for ``--json``."""
+    if "--json" not in argv:
+        return
+    import json
+
+    lines = [line for line in message.splitlines() if line.strip()]
+    fix = [line[2:] for line in lines[1:] if line.startswith("- ")]
+    text = " ".join([lines[0] if lines else "", *(line for line in lines[1:] if not line.startswith("- "))]).strip()
+    try:
+        print(json.dumps({"error": {"exit": code, "message": text, "fix": fix}}, ensure_ascii=False), flush=True)
+    except (OSError, ValueError):  # a closed stdout: the message went to stderr already
+        pass
 
 
 # Parsers a long-lived process built before it runs commands (the command server, ``quipu.warm``),
@@ -188,14 +212,21 @@ def _main(argv: Sequence[str] | None) -> int:
             return 0
         command = chosen_command(argv)
         parser = BUILT.get(command) or build_parser(command)
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            if exc.code == 2:
+                _json_error(argv, 2, _USAGE_ERROR[0] if _USAGE_ERROR else "usage error")
+            raise
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
         return int(args.func(args) or 0)
     except FatalError as exc:
+        code = 2 if isinstance(exc, UsageError) else 1
         print(f"quipu: error: {exc}", file=sys.stderr)
-        return 1
+        _json_error(argv, code, str(exc))
+        return code
     except KeyboardInterrupt:
         print("quipu: interrupted", file=sys.stderr)
         return 130
@@ -203,19 +234,23 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place unexpected failures are reported
         if _is_disk_full(exc):
-            print(f"quipu: error: no space left on the device ({_first_line(exc)}); the command did not finish, "
-                  "and a write that did not finish was not committed\n- free some space, then run the command again",
-                  file=sys.stderr)
+            message = (f"no space left on the device ({_first_line(exc)}); the command did not finish, and a write "
+                       "that did not finish was not committed\n- free some space, then run the command again")
+            print(f"quipu: error: {message}", file=sys.stderr)
+            _json_error(argv, 1, message)
             return 1
         if _is_unwritable(exc):
             where = f" {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
-            print(f"quipu: error: cannot write{where} ({_first_line(exc)}); the command did not finish, and a write "
-                  "that did not finish was not committed\n- a read-only disk must be mounted read-write, and a "
-                  "folder another user owns needs its owner to let you write; then run the command again\n"
-                  "- reading commands (search, show, list, log, doctor) work on a store you cannot write",
-                  file=sys.stderr)
+            message = (f"cannot write{where} ({_first_line(exc)}); the command did not finish, and a write "
+                       "that did not finish was not committed\n- a read-only disk must be mounted read-write, and a "
+                       "folder another user owns needs its owner to let you write; then run the command again\n"
+                       "- reading commands (search, show, list, log, doctor) work on a store you cannot write")
+            print(f"quipu: error: {message}", file=sys.stderr)
+            _json_error(argv, 1, message)
             return 1
-        return _crashed(exc)
+        code = _crashed(exc)
+        _json_error(argv, code, f"unexpected error: {type(exc).__name__} (see the crash log named on stderr)")
+        return code
 
 
 def _crashed(exc: BaseException) -> int:

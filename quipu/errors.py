@@ -6,12 +6,16 @@ Each message ends with how to fix the problem.
 from __future__ import annotations
 
 # Exit codes (quipu.cli): 0 done; 1 a FatalError (its message says how to fix it); 2 a usage error
-# (argparse); 3 an unexpected failure (the traceback is in a log file); 130 interrupted.
+# (argparse's, or a UsageError); 3 an unexpected failure (the traceback is in a log file); 130 interrupted.
 EXIT_SOME_SKIPPED = 4  # done, but some inputs were left out, each listed with its reason (`quipu import`)
 
 
 class FatalError(RuntimeError):
     """An expected failure the user can fix; the CLI prints it and exits 1."""
+
+
+class UsageError(FatalError):
+    """Arguments that do not go together, found after parsing; the CLI exits 2 as argparse does."""
 
 
 class NoStore(FatalError):

@@ -261,3 +261,21 @@ def test_doctor_lists_committed_files_outside_the_stores_schema(tmp_path: Path) 
     assert "skills/drafts/some-skill/draft.json: it is not UTF-8 JSON" in details
     with pytest.raises(Exception, match="outside the store's schema"):
         store.commit({"notes/more.txt": b"x\n"}, "quipu: a path outside the schema", {"Quipu-Action": "add"})
+
+
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (["show", "no-such-memory"], 1, "no memory 'no-such-memory'"),
+    (["undo"], 2, "one of the arguments commit --memory --sweep is required"),
+    (["undo", "--memory", ""], 2, "an empty value names nothing"),
+    (["add", "text", "--file", "notes.md"], 2, "give the text or --file, not both"),
+    (["list", "--limit", "-3"], 2, "quipu list"),
+    (["import", "markdown", "no-such-folder"], 1, "no-such-folder"),
+])
+def test_a_json_command_that_fails_still_answers_json_on_stdout(store: Store, tmp_path: Path, args: list[str],
+                                                               code: int, words: str) -> None:
+    result = quipu("--store", str(store.root), *args, "--json", cwd=tmp_path)
+
+    assert result.returncode == code, result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["exit"] == code and words in error["message"] + " ".join(error["fix"])
+    assert "quipu" in result.stderr  # the person's message is where it always was

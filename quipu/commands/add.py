@@ -13,7 +13,7 @@ import sys
 
 from quipu.index import index
 from quipu.commands._common import add_allow_secret, add_json, add_project, amount, open_store
-from quipu.errors import FatalError, InvalidMemory
+from quipu.errors import FatalError, InvalidMemory, UsageError
 from quipu.store.frontmatter import parse_fields
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc
 from quipu.store.notes import memory_document
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {}
     if args.file:
         if body is not None:
-            raise FatalError("give the text or --file, not both\n- drop one of them")
+            raise UsageError("give the text or --file, not both\n- drop one of them")
         fields, body = memory_document(_read_file(args.file), args.file)
     elif body == "-" or (body is None and not sys.stdin.isatty()):
         fields, body = memory_document(_read_stdin(), "the memory on stdin")
