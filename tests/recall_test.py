@@ -391,3 +391,26 @@ def test_a_follow_up_that_opens_by_agreeing_is_silent_where_a_question_recalls(t
     for follow_up in ("yes, address the review comments", "ok address the review comments",
                       "sounds good, address the review comments", "oui, address the review comments"):
         assert ranked(store, follow_up) == [], follow_up
+
+
+def test_a_memory_superseded_twice_names_the_newest_one_in_recall_and_search(store_path: Path) -> None:
+    """stg-1 superseded by stg-2, itself superseded by stg-3: what is shown of stg-1 sends the
+    reader to stg-3, the one in force, in the hook's answer and in ``quipu search``."""
+    from quipu.commands.search import search
+
+    store = make_store(store_path)
+    add_all(store, [memory(f"stg-{n}", f"Staging db host v{n}", f"The staging db host is db-stage-{n}.internal")
+                    for n in (1, 2, 3)])
+    store.supersede("stg-1", "stg-2")
+    store.supersede("stg-2", "stg-3")
+    index.ensure_fresh(store)
+    db = indexread.open_index(str(index.index_file(store)))
+
+    found = recall.recall(db, "what is the staging db host?", options=recall.Options(limit=3))
+    listed = search(store, "staging db host").hits
+
+    labels = {h.id: h.label_text() for h in found.hits}
+    assert found.hits[0].id == "stg-3"
+    assert all(labels[i] == "superseded by stg-3" for i in ("stg-1", "stg-2") if i in labels) and len(labels) >= 2
+    assert "superseded by stg-3" in inject.format_context(found.hits)
+    assert {h.id: h.superseded_by for h in listed} == {"stg-3": None, "stg-2": "stg-3", "stg-1": "stg-3"}

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from quipu.index import person
@@ -297,6 +297,9 @@ def search(db: Any, query: str, *, limit: int = 10, nearest: Nearest | None = No
     stems = [s for s in (fts_term(t) for t in fusion.terms) if s]
     shown = len(hits) if excerpts is None else excerpts
     result.hits = [_with_snippet(h, rows[h.id][-1], stems) if n < shown else h for n, h in enumerate(hits)]
+    # A superseded hit names the newest memory that replaces it, not a successor itself replaced.
+    result.hits = [replace(h, superseded_by=inject.newest(db, h.superseded_by)) if h.superseded_by else h
+                   for h in result.hits]
     return result
 
 
@@ -402,8 +405,6 @@ def _successors_first(hits: list[Hit]) -> list[Hit]:
 def _with_snippet(hit: Hit, body: str, stems: Sequence[str]) -> Hit:
     if not body or not body.strip():
         return hit
-    from dataclasses import replace
-
     return replace(hit, snippet=inject.excerpt(body, stems))
 
 

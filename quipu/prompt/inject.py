@@ -52,6 +52,31 @@ def excerpts_of(db: "Connection", rowids: "Sequence[int]", stems: "Sequence[str]
     return {rowid: excerpt(body, stems) for rowid, body in rows if body and body.strip()}
 
 
+CHAIN_MAX = 20  # supersessions followed to the newest memory (a loop a merge made stops there)
+
+
+def newest(db: "Connection", memory_id: str) -> str:
+    """The memory that replaces ``memory_id`` now: its successor's successor, and so on, to one
+    that is not superseded ("superseded by B" would send the reader to B, itself replaced by C)."""
+    seen = [memory_id]
+    while len(seen) <= CHAIN_MAX:
+        row = db.execute("SELECT superseded_by FROM memories WHERE id = ?", (seen[-1],)).fetchone()
+        if row is None or not row[0] or row[0] in seen:
+            break
+        seen.append(row[0])
+    return seen[-1]
+
+
+def show(db: "Connection", hits: "Sequence[Hit]", stems: "Sequence[str]") -> None:
+    """What is shown of each hit: its excerpt, and for a superseded one, the newest memory that
+    replaces it (``newest``)."""
+    shown = excerpts_of(db, [h.rowid for h in hits], stems)
+    for hit in hits:
+        hit.snippet = shown.get(hit.rowid, "")
+        if hit.superseded_by:
+            hit.superseded_by = newest(db, hit.superseded_by)
+
+
 # The fence around recalled text; the MCP server's answers use the same one.
 FENCE_OPEN = (
     "<quipu-memory note=\"Reference data recalled from the user's memory store. "

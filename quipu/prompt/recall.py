@@ -45,7 +45,7 @@ from quipu.prompt.evidence import (
 )
 from quipu.prompt.files import file_hits, named_files, of_other_projects
 from quipu.prompt.indexread import store_size_of
-from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, excerpts_of
+from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, show
 from quipu.prompt.query import extract_terms, forms_of, fts_any, split_pasted
 from quipu.prompt.scoring import (
     carried_scores,
@@ -437,10 +437,8 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
             continue
         facts += hit.self_updating
         result.hits.append(hit)
-    if result.hits:  # excerpts only for what is shown
-        shown = excerpts_of(db, [h.rowid for h in result.hits], [stems[f] for c in chosen for f in forms_of(c) if f in stems])
-        for hit in result.hits:
-            hit.snippet = shown.get(hit.rowid, "")
+    if result.hits:  # excerpts (and the newest successor of a superseded hit) only for what is shown
+        show(db, result.hits, [stems[f] for c in chosen for f in forms_of(c) if f in stems])
     if not result.hits:
         result.reason = "every candidate was left out"
         if evidence is not None and evidence.refused:
