@@ -226,7 +226,7 @@ def test_a_hostile_remote_is_refused_file_by_file_and_the_rest_merges(tmp_path: 
     assert "evil" not in (left.root / "quipu.toml").read_text()
     assert git(left.root, "status", "--porcelain") == ""
     # The merged result went back to the remote; a fresh clone gets it without the hostile files.
-    fresh, refused = sync.clone(str(remote), tmp_path / "fresh")
+    fresh, refused, _held_back = sync.clone(str(remote), tmp_path / "fresh")
     assert refused == [] and fresh.exists("good-note") and fresh.exists("remote-good")
 
 

@@ -27,16 +27,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     repaired = repair.repair(store.root) if args.repair else []
-    findings = repair.diagnose(store.root)
+    found = repair.diagnose(store.root)
+    findings = [f for f in found if f.kind != "outside"]
+    notes = [f"note: {f.detail}" for f in found if f.kind == "outside"]
     if findings:
         kinds = {f.kind for f in findings}
         summary = ("a write did not finish" if kinds == {"write"} else
                    "a stale git lock blocks git" if kinds == {"lock"} else "damaged")
         checks = [doctor.Check("git repository", False, f"{summary}; run `quipu doctor --repair`",
-                               [f"{f.kind}: {f.detail}" for f in findings] + [f"repaired: {r}" for r in repaired])]
+                               [f"{f.kind}: {f.detail}" for f in findings] + [f"repaired: {r}" for r in repaired]
+                               + notes)]
     else:
         summary = "intact" + (f" after repair ({len(repaired)} fix(es))" if repaired else "")
-        checks = [doctor.Check("git repository", True, summary, [f"repaired: {r}" for r in repaired])]
+        checks = [doctor.Check("git repository", True, summary, [f"repaired: {r}" for r in repaired] + notes)]
         checks += doctor.run_checks(store) + [doctor.check_memory_md(store, path) for path in args.memory_md]
     if args.json:
         print_json({"store": str(store.root), "ok": all(c.ok for c in checks), "checks": [c.to_json() for c in checks]})

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import argparse
 
-from quipu.sync import sync
+from quipu.sync import history, sync
+from quipu.sync.policy import shown as printable
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
 _ACTIONS = (("add", "added"), ("import", "imported"), ("fact-set", "facts set"), ("supersede", "superseded"),
             ("label", "labelled"), ("unlabel", "unlabelled"), ("retract", "retracted"), ("undo", "undone"),
-            ("undo-unverified", "claimed undo, not verified"), ("enrich", "given aliases"))
+            ("undo-unverified", "claimed undo, not verified"), ("enrich", "given aliases"), ("put-back", "put back"))
 
 
 SHOWN_PATHS = 10  # refused files listed per reason; --json lists every one
@@ -25,13 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "links, executables, paths quipu never writes, files that fail their kind's check, settings) are "
         "refused and listed, and the rest still merges, each with the remote commit that made it. A removal "
         "is applied only when it is the exact inverse of the commit this store got a decision from (what a "
-        "commit does counts, not what its message says), and no memory file is ever removed. "
+        "commit does counts, not what its message says; a removal a merge carries is judged by the commit "
+        "that made it), and no memory file is ever removed. "
         "A memory edited on both sides keeps both texts: the newer edit stays at the id, "
         "the older becomes <id>-<hex>, superseded by it in an ordinary commit that `quipu undo` reverts; "
         "where one side only added aliases, one memory keeps the other's text with both sides' aliases. "
         "The profile card edited on both sides is merged line by line. "
         "A remote whose branch was rewritten (force-pushed) is refused and nothing here changes. "
-        "See docs/sync.md.",
+        "A remote commit whose tree holds a name git itself refuses (.git, ..) is not taken, nor anything "
+        "built on it: what came before it merges, nothing is pushed, and the sync exits 1 with how to take "
+        "it off the remote. See docs/sync.md.",
     )
     p.add_argument("remote", nargs="?", help="the git remote to sync with (default: origin, or the only remote)")
     p.add_argument("--set-remote", metavar="URL", help="first set the remote's URL (creating the remote if needed)")
@@ -47,15 +51,17 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
     counts = result.counts()
     if not quiet:
         came = [i for i in result.incoming if i.action != "sync"]
+        changes = len(came) + len({r.kept_by for r in result.restored})
         line = f"Synced {result.store} with {result.remote} ({result.branch})"
-        if came:
-            line += f": {len(came)} change(s) came in, by {', '.join(result.authors())}"
+        if changes:
+            line += f": {changes} change(s) came in, by {', '.join(result.authors())}"
         else:
             line += ": nothing came in"
         print(line)
         for action, word in _ACTIONS:
             if counts.get(action):
-                ids = sorted({i.memory for i in came if i.kind == action and i.memory != "store"})
+                ids = sorted({i.memory for i in came if i.kind == action and i.memory != "store"}
+                             | {r.memory for r in result.restored if action == "put-back"})
                 shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
                 if action == "undo-unverified":
                     shown = "commit " + ", ".join(i.commit[:12] for i in came if i.kind == action)
@@ -63,6 +69,15 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
         others = sum(n for a, n in counts.items() if a not in dict(_ACTIONS))
         if others:
             print(f"  {'other':<12} {others:>4}")
+        for kept_by in dict.fromkeys(r.kept_by for r in result.restored):
+            put = [r for r in result.restored if r.kept_by == kept_by]
+            print(f"Put back {len(put)} file(s) this store had removed: the merge {kept_by[:12]} "
+                  f"({put[0].author}) kept them against their removal, so they are here again "
+                  f"(`git -C {result.store} show {kept_by[:12]}` says why)")
+            for r in put[:SHOWN_PATHS]:
+                print(f"  {r.path} ({r.memory})" + (f": removed by commit {r.removed_by[:12]}" if r.removed_by else ""))
+            if len(put) > SHOWN_PATHS:
+                print(f"  and {len(put) - SHOWN_PATHS} more (`--json` lists every one)")
         for item in result.kept_both:
             print(f"Kept both versions of {item.memory} (edited on both sides): the {item.newer} edit is newer "
                   f"and stays; the older text is {item.copy}, superseded by it (`quipu undo --memory {item.copy}` "
@@ -71,7 +86,7 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
         print(f"Refused {len(result.refused)} file(s) from {result.remote}; the rest was merged:")
         groups: dict[tuple[str, str], list[str]] = {}
         for refusal in result.refused:
-            groups.setdefault((refusal.commit, refusal.reason), []).append(refusal.path)
+            groups.setdefault((refusal.commit, printable(refusal.reason)), []).append(printable(refusal.path))
         for (commit, reason), paths in groups.items():
             if commit and commit[:12] not in reason:
                 reason += f" (commit {commit[:12]})"
@@ -91,6 +106,17 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
             where = f"here and, with this merge, on {result.remote}" if result.pushed else "here"
             print(f"Refused the removal of {n} file(s) by commit {commit[:12]}: they stay {where} "
                   f"(see `git -C {result.store} show --stat {commit[:12]}`)")
+    if result.held_back:
+        held = [r for r in result.refused if r.reason == history.REASON]
+        first = held[0].commit if held else result.held_back  # held paths are printable already
+        print(f"Not taken from {result.remote}: commit {first[:12]} and every commit built on it (its tip is "
+              f"{result.held_back[:12]}), as its tree holds {held[0].path if held else 'a name git refuses'}; what came "
+              "before it is merged here, and nothing was pushed (the remote would refuse it until that commit is gone)\n"
+              f"- see what it holds: `git -C {result.store} show --stat {first[:12]}`\n"
+              f"- take it off {result.remote}: `git -C {result.store} push --force-with-lease="
+              f"refs/heads/{result.branch}:{result.held_back} -- {result.remote} {result.branch}` puts this "
+              "store's branch there (commits built on it go too: make them again where they were made); "
+              "then `quipu sync` works again on every clone")
     if not quiet:
         print(f"Pushed {result.branch} to {result.remote}" if result.pushed else "Pushed nothing")
 
@@ -104,4 +130,4 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_json())
     else:
         print_result(result, quiet=args.quiet)
-    return 0
+    return 1 if result.held_back else 0

@@ -3,7 +3,10 @@
 A power cut during a write can leave files that were never flushed: a loose object cut short or
 empty, an empty branch ref. Another tool can leave a corrupt ``.git/index``. Contract:
 - ``diagnose(root)`` names each such problem (``Finding``); it changes nothing. It runs
-  ``git fsck`` for the objects, so it reads every object once.
+  ``git fsck`` for the objects, so it reads every object once. A tree whose entry has a name git
+  refuses (``.git``, ``..``) is a problem only when a branch of the store reaches it; one that
+  only a fetched remote commit holds (``quipu sync`` never takes such a commit) is a note
+  (kind ``outside``), since it is no part of the store.
 - ``repair(root)`` mends what it can, moving nothing out of existence: a damaged file is moved
   aside into ``<gitdir>/quipu-damaged/``, never deleted. An empty or garbled branch ref is set back
   to the newest commit its reflog names that is still whole. A corrupt git index is rebuilt from
@@ -34,7 +37,7 @@ _BAD_OBJECT_FILE = re.compile(r"object file (\S+) is empty|(\S+/objects/[0-9a-f]
 
 
 class Finding(NamedTuple):
-    kind: str  # "ref", "index", "objects", "write", "lock"
+    kind: str  # "ref", "index", "objects", "write", "lock"; "outside" is a note, not a problem
     detail: str
 
 
@@ -86,8 +89,14 @@ def diagnose(root: Path) -> list[Finding]:
         fsck = _git(root, "fsck", "--no-dangling", "--no-progress",
                     env={**os.environ, "GIT_INDEX_FILE": str(gitdir / "quipu-no-index")})
         lines = [line for line in (fsck.stdout + fsck.stderr).splitlines() if line.strip()]
-        if fsck.returncode != 0 or lines:
+        outside = _outside_history(root, lines)
+        lines = [line for line in lines if line not in outside]
+        if lines or (fsck.returncode != 0 and not outside):
             found.append(Finding("objects", "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")))
+        if outside:
+            found.append(Finding("outside", f"{len(outside)} tree(s) outside the store's history hold a name git "
+                                 "refuses (fetched with a remote commit that `quipu sync` did not take); they are "
+                                 "no part of the store, and git's gc removes them in time once no fetched branch holds them"))
     unfinished = _unfinished_write(gitdir)
     if unfinished:
         found.append(Finding("write", unfinished))
@@ -151,6 +160,23 @@ def stale_locks(root: Path) -> list[tuple[Path, str]]:
         elif age >= STALE_SECONDS and not writer:
             out.append((lock, f"it is {age:,.0f} s old and no process holds it"))
     return out
+
+
+# fsck's findings about a tree entry's name (``.git``, ``..``...): what `quipu sync` refuses to take.
+NAME_FINDING = re.compile(r"^(?:warning|error) in tree ([0-9a-f]{40}): "
+                           r"(?:hasDot|hasDotdot|hasDotgit|emptyName|fullPathname|largePathname):")
+
+
+def _outside_history(root: Path, lines: list[str]) -> set[str]:
+    """The fsck lines about a tree entry's name whose tree is reachable from no branch of the store."""
+    named = {line: m.group(1) for line in lines if (m := NAME_FINDING.match(line))}
+    if not named:
+        return set()
+    listed = _git(root, "rev-list", "--objects", "--no-object-names", "--branches")
+    if listed.returncode != 0:
+        return set()
+    reachable = set(listed.stdout.split())
+    return {line for line, oid in named.items() if oid not in reachable}
 
 
 def _unfinished_write(gitdir: Path) -> str | None:

@@ -7,10 +7,12 @@ Contract:
   proposes a result; every path where that result differs from ``ours`` is then decided here:
   a file from the remote enters only if ``sync_policy.refusal`` accepts it; a removal only if
   ``sync_policy.removal_refusal`` accepts the commit that made it (``removers``: judged by its
-  effects, never by its message); a memory file changed on both sides keeps both versions
-  (``sync_policy.keep_both``), but one side's aliases alone meet the other's version
-  (``sync_policy.merge_aliases``); ``profile.md`` changed on both sides is merged line by line
-  (``sync_policy.merge_profile``); any other path changed on both sides keeps the local version.
+  effects, never by its message; a merge that carries a removal from one parent's line is judged
+  by the commit on that line that made it, through any number of merges); a memory file changed
+  on both sides keeps both versions (``sync_policy.keep_both``), but one side's aliases alone
+  meet the other's version (``sync_policy.merge_aliases``); ``profile.md`` changed on both sides
+  is merged line by line (``sync_policy.merge_profile``); any other path changed on both sides
+  keeps the local version.
   What is refused is listed with the remote commit that made the change, never silently
   dropped, and the rest still merges.
 - New memories never collide (ids are random) and event files are append-only with unique
@@ -24,7 +26,7 @@ import pygit2
 
 from quipu.store import effects, schema
 from quipu.store.trailers import parse_trailers
-from quipu.sync import policy as sync_policy
+from quipu.sync import history, policy as sync_policy
 from quipu.sync.policy import KeptBoth, Refusal, Remover
 
 Entry = tuple[pygit2.Oid, int]
@@ -46,29 +48,31 @@ def entries(tree: pygit2.Tree) -> dict[str, Entry]:
 
 
 def removers(repo: pygit2.Repository, tip: pygit2.Oid, hide: pygit2.Oid, paths: set[str]) -> dict[str, Remover]:
-    """For each of ``paths``, the newest commit from ``tip`` (not from ``hide``) that removed it,
-    judged by what it did (``quipu.store.effects``), never by its message."""
+    """For each of ``paths``, the commit from ``tip`` (not from ``hide``) that removed it, judged by
+    what it did (``quipu.store.effects``), never by its message. A merge that carries the removal
+    from one of its parents is not the remover: the commit on that parent's line that made it is
+    (``history.removed_by``); where several lines made it, one whose removal the policy accepts
+    is named, else the first."""
+    judged: dict[tuple[pygit2.Oid, bool], Remover] = {}
+
+    def judge(commit: pygit2.Commit, strict: bool) -> Remover:
+        if (commit.id, strict) not in judged:
+            merge = len(commit.parents) != 1
+            reverts = None if merge else effects.verified_revert(repo, commit, strict=strict)
+            seen = reverts is not None and (str(hide) == reverts or repo.descendant_of(hide, pygit2.Oid(hex=reverts)))
+            line = commit.message.split("\n", 1)[0].strip()
+            summary = "".join(c if c.isprintable() else " " for c in line)[:80] or "no message"
+            claims = parse_trailers(commit.message).get("Quipu-Action") == "undo" or bool(
+                effects.named_revert(commit.message))
+            judged[commit.id, strict] = Remover(str(commit.id), summary, claims, merge, reverts, seen)
+        return judged[commit.id, strict]
+
     out: dict[str, Remover] = {}
-    left = set(paths)
-    walker = repo.walk(tip, _SORT)
-    walker.hide(hide)
-    for commit in walker:
-        if not left:
-            break
-        gone = {p for p in left if _entry_at(commit.tree, p) is None
-                and any(_entry_at(parent.tree, p) is not None for parent in commit.parents)}
-        if not gone:
-            continue
-        left -= gone
-        merge = len(commit.parents) != 1
-        strict = any(p.startswith("memories/") for p in gone)
-        reverts = None if merge else effects.verified_revert(repo, commit, strict=strict)
-        seen = reverts is not None and (str(hide) == reverts or repo.descendant_of(hide, pygit2.Oid(hex=reverts)))
-        line = commit.message.split("\n", 1)[0].strip()
-        summary = "".join(c if c.isprintable() else " " for c in line)[:80] or "no message"
-        claims = parse_trailers(commit.message).get("Quipu-Action") == "undo" or bool(effects.named_revert(commit.message))
-        for path in gone:
-            out[path] = Remover(str(commit.id), summary, claims, merge, reverts, seen)
+    for path, commits in history.removed_by(repo, tip, hide, paths).items():
+        found = [judge(c, path.startswith("memories/")) for c in commits]
+        passed = [r for r in found if sync_policy.removal_refusal(path, r) is None]
+        if passed or found:
+            out[path] = (passed or found)[0]
     return out
 
 

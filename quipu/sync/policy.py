@@ -47,13 +47,22 @@ MODE_FILE = schema.MODE_FILE
 COPY_HEX = 8
 
 
+def shown(text: str) -> str:
+    """``text`` as it may be printed or written into a commit message: what does not print (a
+    control, a byte of a name that is not UTF-8) is written as its code point."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
 class Refusal(NamedTuple):
-    path: str
+    path: str  # as the tree has it; ``line()`` and ``to_json()`` show it printable
     reason: str
     commit: str = ""  # the remote commit that made the refused change, where one did
 
+    def line(self) -> str:
+        return f"{shown(self.path)}: {shown(self.reason)}"
+
     def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason, "commit": self.commit}
+        return {"path": shown(self.path), "reason": shown(self.reason), "commit": self.commit}
 
 
 class KeptBoth(NamedTuple):

@@ -10,7 +10,13 @@ Contract:
   merge, push), up to ``MAX_ATTEMPTS`` times.
 - Nothing a remote says about itself is taken on its word: an incoming commit that says it is an
   undo is counted as one only when it is the exact inverse of the commit it names
-  (``Incoming.verified``), and a removal is applied only as ``quipu.sync.policy`` allows.
+  (``Incoming.verified``), and a removal is applied only as ``quipu.sync.policy`` allows. A file
+  this store lacked that came back because a remote's merge refused its removal is listed
+  (``SyncResult.restored``, read from that merge's effect), and a merge of ours that refuses a
+  removal says so in its first line.
+- A remote commit whose tree holds a name git itself refuses (``quipu.sync.history``) is not
+  taken, nor anything built on it: what came before it merges, nothing is pushed, and
+  ``SyncResult.held_back`` names the remote's tip. ``clone`` takes what came before it likewise.
 - A memory edited on both sides keeps both versions (see ``quipu.sync.policy``); the older one
   is superseded by the newer with an ordinary supersession commit, which ``quipu undo`` reverts.
 - ``refs/quipu/synced/<remote>/<branch>`` records the remote tip this store last merged or
@@ -35,7 +41,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pygit2
 
@@ -45,10 +51,11 @@ from quipu.store import schema
 from quipu.store import gitstore
 from quipu.store import gitobj
 from quipu.index import index
-from quipu.sync import merge as sync_merge
+from quipu.sync import history, merge as sync_merge
 from quipu.errors import ConflictError, FatalError, NoStore
 from quipu.store.store import CONFIG_NAME, Store
-from quipu.store.trailers import format_message, parse_trailers
+from quipu.store.trailers import format_message
+from quipu.sync.history import Incoming, Restored, incoming as _incoming
 from quipu.sync.policy import KeptBoth, Refusal
 
 MAX_ATTEMPTS = 20
@@ -59,24 +66,6 @@ DEFAULT_REMOTE = "origin"
 
 class SyncError(ConflictError):
     """A sync that could not be done (the remote refused, was rewritten, or is unreachable)."""
-
-
-@dataclass(frozen=True)
-class Incoming:
-    commit: str
-    action: str  # its Quipu-Action trailer: what it says it is
-    memory: str
-    author: str
-    summary: str
-    verified: bool = True  # False: it says it is an undo, and is not the exact inverse of what it names
-
-    @property
-    def kind(self) -> str:
-        return self.action if self.verified else f"{self.action}-unverified"
-
-    def to_json(self) -> dict[str, str | bool]:
-        return {"commit": self.commit, "action": self.action, "memory": self.memory, "author": self.author,
-                "summary": self.summary, "verified": self.verified}
 
 
 @dataclass(frozen=True)
@@ -92,12 +81,16 @@ class SyncResult:
     refused: list[Refusal] = field(default_factory=list)
     kept_both: list[KeptBoth] = field(default_factory=list)
     supersessions: list[str] = field(default_factory=list)
+    restored: list[Restored] = field(default_factory=list)  # files a remote's merge kept against a removal here
+    held_back: str = ""  # the remote's tip, when a commit up to it holds a name git refuses (nothing of it taken)
 
     def counts(self) -> dict[str, int]:
-        return dict(Counter(i.kind for i in self.incoming if i.action not in ("sync", "")))
+        out = Counter(i.kind for i in self.incoming if i.action not in ("sync", ""))
+        out.update("put-back" for _r in self.restored)
+        return dict(out)
 
     def authors(self) -> list[str]:
-        return sorted({i.author for i in self.incoming if i.action != "sync"})
+        return sorted({i.author for i in self.incoming if i.action != "sync"} | {r.author for r in self.restored})
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,7 +98,8 @@ class SyncResult:
             "after": self.after, "pushed": self.pushed, "attempts": self.attempts, "counts": self.counts(),
             "authors": self.authors(), "incoming": [i.to_json() for i in self.incoming],
             "refused": [r.to_json() for r in self.refused], "kept_both": [k.to_json() for k in self.kept_both],
-            "supersessions": self.supersessions,
+            "supersessions": self.supersessions, "restored": [r.to_json() for r in self.restored],
+            "held_back": self.held_back,
         }
 
 
@@ -210,24 +204,6 @@ def _push(store: Store, remote: str, branch: str) -> bool:
 # ---------------------------------------------------------------- merging
 
 
-def _incoming(repo: pygit2.Repository, theirs: pygit2.Oid, hide: pygit2.Oid) -> list[Incoming]:
-    walker = repo.walk(theirs, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-    walker.hide(hide)
-    out = []
-    for commit in walker:
-        trailers = parse_trailers(commit.message)
-        action = trailers.get("Quipu-Action", "")
-        # A plain `git revert` says what it reverts in its own words; it is an undo when it is one.
-        names = action == "undo" or (not action and bool(effects.named_revert(commit.message)))
-        reverts = effects.verified_revert(repo, commit) if names else None
-        action = "undo" if not action and reverts else action
-        verified = action != "undo" or reverts is not None
-        out.append(Incoming(str(commit.id), action, trailers.get("Quipu-Memory", ""),
-                            f"{commit.author.name} <{commit.author.email}>", commit.message.split("\n", 1)[0],
-                            verified))
-    return out
-
-
 class _Merged:
     """What the landed merge did (filled in by the tree builder the branch swap finally used)."""
 
@@ -257,9 +233,15 @@ def _merge(store: Store, remote: str, theirs_id: pygit2.Oid) -> tuple[list[Incom
         body = "\n".join([*(f"Merged {path}: both sides changed it ("
                             + ("line by line" if path == schema.PROFILE_PATH else "one side only its aliases") + ")"
                             for path in plan.merged),
-                          *(f"Refused {r.path}: {r.reason}" for r in plan.refused)])
-        message = format_message(f"quipu: sync from {remote}", {"Quipu-Action": "sync", "Quipu-Memory": "store",
-                                                                "Quipu-Remote": remote}, body=body)
+                          *(f"Refused {r.line()}" for r in plan.refused)])
+        # What this merge keeps that the remote removed, said where `quipu log` shows it on every clone.
+        kept = [r.path for r in plan.refused
+                if effects.entry_at(parent.tree, r.path) and not effects.entry_at(theirs.tree, r.path)]
+        ids = sorted({history.memory_of(p) for p in kept})
+        summary = f"quipu: sync from {remote}" + (f"; refused removing {len(kept)} file(s) of " + ", ".join(ids[:3])
+                                                  + (f" and {len(ids) - 3} more" if len(ids) > 3 else "") if kept else "")
+        message = format_message(summary, {"Quipu-Action": "sync", "Quipu-Memory": "store", "Quipu-Remote": remote},
+                                 body=body)
         sig = gitstore.signature(repo)
         return repo.create_commit(None, sig, sig, message, tree, [parent.id, theirs.id])
 
@@ -294,6 +276,7 @@ def sync(store: Store, remote: str | None = None, *, push: bool = True, accept_r
     refused: list[Refusal] = []
     kept: list[KeptBoth] = []
     supersessions: list[str] = []
+    held_back = ""
     with gitstore.writer_lock(repo):
         ref = gitstore.branch_ref(repo)
         branch = ref.name.removeprefix("refs/heads/")
@@ -304,18 +287,24 @@ def sync(store: Store, remote: str | None = None, *, push: bool = True, accept_r
             if not accept_rewrite:
                 _check_not_rewritten(repo, name, branch, theirs)
             accept_rewrite = False
+            take = theirs
             if theirs is not None:
-                came, plan = _merge(store, name, theirs)
+                # A commit whose tree git refuses never enters the store: what came before it merges.
+                take, held = history.takeable(repo, theirs, pygit2.Oid(hex=str(gitstore.branch_ref(repo).target)))
+                held_back = str(theirs) if held else ""
+                refused += held
+            if take is not None:
+                came, plan = _merge(store, name, take)
                 incoming += came
                 if plan is not None:
                     refused += plan.refused
                     kept += plan.kept_both
                     supersessions += _keep_both(store, name, plan.kept_both)
-                _record(repo, _ref(SYNCED_PREFIX, name, branch), theirs)
-                _record(repo, f"refs/remotes/{name}/{branch}", theirs)
+                _record(repo, _ref(SYNCED_PREFIX, name, branch), take)
+                _record(repo, f"refs/remotes/{name}/{branch}", take)
             head = pygit2.Oid(hex=str(gitstore.branch_ref(repo).target))
-            if not push or head == theirs:
-                break
+            if not push or head == theirs or held_back:
+                break  # a remote holding a commit not taken would refuse the push (not a fast-forward)
             if _push(store, name, branch):
                 pushed = True
                 _record(repo, _ref(SYNCED_PREFIX, name, branch), head)
@@ -326,15 +315,22 @@ def sync(store: Store, remote: str | None = None, *, push: bool = True, accept_r
             raise SyncError(f"the remote {name} kept moving during {attempts} attempts; what came in so far "
                             "is merged here, nothing of this store was pushed\n- run `quipu sync` again")
         after = str(gitstore.branch_ref(repo).target)
+        restored = history.put_back(repo, pygit2.Oid(hex=before), pygit2.Oid(hex=after)) if after != before else []
     index.ensure_fresh(store)
     return SyncResult(str(store.root), name, branch, before, after, pushed, attempt, incoming, refused, kept,
-                      supersessions)
+                      supersessions, restored, held_back)
 
 
 # ---------------------------------------------------------------- cloning
 
 
-def clone(url: str, path: Path, *, hooks: bool = True) -> tuple[Store, list[Refusal]]:
+class Cloned(NamedTuple):
+    store: Store
+    refused: list[Refusal]
+    held_back: str = ""  # the remote's tip, when a commit up to it holds a name git refuses (not taken)
+
+
+def clone(url: str, path: Path, *, hooks: bool = True) -> Cloned:
     """A new store at ``path`` from the store at ``url`` (see the module contract)."""
     path = Path(path).expanduser().absolute()
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -370,9 +366,20 @@ def _clone_tip(url: str, path: Path, repo: pygit2.Repository) -> pygit2.Commit:
     return repo.head.peel(pygit2.Commit)
 
 
-def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Refusal]]:
+def _set_up_clone(url: str, path: Path, *, hooks: bool) -> Cloned:
     repo = gitstore.open_repo(path)
     tip = _clone_tip(url, path, repo)
+    branch = gitstore.branch_ref(repo).name.removeprefix("refs/heads/")
+    take, held = history.takeable(repo, tip.id, None) if history.fsck_finds_names(path) else (tip.id, [])
+    if take is None:
+        raise NoStore(f"{url} cannot be cloned: {held[0].path} in the tree of its commit {held[0].commit[:12]} is "
+                      f"{history.REASON}, and every commit of its branch is built on it\n"
+                      "- remove that commit from the remote's history, then clone again")
+    held_back = str(tip.id) if held else ""
+    if held:  # what came before the commit git refuses, as a sync would take it
+        tip = repo[take]  # type: ignore[assignment]
+        gitstore.branch_ref(repo).set_target(take, "quipu: clone")
+        _record(repo, f"refs/remotes/{DEFAULT_REMOTE}/{branch}", take)
     if CONFIG_NAME not in tip.tree:
         raise NoStore(f"{url} is a git repository but not a quipu store (no {CONFIG_NAME})\n"
                       "- clone a store made with `quipu init`")
@@ -389,15 +396,14 @@ def _set_up_clone(url: str, path: Path, *, hooks: bool) -> tuple[Store, list[Ref
         sig = gitstore.signature(repo)
         message = format_message(f"quipu: clone refused {len(refused)} file(s) from {DEFAULT_REMOTE}",
                                  {"Quipu-Action": "refuse", "Quipu-Memory": "store", "Quipu-Remote": DEFAULT_REMOTE},
-                                 body="\n".join(f"Refused {r.path}: {r.reason}" for r in refused))
+                                 body="\n".join(f"Refused {r.line()}" for r in refused))
         gitstore.branch_ref(repo).set_target(repo.create_commit(None, sig, sig, message, tree, [tip.id]),
                                              "quipu: clone")
     git(path, "reset", "--quiet", "--hard", "HEAD")
-    branch = gitstore.branch_ref(repo).name.removeprefix("refs/heads/")
     _record(repo, _ref(SYNCED_PREFIX, DEFAULT_REMOTE, branch), tip.id)
     store = Store(path, "clone")
     store.check()
     if hooks:
         githooks.install(store.root)
     index.ensure_fresh(store)
-    return store, refused
+    return Cloned(store, held + refused, held_back)
