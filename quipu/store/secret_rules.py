@@ -51,7 +51,7 @@ def keyword_of(phrase: str) -> str:
 MIN_RUN = 15  # the shortest provider token a prefix rule knows, and the entropy rule's shortest candidate
 
 _PLACEHOLDER = lazy(
-    r"(?i)^(?:[<\[{(].*|\$.*|%\(.*|%[a-z_]+%|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
+    r"(?i)^(?:[<\[{(].*|\$.*|%\(.*|%[a-z_][a-z0-9_]*%|.*\{\{.*|.*x{4,}.*|\*{3,}.*|\.{3}.*|….*|~?/.*|\.\.?/.*|https?://\S*)$"
     r"|os\.(?:environ|getenv)|getenv\(|process\.env|environ\[|import\.meta\.env|\benv\.|\bENV\[|secrets\.|placeholder"
     r"|your[_\-]|redacted|^![a-z_]+$"
     r"|example|changeme|\bdummy\b|\bsample\b|\bfake\b|^(?:1password|lastpass|bitwarden|keepass|keychain|vault)\b"

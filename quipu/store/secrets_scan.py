@@ -5,8 +5,10 @@ Contract:
   ``Secret(kind, start, end)`` sorted by position, overlapping spans merged; ``kind`` is the
   rule that fired (see ``quipu.store.secret_rules``: provider tokens, keys beside a credential
   word, assignments, URLs, private keys, command-line password flags, passwords in prose in 30+
-  languages, pass and seed phrases, recovery codes, random tokens). A rule named in ``allow``
-  is skipped, and so is every finding on a line that carries the inline marker
+  languages, pass and seed phrases, recovery codes, random tokens; a value stated for a password
+  or passphrase word, and for a secret, token, API key or PIN (``stated-secret``), is one when
+  it reads like a credential, with or without a digit: ``quipu.store.secret_prose``). A rule
+  named in ``allow`` is skipped, and so is every finding on a line that carries the inline marker
   ``quipu:allow-secret`` (like ``gitleaks:allow``).
 - A cheap pre-filter runs first: a text with none of the rules' keywords and no run of 15+
   characters without a space (most prose) is answered without running any pattern
@@ -17,12 +19,14 @@ Contract:
   provider-token rule only the families whose literals a text holds (``secret_patterns.Anchored``); what is found is
   exactly what the whole rule set finds. ``find_secrets_many(texts)`` searches many texts (an
   archived session's turns) in one pass and scans only those with a keyword or a long run.
-- ``warm()`` compiles now what a text holding every keyword runs (the command server calls it).
+- ``warm()`` compiles now what a text holding every keyword runs, and loads the lexicon a stated
+  password is read against (the command server calls it).
 - ``redact(text)`` replaces each span with ``[REDACTED:<kind>]``; the result never contains the
   matched characters, so it is safe to log or archive. ``redact_values(value)`` redacts every
   string of a JSON-like value (event files use it).
 - ``refuse_secrets(changes, message, allow)`` raises ``SecretRefused`` naming the rule, the file,
-  line and field, and the offending span masked (``gh…(40 chars)``); it returns the allowed
+  line and field, and the offending span masked (``gh…(40 chars)`` of a provider token; of any
+  other secret, a password above all, its length alone: ``…(16 chars)``); it returns the allowed
   rules that were actually used, for the commit's ``Quipu-Allowed-Secret-Like`` trailer.
 - Measured by bench/bench_secrets.py on a corpus of 270+ secret forms and 180+ look-alikes.
 """
@@ -78,8 +82,8 @@ _RULES_OF: dict[str, list[int]] = {}  # keyword -> the rules (by position) it le
 for _n, _rule in enumerate(secret_rules.RULES):
     for _word in _rule.keywords:
         _RULES_OF.setdefault(_word, []).append(_n)
-_PROSE, _PAIR, _CODE = (frozenset(k) for k in (secret_prose.PROSE_KEYWORDS, secret_prose.PAIR_KEYWORDS,
-                                                secret_prose.CODE_KEYWORDS))
+_PROSE, _STATED, _PAIR, _CODE = (frozenset(k) for k in (secret_prose.PROSE_KEYWORDS, secret_prose.STATED_KEYWORDS,
+                                                         secret_prose.PAIR_KEYWORDS, secret_prose.CODE_KEYWORDS))
 
 
 def _keywords_in(low: str) -> set[str]:
@@ -126,6 +130,8 @@ def _spans(text: str, low: str, present: set[str], long_run: bool) -> list[Secre
     out += [Secret("cli-password", s, e) for s, e in secret_rules.echo_spans(text)] if "echo" in present else []
     if not _PROSE.isdisjoint(present):
         out += [Secret("password-prose", s, e) for s, e in secret_prose.prose_spans(text)]
+    if not _STATED.isdisjoint(present):
+        out += [Secret("stated-secret", s, e) for s, e in secret_prose.stated_spans(text)]
     if not _PAIR.isdisjoint(present):
         out += [Secret("password-pair", s, e) for s, e in secret_prose.pair_spans(text)]
     if not _CODE.isdisjoint(present):
@@ -153,10 +159,12 @@ _REDACTED = re.compile(r"\[REDACTED:[a-z\-]+\]")
 
 
 def warm() -> None:
-    """Compile the patterns every rule runs on a text with its keywords now, not at a first use
-    (a long-lived process, before it forks the children that scan)."""
+    """Compile the patterns every rule runs on a text with its keywords now, and load the lexicon
+    a stated password is read against, not at a first use (a long-lived process, before it forks
+    the children that scan)."""
     texts = (" ".join(_KEYWORDS) + " a1B2c3D4e5F6g7H8i9J0k1L2m3N4", "plain words in a note: nothing to find",
-             "build 20261205061532123456 failed: the password step", "café: build 20261205061532123456, password")
+             "build 20261205061532123456 failed: the password step", "café: build 20261205061532123456, password",
+             "the password is Kqpzrwtbxm")  # the lexicon and its letter pairs (``secret_prose.stated_secret``)
     for text in texts:
         find_secrets(text)
 
@@ -248,9 +256,15 @@ def redact(text: str, spans: list[Secret] | None = None) -> str:
     return "".join(out)
 
 
-def mask(value: str) -> str:
-    """A span shown without giving it away: its first characters (a prefix at most) and its length."""
-    keep = min(4, len(value) // 6)
+# A provider token's or a key block's first characters name its kind (``ghp_``, ``-----BEGIN``), and
+# are the same in every one; of any other secret (a password a person chose) none is shown.
+_PREFIXED = frozenset({"provider-token", "private-key"})
+
+
+def mask(value: str, kind: str = "provider-token") -> str:
+    """A span shown without giving it away: its length, after the first characters (a prefix at
+    most) of a provider token or a private key."""
+    keep = min(4, len(value) // 6) if kind in _PREFIXED else 0
     return f"{value[:keep]}…({len(value)} chars)"
 
 
@@ -260,7 +274,7 @@ def describe(text: str, span: Secret) -> str:
     line = text[text.rfind("\n", 0, span.start) + 1:span.start]
     field = re.match(r"\s*(?:-\s+)?([A-Za-z_][\w\-]*):", line)
     where = f"line {line_no}" + (f" ({field.group(1)})" if field and line_no > 1 else "")
-    return f"{span.kind} at {where}: {mask(text[span.start:span.end])}"
+    return f"{span.kind} at {where}: {mask(text[span.start:span.end], span.kind)}"
 
 
 def refuse_secrets(changes: Mapping[str, bytes | None], message: str, allow: Collection[str] = (), *,
