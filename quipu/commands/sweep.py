@@ -102,7 +102,9 @@ def print_report(report: SweepReport) -> None:
     for finding in report.findings:
         kinds[finding["kind"]] = kinds.get(finding["kind"], 0) + 1
     found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "nothing"
-    print(f"  deterministic pass: {found}" + (" (labelled and queued for review)" if kinds and not report.dry_run else ""))
+    left = data["left_alone"]["taken_back"]
+    print(f"  deterministic pass: {found}" + (" (labelled and queued for review)" if kinds and not report.dry_run else "")
+          + (f"; {left} left alone (a person took them back)" if left else ""))
     print(f"  pairs: {pairs['candidates']:,} candidates of {pairs['all']:,} possible; {pairs['sent']} sent, "
           f"{pairs['applied']} applied, {pairs['queued']} queued for review, {pairs['unrelated']} unrelated, "
           f"{pairs['skipped']} skipped, " + (f"{pairs['dropped']} dropped (a member was superseded), " if pairs["dropped"] else "")

@@ -12,8 +12,8 @@ Contract:
   levels down (``/home/alice``) exists, so a note written on another machine is never flagged;
   a ``~/`` path is judged under the current home folder. A path the memory says was removed
   (``probes.extract.said_removed``) is never dead: its absence is the claim.
-- A finding is only returned, never applied here: the caller labels it and queues it for review.
-  Nothing is ever deleted.
+- A finding is only returned, never applied here: the caller labels it and queues it for review,
+  unless a person took the same decision back (``quipu.curate.ledger``). Nothing is ever deleted.
 """
 from __future__ import annotations
 

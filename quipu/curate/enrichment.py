@@ -24,7 +24,8 @@ Contract:
   judged by what it did, ``quipu.store.effects``): a memory back at that version (compared as
   quipu renders it, so "aliases: []" and no aliases line are the same) had its aliases taken
   back by a person (``quipu undo``, a plain ``git revert``, an edit), and is not asked again
-  until it changes, whether the cache is there or not, in this store or a clone.
+  until it changes, whether the cache is there or not, in this store or a clone. It reads the
+  branch's log the sweep's ledger read (``history``), or the log itself when given none.
 - The budget and an unavailable model stop the pass (the rest is left for the next sweep); any
   other model error skips that call's memories.
 """
@@ -44,7 +45,7 @@ from quipu.model import BudgetExceeded, MeteredModel, ModelError, ModelUnavailab
 from quipu.store import effects, gitobj
 from quipu.store.memory import ID_RE, Memory, memory_path, parse_memory, render_memory
 from quipu.store.store import Store, memory_fields
-from quipu.store.trailers import cut_words
+from quipu.store.trailers import LogEntry, cut_words
 
 TRIED_NAME = "enrich-tried.jsonl"
 BATCH = 8                # memories a call
@@ -84,16 +85,17 @@ def canonical(memory: Memory) -> str:
     return hashlib.sha1(render_memory(memory)).hexdigest()[:12]
 
 
-def declined(store: Store, ids: Collection[str]) -> dict[str, set[str]]:
+def declined(store: Store, ids: Collection[str], history: Sequence[LogEntry] | None = None) -> dict[str, set[str]]:
     """{id: ``canonical`` fingerprints} of each version of the memories ``ids`` that an
     enrichment commit gave aliases to: a memory back at one of them had its aliases taken back by
     a person (``quipu undo``, a plain ``git revert``, an edit), here or in any clone. Each commit
     is judged by what it did to the memory's file (only aliases added), never by its message;
-    only the commits of ``ids`` are read (a memory that kept its aliases is never asked about)."""
+    only the commits of ``ids`` are read (a memory that kept its aliases is never asked about).
+    ``history``: the branch's log when the caller has read it already (the sweep's ledger)."""
     repo = store.repo
     out: dict[str, set[str]] = {}
-    for entry in store.log(action="enrich"):
-        if entry.memory not in ids or not ID_RE.fullmatch(entry.memory):
+    for entry in store.log(action="enrich") if history is None else history:
+        if entry.action != "enrich" or entry.memory not in ids or not ID_RE.fullmatch(entry.memory):
             continue
         path = memory_path(entry.memory)  # the trailer only says where to look
         change = effects.change_at(repo, entry.commit, path)
@@ -126,16 +128,18 @@ def wanting(corpus: Corpus, focus: Collection[str] | None, tried: set[tuple[str,
     return sorted(out, key=lambda e: (-e.created_ts, e.id))
 
 
-def to_ask(store: Store, corpus: Corpus, focus: Collection[str] | None) -> list[Entry]:
+def to_ask(store: Store, corpus: Corpus, focus: Collection[str] | None,
+           history: Sequence[LogEntry] | None = None) -> list[Entry]:
     """``wanting``, less the memories back at a version whose aliases a person took back (``declined``)."""
     todo = wanting(corpus, focus, load_tried(store))
-    refused = declined(store, {e.id for e in todo}) if todo else {}
+    refused = declined(store, {e.id for e in todo}, history) if todo else {}
     return [e for e in todo if not (e.id in refused and canonical(e.memory) in refused[e.id])]
 
 
-def pending(store: Store, corpus: Corpus, focus: Collection[str] | None) -> EnrichReport:
+def pending(store: Store, corpus: Corpus, focus: Collection[str] | None,
+            history: Sequence[LogEntry] | None = None) -> EnrichReport:
     """What a pass that asks nothing reports: every memory that wants aliases is left for later."""
-    want = len(to_ask(store, corpus, focus))
+    want = len(to_ask(store, corpus, focus, history))
     return EnrichReport(wanting=want, deferred=want)
 
 
@@ -169,10 +173,11 @@ def _commit(store: Store, entry: Entry, aliases: Sequence[str], sweep_id: str) -
 
 
 def enrich_pass(store: Store, corpus: Corpus, model: MeteredModel, sweep_id: str, *,
-                focus: Collection[str] | None = None, max_calls: int | None = None) -> EnrichReport:
+                focus: Collection[str] | None = None, max_calls: int | None = None,
+                history: Sequence[LogEntry] | None = None) -> EnrichReport:
     """Ask for the aliases of the memories that want them (see the module contract)."""
     report = EnrichReport()
-    todo = to_ask(store, corpus, focus)
+    todo = to_ask(store, corpus, focus, history)
     report.wanting = len(todo)
     calls = batches(todo)
     for n, batch in enumerate(calls):

@@ -6,6 +6,10 @@ Contract:
 - Every decision is its own commit tagged ``Quipu-Sweep: <sweep id>``, so ``quipu undo --sweep``
   reverts the run and a sweep killed at any point leaves a consistent store: the next sweep sees
   every decision that reached a commit (``quipu.curate.ledger``) and continues with the rest.
+- A decision the deterministic pass would make (a finding's label and review item, a
+  consistency item) that a person took back from the memory as it is now
+  (``Ledger.took_back``) is left alone: not written, listed in the report's ``left_alone``
+  (``taken_back``: how many), and a duplicate's pair is not sent to the model either.
 - The model is wrapped in a ``MeteredModel``: the run never passes its ``Budget``; every call is
   a line in ``<store>/.cache/model-calls.jsonl``. When the budget is reached the remaining pairs
   are left for the next run (reported as deferred).
@@ -42,7 +46,7 @@ from quipu.index import index
 from quipu.prompt import fence, launch
 from quipu.curate import apply, candidates, deterministic, enrichment
 from quipu.curate.corpus import Corpus, load
-from quipu.curate.ledger import Ledger, load_ledger
+from quipu.curate.ledger import CONSISTENCY, Ledger, load_ledger
 from quipu.curate.verdict import ACTING_VERDICTS, SCHEMA, BadVerdict, Verdict, build_prompt, check_guards
 from quipu.errors import FatalError
 from quipu.model import Budget, BudgetExceeded, MeteredModel, Model, ModelError, ModelUnavailable
@@ -134,6 +138,7 @@ class SweepReport:
     commits: list[str] = field(default_factory=list)
     seconds: float = 0.0
     enrich: dict[str, Any] = field(default_factory=dict)
+    left_alone: list[dict[str, Any]] = field(default_factory=list)  # decisions a person took back, not made again
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,6 +150,7 @@ class SweepReport:
             "applied": self.applied, "queued": self.queued, "skipped": self.skipped,
             "findings": self.findings, "would_send": self.would_send, "budget": self.budget,
             "enrich": self.enrich, "usage": self.usage, "stopped": self.stopped, "failed": self.failed,
+            "left_alone": {"taken_back": len(self.left_alone), "decisions": self.left_alone},
             "commits": self.commits,
             "seconds": round(self.seconds, 3),
         }
@@ -164,6 +170,13 @@ def _deterministic_pass(store: Store, corpus: Corpus, ledger: Ledger, report: Sw
     findings += deterministic.find_dead_paths(corpus, project_root=options.project_root, focus=options.focus,
                                               flagged_before=ledger.flagged_paths)
     for finding in findings:
+        undone = ledger.took_back(finding.kind, corpus.entries[finding.memory].memory, other=finding.other,
+                                  paths=finding.paths)
+        if undone is not None:  # a person took this very decision back: it stays taken back
+            report.left_alone.append(undone.to_json())
+            if finding.other:
+                ledger.note(finding.memory, finding.other, "undone")  # and no model is asked about the pair
+            continue
         item: dict[str, Any] = {"kind": finding.kind, "memory": finding.memory, "other": finding.other,
                                 "detail": finding.detail}
         if not options.dry_run:
@@ -173,8 +186,21 @@ def _deterministic_pass(store: Store, corpus: Corpus, ledger: Ledger, report: Sw
         if finding.other:
             ledger.note(finding.memory, finding.other, "review")
         report.findings.append(item)
-    # Across boundaries: profile lines against memories, rules against the project's CLAUDE.md.
-    tensions = consistency.find_tensions(store, options.project_root)
+    _consistency_pass(store, corpus, ledger, report, options)
+
+
+def _consistency_pass(store: Store, corpus: Corpus, ledger: Ledger, report: SweepReport,
+                      options: SweepOptions) -> None:
+    """Across boundaries: profile lines against memories, rules against the project's CLAUDE.md."""
+    tensions = []
+    for tension in consistency.find_tensions(store, options.project_root):
+        entry = corpus.entries.get(tension.memory)
+        undone = None if entry is None else ledger.took_back(CONSISTENCY, entry.memory,
+                                                             fingerprint=tension.fingerprint)
+        if undone is not None:
+            report.left_alone.append(undone.to_json())
+        else:
+            tensions.append(tension)
     if not options.dry_run:
         report.commits.extend(consistency.queue(store, tensions, sweep=report.sweep_id))
     for tension in tensions:
@@ -237,12 +263,14 @@ def _model_pass(store: Store, corpus: Corpus, ledger: Ledger, model: MeteredMode
         options.progress(len(pairs), len(pairs))
 
 
-def _enrich(store: Store, corpus: Corpus, model: MeteredModel, report: SweepReport, options: SweepOptions) -> None:
+def _enrich(store: Store, corpus: Corpus, ledger: Ledger, model: MeteredModel, report: SweepReport,
+            options: SweepOptions) -> None:
     """The enrichment, on what the pairs left of the budget (a pass the budget stopped asks nothing)."""
     if report.stopped:
-        report.enrich = enrichment.pending(store, corpus, options.focus).to_json()
+        report.enrich = enrichment.pending(store, corpus, options.focus, ledger.history).to_json()
         return
-    done = enrichment.enrich_pass(store, corpus, model, report.sweep_id, focus=options.focus)
+    done = enrichment.enrich_pass(store, corpus, model, report.sweep_id, focus=options.focus,
+                                  history=ledger.history)
     report.enrich = done.to_json()
     report.commits.extend(item["commit"] for item in done.enriched)
     for item in done.skipped:
@@ -276,7 +304,7 @@ def run_sweep(store: Store, model: Model | None, budget: Budget, options: SweepO
             report.would_send = [p.to_json() for p in pairs]
             report.deferred = len(pairs) if model is None and not options.dry_run else 0
             if options.enrich:
-                report.enrich = enrichment.pending(store, corpus, options.focus).to_json()
+                report.enrich = enrichment.pending(store, corpus, options.focus, ledger.history).to_json()
         else:
             metered = MeteredModel(model, budget, store.cache_dir / CALLS_LOG)
             try:
@@ -285,7 +313,7 @@ def run_sweep(store: Store, model: Model | None, budget: Budget, options: SweepO
                 finally:
                     report.sent = metered.summary().calls  # the pairs' calls
                 if options.enrich and not report.failed:
-                    _enrich(store, corpus, metered, report, options)
+                    _enrich(store, corpus, ledger, metered, report, options)
             finally:
                 report.usage = metered.summary()._asdict()
         if report.commits:
