@@ -271,6 +271,30 @@ def test_session_end_in_the_foreground_only_checks_the_sessions_memories(tmp_pat
     assert report["enrich"]["wanting"] == 1  # only the session's memory is asked for aliases
 
 
+def test_a_capture_that_failed_is_named_in_the_session_log_and_the_json(tmp_path: Path, quipu_env: Path) -> None:
+    """The model failed on capture (this stand-in knows only the curator's pairs): the session's
+    log line and ``session-end --json`` say capture failed and why, not only that it could run."""
+    from testing.transcripts import Transcript
+
+    store = build(tmp_path / "store", ("vpn-old", "vpn-new"))
+    t = Transcript("5c2d9e1a-0000-4c21-9d0a-3e4f5a6b7c8d", str(tmp_path))
+    t.user("We moved the VPN config to the new gateway, remember that.")
+    t.assistant("Noted: the VPN config lives on the new gateway.")
+    path = t.write(tmp_path / "projects")
+    env = model_env(tmp_path, store)
+    args = ("session-end", "--session", t.session_id, "--transcript", str(path), "--model", FAKE_MODEL)
+
+    worker = quipu(*args, "--worker", env=env)
+    foreground = quipu(*args, "--json", env=env)
+
+    assert worker.returncode == 0 and foreground.returncode == 0, foreground.stderr
+    line = _hook_log(quipu_env).strip().splitlines()[-1]
+    assert "capture FAILED: " in line and "exited 1" in line and "capture can run" in line
+    assert "exited 1" in json.loads(foreground.stdout)["capture"]["error"]
+    plain = quipu("session-end", "--session", "sess-none", "--model", FAKE_MODEL, env=env)
+    assert "capture: not run (no session id, or no transcript file)" in plain.stdout
+
+
 # ------------------------------------------------------------------ the recursion marker on the prompt path
 
 

@@ -36,6 +36,10 @@ from quipu.curate.sweep import (
     spawn_detached,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_STDIN = 1_000_000
 LOG_NAME = "session-hook.log"
 LOG_MAX_BYTES = 1_000_000
@@ -136,6 +140,19 @@ def offline_line(spec: str | None, store: Store) -> str:
     return f"capture {'can run' if ok else 'CANNOT run'}: " + why.replace("\n- ", "; fix: ", 1).replace("\n- ", "; or ")
 
 
+def capture_line(done: dict[str, Any] | None) -> str:
+    """What capture did for the session, on one line: the log's reader learns why nothing was
+    captured (the model's error) without opening the store's capture log."""
+    if not done:
+        return "capture: not run"
+    if "not_run" in done:
+        return f"capture: not run ({done['not_run']})"
+    if done.get("error"):
+        return f"capture FAILED: {' '.join(str(done['error']).split())[:300]} (the store's .cache/capture.log has more)"
+    return (f"capture: {len(done['captured'])} captured, {len(done['facts'])} fact(s), {len(done['refused'])} "
+            f"refused, {len(done['skipped'])} skipped of {done['candidates']} candidate(s)")
+
+
 def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
     store = open_store(args)
     event = SessionEvent(event_name, args.session or "", args.transcript or "", args.cwd or "", args.reason or "")
@@ -144,13 +161,14 @@ def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
     root = Path(args.project_root).expanduser().resolve() if args.project_root else None
     report = per_session_work(store, event, model=model, budget=budget, project_root=root, lock_wait=wait)
     if args.worker:
-        log(event_name, f"sweep {report.sweep_id} done: {len(report.applied)} applied, {len(report.queued)} queued, "
-                        f"{len(report.findings)} findings, {len(report.skipped)} skipped"
+        log(event_name, f"{capture_line(report.capture)}; sweep {report.sweep_id} done: {len(report.applied)} applied, "
+                        f"{len(report.queued)} queued, {len(report.findings)} findings, {len(report.skipped)} skipped"
                         + (f"; stopped: {report.stopped}" if report.stopped else "")
                         + f"; {offline_line(args.model, store)}")
     elif args.json:
         print_json(report.to_json())
     else:
+        print(capture_line(report.capture))
         print_report(report)
     if args.sync:
         _sync(store, event_name, quiet=args.worker)

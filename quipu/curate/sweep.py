@@ -139,6 +139,7 @@ class SweepReport:
     seconds: float = 0.0
     enrich: dict[str, Any] = field(default_factory=dict)
     left_alone: list[dict[str, Any]] = field(default_factory=list)  # decisions a person took back, not made again
+    capture: dict[str, Any] | None = None  # after a session: capture's report (``per_session_work``)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -151,6 +152,7 @@ class SweepReport:
             "findings": self.findings, "would_send": self.would_send, "budget": self.budget,
             "enrich": self.enrich, "usage": self.usage, "stopped": self.stopped, "failed": self.failed,
             "left_alone": {"taken_back": len(self.left_alone), "decisions": self.left_alone},
+            **({"capture": self.capture} if self.capture is not None else {}),
             "commits": self.commits,
             "seconds": round(self.seconds, 3),
         }
@@ -368,30 +370,36 @@ def session_focus(store: Store, event: SessionEvent, newest: int = SESSION_NEWES
     return frozenset(r["id"] for r in found)
 
 
-def capture_from_transcript(store: Store, event: SessionEvent, model: Model | None) -> list[str]:
-    """Capture the session's memories (``quipu.capture.capture``); returns the ids it committed.
+def capture_from_transcript(store: Store, event: SessionEvent, model: Model | None) -> dict[str, Any]:
+    """Capture the session's memories (``quipu.capture.capture``); returns its report's JSON
+    (``{"not_run": why}`` when there was nothing to capture with or from).
 
     The memories carry the session id, so ``session_focus`` picks them up and the small sweep
     below checks them against the store. Capture has its own budget (one call)."""
-    if model is None or not event.session_id or not os.path.isfile(event.transcript_path or ""):
-        return []
+    if model is None:
+        return {"not_run": "no model (--model none)"}
+    if not event.session_id or not os.path.isfile(event.transcript_path or ""):
+        return {"not_run": "no session id, or no transcript file"}
     from quipu.capture import capture
 
     report = capture.capture_session(store, event.transcript_path, event.session_id, model, capture.DEFAULT_BUDGET)
-    return report.captured + report.facts
+    return report.to_json()
 
 
 def per_session_work(store: Store, event: SessionEvent, *, model: Model | None,
                      budget: Budget = Budget(SESSION_MAX_CALLS, SESSION_MAX_CHARS),  # noqa: B008 - an immutable tuple
                      project_root: Path | None = None, lock_wait: float = SESSION_LOCK_WAIT) -> SweepReport:
-    """The bounded work after a session ends or compacts: capture, then a small focused sweep."""
-    capture_from_transcript(store, event, model)
+    """The bounded work after a session ends or compacts: capture (its report in the sweep's
+    ``capture``), then a small focused sweep."""
+    captured = capture_from_transcript(store, event, model)
     index.ensure_fresh(store)
     focus = session_focus(store, event)
     # The session's cwd is not used as a project root: the newest memories may be about other
     # projects, and a wrong root would flag live paths as dead.
     options = SweepOptions(project_root=project_root, focus=focus, lock_wait=lock_wait)
-    return run_sweep(store, model, budget, options)
+    report = run_sweep(store, model, budget, options)
+    report.capture = captured
+    return report
 
 
 def spawn_detached(argv: Sequence[str], env: dict[str, str] | None = None) -> int:
