@@ -161,10 +161,10 @@ def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
     root = Path(args.project_root).expanduser().resolve() if args.project_root else None
     report = per_session_work(store, event, model=model, budget=budget, project_root=root, lock_wait=wait)
     if args.worker:
-        log(event_name, f"{capture_line(report.capture)}; sweep {report.sweep_id} done: {len(report.applied)} applied, "
-                        f"{len(report.queued)} queued, {len(report.findings)} findings, {len(report.skipped)} skipped"
+        log(event_name, f"sweep {report.sweep_id} done: {len(report.applied)} applied, {len(report.queued)} queued, "
+                        f"{len(report.findings)} findings, {len(report.skipped)} skipped"
                         + (f"; stopped: {report.stopped}" if report.stopped else "")
-                        + f"; {offline_line(args.model, store)}")
+                        + f"; {capture_line(report.capture)}; {offline_line(args.model, store)}")
     elif args.json:
         print_json(report.to_json())
     else:
