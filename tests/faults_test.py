@@ -444,15 +444,22 @@ def test_every_number_the_cli_takes_has_a_checked_range() -> None:
     assert bare == []
 
 
-@pytest.mark.parametrize("garbage", [b"", b"\x00" * 300, b"DIRC" + bytes(range(256)) * 4, bytes(range(200, 256)) * 6])
+@pytest.mark.parametrize("garbage", [b"", b"\x00" * 300, b"DIRC" + bytes(range(256)) * 4, bytes(range(200, 256)) * 6,
+                                     None, "a folder"])
 def test_a_write_into_a_store_whose_git_index_is_damaged_is_one_message_naming_the_repair(
-        tmp_path: Path, garbage: bytes) -> None:
+        tmp_path: Path, garbage: bytes | str | None) -> None:
     """A damaged ``.git/index`` (git's cache of the worktree) stops a write with exit 1 and the
     command that repairs it, never an unexpected error; nothing is half written."""
     store = _store_with_notes(tmp_path)
     root = store.root
     head = git(root, "rev-parse", "HEAD").strip()
-    (root / ".git" / "index").write_bytes(garbage)
+    index = root / ".git" / "index"
+    if isinstance(garbage, bytes):
+        index.write_bytes(garbage)
+    else:  # deleted, or a folder in its place
+        index.unlink()
+        if garbage:
+            index.mkdir()
 
     labelled = quipu("--store", str(root), "label", "note-1", "unverified")
     added = quipu("--store", str(root), "add", "The pipeline runs nightly at 02:00", "--title", "nightly")

@@ -201,6 +201,10 @@ class GitIndexLock:
             with contextlib.suppress(gitindex.Unsupported, OSError, ValueError, KeyError, TypeError):
                 if _catch_up(kept, self.index, os.path.join(self.gitdir, INDEX_LOG_NAME), since):
                     return kept
+        if not os.path.isfile(self.index):  # deleted, or something else in its place: nothing to stage onto
+            what = "missing" if not os.path.lexists(self.index) else "not a file"
+            raise FatalError(f"git's index of the store ({self.index}) is {what}; nothing was written\n- run "
+                             "`quipu doctor --repair`: it rebuilds the index from the store's commits")
         try:
             with open(self.index, "rb") as fh:
                 return gitindex.IndexFile.parse(fh.read())

@@ -82,8 +82,11 @@ def diagnose(root: Path) -> list[Finding]:
     if problem:
         found.append(Finding("ref", problem))
     listed = _git(root, "ls-files", "--stage")
+    index = gitdir / "index"
     if listed.returncode != 0:
         found.append(Finding("index", f"git's index is unreadable: {listed.stderr.strip().splitlines()[-1:] or ['?']}"))
+    elif not index.is_file() and not problem:  # git reads a missing index as empty: every file would look removed
+        found.append(Finding("index", "git's index is " + ("missing" if not os.path.lexists(index) else "not a file")))
     if not problem:
         # Not through git's index: a corrupt one is its own finding, not the objects'.
         fsck = _git(root, "fsck", "--no-dangling", "--no-progress",
@@ -217,7 +220,8 @@ def _repair_ref(root: Path, gitdir: Path) -> str:
 
 
 def _repair_index(root: Path, gitdir: Path) -> str:
-    _aside(gitdir, gitdir / "index")
+    if os.path.lexists(gitdir / "index"):
+        _aside(gitdir, gitdir / "index")
     _git(root, "read-tree", "HEAD")
     _git(root, "update-index", "-q", "--refresh")
     return "git's index rebuilt from HEAD (the damaged one is kept in quipu-damaged/)"
