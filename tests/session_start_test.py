@@ -196,3 +196,25 @@ def test_a_rule_of_one_project_starts_only_that_projects_sessions(tmp_path: Path
     assert "(id shop-check)" not in contexts["blog"] and "(id everywhere)" in contexts["blog"]
     assert by_hand["rules"] == ["everywhere"]
     assert set(always_on.build(store).rules) == {"shop-check", "everywhere"}  # no folder: every rule (doctor)
+
+
+def test_in_a_projects_own_store_a_rule_of_another_project_stays_out_and_its_own_show_wherever_cloned(
+        tmp_path: Path) -> None:
+    """A project's ``.quipu`` is cloned by each teammate wherever they keep the project: a rule
+    recorded as of the project (its folder at the author's place) shows for all; one recorded as of
+    another project does not."""
+    author, teammate = tmp_path / "ann" / "src" / "shop", tmp_path / "work" / "shop"
+    for folder in (author, teammate):
+        folder.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    store = make_store(teammate / ".quipu")
+    add_all(store, [
+        memory("ours", "Run make check before pushing", cls="rule", always_on=True, project=str(author)),
+        memory("theirs", "Blog posts need a hero image", cls="rule", always_on=True, project=str(tmp_path / "blog")),
+    ])
+
+    result = quipu("session-start", "--hook", input=event(teammate), cwd=tmp_path,
+                   env={"QUIPU_STORE": ""})
+
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "(id ours)" in context and "(id theirs)" not in context

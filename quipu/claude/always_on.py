@@ -20,18 +20,20 @@ Contract:
   (a profile is about the person, in every project) and the rules are the union, the project's
   first.
 - ``build(store, cwd=...)``: a rule recorded as of a project (its ``project`` field) shows only in
-  sessions of that project (``quipu.prompt.files.of_other_projects``: the folder ``cwd`` is in it,
-  or the store is that project's own); one of no project shows everywhere. Without ``cwd``
+  sessions of that project (``quipu.prompt.files.of_other_projects``: the folder ``cwd`` is in it;
+  in a project's own store, wherever it is cloned, a rule whose project has another folder name is
+  another project's); one of no project shows everywhere. Without ``cwd``
   (``quipu doctor``) every rule is listed.
 - It reads memories from the index (``index.rows``) and the card from git; it never writes.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from quipu.prompt import fence, locate
-from quipu.prompt.files import of_other_projects
+from quipu.prompt.files import of_other_projects, placed
 from quipu.index import index
 from quipu.capture import profile
 from quipu.store.store import Store
@@ -98,8 +100,13 @@ def always_on_rows(store: Store, cwd: str | None = None) -> list[Any]:
     )
     if cwd is None:
         return rows
-    elsewhere = of_other_projects({n: row["project"] for n, row in enumerate(rows)}, cwd,
-                                  locate.serves(str(store.root.absolute()), cwd))
+    root = str(store.root.absolute())
+    if locate.serves(root, cwd):  # the project's own store, cloned anywhere: a rule naming another project by
+        mine = os.path.basename(os.path.dirname(root))  # its folder's name is that one's
+        elsewhere = {n for n, row in enumerate(rows)
+                     if placed(row["project"]) and os.path.basename(row["project"].rstrip("/")) != mine}
+    else:
+        elsewhere = of_other_projects({n: row["project"] for n, row in enumerate(rows)}, cwd, False)
     return [row for n, row in enumerate(rows) if n not in elsewhere]
 
 
