@@ -267,6 +267,7 @@ def test_doctor_lists_committed_files_outside_the_stores_schema(tmp_path: Path) 
     (["show", "no-such-memory"], 1, "no memory 'no-such-memory'"),
     (["undo"], 2, "one of the arguments commit --memory --sweep is required"),
     (["undo", "--memory", ""], 2, "an empty value names nothing"),
+    (["log", "--memory", ""], 2, "an empty value names nothing"),
     (["add", "text", "--file", "notes.md"], 2, "give the text or --file, not both"),
     (["list", "--limit", "-3"], 2, "quipu list"),
     (["import", "markdown", "no-such-folder"], 1, "no-such-folder"),

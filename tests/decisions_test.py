@@ -60,9 +60,14 @@ def test_adding_a_memory_that_claims_to_replace_one_already_replaced_is_refused(
     assert "kaf-1 is already superseded by kaf-2; nothing was added" in result.stderr
     assert "quipu supersede kaf-1 kaf-3" in result.stderr and "--supersedes kaf-2" in result.stderr
     assert commits(store) == before
+    add(env, "kaf-9", "Kafka brokers run on three nodes")
+    assert quipu("supersede", "kaf-2", "kaf-9", env=env).returncode == 0
+    chained = quipu("add", "Kafka default is 36 partitions", "--title", "k4", "--supersedes", "kaf-1", env=env)
+    assert "kaf-1 is already superseded by kaf-2 (now by kaf-9)" in chained.stderr
+    assert "--supersedes kaf-9" in chained.stderr and "quipu supersede kaf-1 NEW_ID" in chained.stderr
     assert quipu("add", "Kafka default is now 24 partitions", "--title", "k3", "--id", "kaf-3",
-                 "--supersedes", "kaf-2", env=env).returncode == 0
-    shown = json.loads(quipu("show", "kaf-2", "--json", env=env).stdout)
+                 "--supersedes", "kaf-9", env=env).returncode == 0
+    shown = json.loads(quipu("show", "kaf-9", "--json", env=env).stdout)
     assert shown["current_status"] == "superseded" and shown["superseded_by"] == "kaf-3"
 
 
@@ -98,6 +103,21 @@ def test_superseded_is_a_state_set_by_supersede_not_a_label(tmp_path: Path) -> N
     result = quipu("label", "dep-new", "superseded", env=env)
 
     assert result.returncode == 1 and "quipu supersede OLD NEW" in result.stderr
+    for word in ("Superseded", "RETRACTED"):  # a state's word in another case is not a label either
+        assert quipu("label", "dep-new", word, env=env).returncode == 1
     assert commits(store) == before
     missing = quipu("label", "nope", "unverified", "--remove", env=env)
     assert missing.returncode == 1 and "nope" in missing.stderr
+
+
+def test_superseding_by_a_retracted_memory_is_refused(tmp_path: Path) -> None:
+    store, env = new_store(tmp_path)
+    add(env, "old-host", "The database host is db1.internal")
+    add(env, "new-host", "The database host is db2.internal")
+    assert quipu("retract", "new-host", env=env).returncode == 0
+    before = commits(store)
+
+    result = quipu("supersede", "old-host", "new-host", env=env)
+
+    assert result.returncode == 1 and "new-host is retracted" in result.stderr
+    assert "quipu undo --memory new-host" in result.stderr and commits(store) == before

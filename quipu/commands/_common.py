@@ -98,3 +98,11 @@ def amount(minimum: float, maximum: float, *, above: bool = True) -> Callable[[s
 
     parse.__name__ = "number"
     return parse
+
+
+def named(text: str) -> str:
+    """An argparse ``type`` for an id, a commit or a sweep: never empty (an unset shell variable
+    names nothing, and must never read as "no filter" or "the commits of no sweep")."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value names nothing")
+    return text

@@ -8,10 +8,11 @@ its own store, one of the per-user store too (the hook recalls both)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
-from quipu.index import index
+from quipu.index import derive, index
 from quipu.commands._common import add_allow_secret, add_json, add_project, amount, open_store
 from quipu.errors import FatalError, InvalidMemory, UsageError
 from quipu.store.frontmatter import parse_fields
@@ -119,7 +120,7 @@ def _decoded(data: bytes, what: str) -> str:
         ) from None
 
 
-def _not_replaced_already(store: Store, memory: Memory) -> None:
+def _not_replaced_already(store: Store, memory: Memory, given: bool) -> None:
     """Refuse ``supersedes`` naming a memory another one already replaces: the decision in force
     would win, and the new memory's claim would show nowhere."""
     if not memory.supersedes:
@@ -127,9 +128,12 @@ def _not_replaced_already(store: Store, memory: Memory) -> None:
     marks = ", ".join("?" * len(memory.supersedes))
     for old, by in index.rows(store, f"SELECT id, superseded_by FROM memories WHERE id IN ({marks})"
                               " AND superseded_by IS NOT NULL", memory.supersedes):
-        raise FatalError(f"{old} is already superseded by {by}; nothing was added\n"
-                         f"- to replace {old} by this memory instead, add it without --supersedes {old}, then run "
-                         f"`quipu supersede {old} {memory.id}`\n- to replace {by}, pass --supersedes {by}")
+        head = index.query(store, functools.partial(derive.successors, memory_id=old))[-1:] or [by]
+        new = memory.id if given else "NEW_ID"
+        raise FatalError(f"{old} is already superseded by {by}" + (f" (now by {head[0]})" if head[0] != by else "")
+                         + f"; nothing was added\n- to replace {old} by this memory instead, add it without "
+                         f"--supersedes {old}, then run `quipu supersede {old} {new}`\n- to replace the memory in "
+                         f"force, pass --supersedes {head[0]}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidMemory("field 'status': a new memory is active\n- supersede the old one with `quipu supersede` instead")
     memory = Memory.create(values, body + "\n" if body else "", source="new memory")
     with index.one_connection():  # the checks and the refresh open the index once
-        _not_replaced_already(store, memory)
+        _not_replaced_already(store, memory, bool(args.memory_id or fields.get("id")))
         if not args.force:
             from quipu.index import near
 

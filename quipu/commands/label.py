@@ -37,8 +37,12 @@ def labelled(store: Store, label: str) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    if args.label in _STATES and not args.remove:
-        raise FatalError(f"{args.label!r} is a state, not a label: {_STATES[args.label]}; nothing was written")
+    word = args.label.casefold()
+    if word in _STATES and not args.remove:
+        raise FatalError(f"{args.label!r} is a state, not a label: {_STATES[word]}; nothing was written")
+    if word == "retracted" and args.label != word:
+        raise FatalError(f"{args.label!r} is not the label 'retracted' that takes a memory out of recall; nothing "
+                         f"was written\n- run `quipu retract {args.id}`")
     has = labelled(store, args.label)
     if (args.id in has) if args.remove else has.get(args.id) != args.detail:
         sha = store.label(args.id, args.label, not args.remove, detail=args.detail)

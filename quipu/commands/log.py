@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from quipu.commands._common import add_json, count, open_store
+from quipu.commands._common import add_json, count, named, open_store
 from quipu.output import print_json
 
 
@@ -16,11 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("log", help="show the audit trail", description="Show the store's history, newest first. "
                        "Inside a project with its own store, that store's; the last line names the command for the "
                        "per-user store's.")
-    p.add_argument("--memory", metavar="ID", help="only the commits that changed this memory's file or its "
+    p.add_argument("--memory", metavar="ID", type=named, help="only the commits that changed this memory's file or its "
                    "decisions (by hand, by sync or by undo too), each said by what it did to it")
-    p.add_argument("--sweep", metavar="ID", help="only commits of this sweep (with --memory: whose trailers agree "
+    p.add_argument("--sweep", metavar="ID", type=named, help="only commits of this sweep (with --memory: whose trailers agree "
                    "with what they did)")
-    p.add_argument("--action", help="only this action (add, supersede, label, undo...), as for --sweep")
+    p.add_argument("--action", type=named, help="only this action (add, supersede, label, undo...), as for --sweep")
     p.add_argument("--limit", type=count(), default=50, help="at most this many (default 50, 0 for all)")
     add_json(p)
     p.set_defaults(func=run)

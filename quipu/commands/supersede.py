@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     ahead = index.query(store, lambda db: derive.successors(db, args.new))
+    retracted = index.rows(store, "SELECT 1 FROM memories WHERE id = ? AND status = 'retracted'", (args.new,))
+    if retracted:
+        raise FatalError(f"{args.new} is retracted: superseding {args.old} by it would leave neither current; "
+                         f"nothing was written\n- bring {args.new} back first (`quipu undo --memory {args.new}`), "
+                         "or supersede by a memory in force")
     if args.old in ahead:
         chain = " by ".join([args.new, *ahead[:ahead.index(args.old) + 1]])
         raise FatalError(f"{args.new} is itself superseded by {args.old} ({chain}): superseding {args.old} by "

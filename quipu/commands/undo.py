@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from quipu.index import index
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, named, open_store
 from quipu.output import print_json
 
 
@@ -21,18 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     # Exactly one of the three: argparse says which is missing or which clash, and exits 2 (a usage error).
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("commit", nargs="?", type=_named, help="a commit id (see `quipu log`)")
-    which.add_argument("--memory", metavar="ID", type=_named, help="undo the latest decision about this memory")
-    which.add_argument("--sweep", metavar="ID", type=_named, help="undo every commit of this sweep")
+    which.add_argument("commit", nargs="?", type=named, help="a commit id (see `quipu log`)")
+    which.add_argument("--memory", metavar="ID", type=named, help="undo the latest decision about this memory")
+    which.add_argument("--sweep", metavar="ID", type=named, help="undo every commit of this sweep")
     add_json(p)
     p.set_defaults(func=run)
-
-
-def _named(text: str) -> str:
-    """An argparse ``type``: a commit or an id, never empty (an unset shell variable names nothing)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty value names nothing: pass a commit, --memory ID or --sweep ID")
-    return text
 
 
 def run(args: argparse.Namespace) -> int:
