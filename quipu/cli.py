@@ -1,8 +1,9 @@
 """The `quipu` command line: parses arguments and dispatches; nothing else.
 
 Every sub-command lives in ``quipu/commands/<verb>.py`` with ``register(subparsers)`` and
-``run(args) -> int``. ``main`` turns ``FatalError``, a full disk and a file system it may not write
-(read-only, or another user's) into one message and exit 1, an argument that is not UTF-8 into
+``run(args) -> int``. ``main`` turns ``FatalError``, a full disk, a file system it may not write
+(read-only, or another user's) and a path that cannot be used (a file where a folder goes) into one
+message and exit 1, an argument that is not UTF-8 into
 one message and exit 1, anything unexpected into one line and exit 3 with the traceback written
 to ``$QUIPU_HOME/logs/crash.log`` (never to the terminal), and ^C into 130. A command that did
 its work but left some inputs out returns ``EXIT_SOME_SKIPPED`` (4), after listing each with its
@@ -248,6 +249,13 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"quipu: error: {message}", file=sys.stderr)
             _json_error(argv, 1, message)
             return 1
+        if _is_bad_path(exc):
+            assert isinstance(exc, OSError)  # _is_bad_path says so; this tells the type checker
+            message = (f"{exc.strerror}: {exc.filename}; the command did not finish\n- check that path: a part of "
+                       "it is a file where a folder must be, or a folder quipu cannot make there")
+            print(f"quipu: error: {message}", file=sys.stderr)
+            _json_error(argv, 1, message)
+            return 1
         code = _crashed(exc)
         _json_error(argv, code, f"unexpected error: {type(exc).__name__} (see the crash log named on stderr)")
         return code
@@ -312,6 +320,13 @@ def _is_disk_full(exc: BaseException) -> bool:
         return True
     text = _first_line(exc).lower()
     return isinstance(exc, (OSError, RuntimeError)) and ("no space left on device" in text or "disk quota exceeded" in text)
+
+
+def _is_bad_path(exc: BaseException) -> bool:
+    """A path given or chosen that cannot be what it must: a file where a folder goes, a folder
+    that cannot be made (``/proc/x``), a folder where a file goes."""
+    return isinstance(exc, (NotADirectoryError, FileExistsError, IsADirectoryError, FileNotFoundError)) \
+        and bool(exc.filename) and bool(exc.strerror)
 
 
 def _is_unwritable(exc: BaseException) -> bool:

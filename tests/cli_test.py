@@ -143,6 +143,8 @@ def test_errors_exit_1_with_a_message_that_says_how_to_fix_it(store: Store, tmp_
     (tmp_path / "a-file").write_text("not a folder\n")
     as_file = _error(quipu("--store", str(tmp_path / "a-file"), "list"))
     assert "it is a file: pass --store" in as_file and "quipu init" not in as_file
+    for args in (["init", str(tmp_path / "a-file" / "sub")], ["clone", s, str(tmp_path / "a-file" / "sub")]):
+        assert "a part of it is a file where a folder must be" in _error(quipu(*args))  # exit 1, never 3
     assert "- run `quipu list`" in _error(quipu("--store", s, "show", "no-such-memory"))
     assert "no '/', '..'" in _error(quipu("--store", s, "add", "--id", "../../etc/passwd", "text"))
     assert "invalid id" in _error(quipu("--store", s, "add", "--id", "/abs/path", "text"))
