@@ -116,3 +116,18 @@ def test_a_note_keeps_its_own_class_and_a_byte_order_mark_is_not_part_of_it(tmp_
     by_hand = make_store(tmp_path / "by-hand")
     added = quipu("--store", str(by_hand.root), "add", "--file", str(folder / "rule.md"), "--json")
     assert by_hand.get(json.loads(added.stdout)["id"]).cls == made["Never force-push main"].cls
+
+
+def test_a_memory_md_topic_file_keeps_its_own_class_before_claude_codes_type(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("- [Force push](force.md) — never to main\n- [Deploys](deploys.md) — how\n")
+    (folder / "force.md").write_text("---\nclass: rule\ntype: project\n---\nNever force-push main.\n")
+    (folder / "deploys.md").write_text("---\ntype: reference\n---\nDeploys go through the release train.\n")
+    store = make_store(tmp_path / "store")
+
+    done = quipu("--store", str(store.root), "import", "memory-md", str(folder / "MEMORY.md"), "--json")
+
+    assert done.returncode == 0, done.stderr
+    classes = {e["title"]: e["class"] for e in json.loads(done.stdout)["entries"]}
+    assert classes == {"Force push": "rule", "Deploys": "reference"}

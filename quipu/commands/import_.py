@@ -9,8 +9,9 @@ vectors built in the same command, with the committed memories handed over rathe
 Contract:
 - Each top-level list item of the index (typically ``- [Title](topic.md) — description``, or a
   plain bullet) is one memory with origin ``import``, committed on its own. When the entry links a
-  topic file beside the index, that file's text is the body and its frontmatter ``type`` picks the
-  class (user -> preference, feedback -> rule, project -> project-note, reference -> reference);
+  topic file beside the index, that file's text is the body and its frontmatter ``class`` (one of
+  quipu's), else ``type``, picks the class (user -> preference, feedback -> rule, project ->
+  project-note, reference -> reference);
   otherwise the entry's own text is the body and a section heading named after one of those types
   picks it. The section heading becomes a topic. An entry's indented continuation lines stay in
   its body.
@@ -53,7 +54,7 @@ from quipu.claude import memorymd
 from quipu.store import notes, secrets_scan
 from quipu.commands._common import add_allow_secret, add_json, add_project, open_store
 from quipu.errors import EXIT_SOME_SKIPPED, FatalError, InvalidMemory
-from quipu.store.memory import Memory, render_memory
+from quipu.store.memory import CLASSES, Memory, render_memory
 from quipu.output import print_json
 from quipu.store.store import Store
 from quipu.commands.import_folder import FolderImport, InHead, add_version, import_markdown, secret_reason, stage
@@ -154,6 +155,8 @@ def _read_topic(base: Path, link: str | None, where: str) -> tuple[dict[str, Any
 
 
 def _class(fields: dict[str, Any], section: str) -> str:
+    if isinstance(fields.get("class"), str) and fields["class"] in CLASSES:  # quipu's own field, as `import markdown` keeps it
+        return str(fields["class"])
     kind = fields.get("type")
     if isinstance(kind, str) and kind.strip().lower() in TYPE_CLASSES:
         return TYPE_CLASSES[kind.strip().lower()]
