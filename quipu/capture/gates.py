@@ -14,20 +14,30 @@ Contract:
   (secret, prompt-injection, imperative); ``fact set`` uses it.
 - The prompt-injection gate refuses text that addresses the agent (role markers, "ignore previous
   instructions", "you must"...), text that addresses the assistant reading the memory ("assistants
-  reading this memory..."), and text that asks it to keep something from the user ("must not
-  mention ... to the user", "don't tell the user", "keep this from the user", "never reveal this").
-- ``check_card(text)`` is what a line of the always-on profile card must pass, more than an
-  ordinary memory: ``check_text``'s gates, then ``safeguard``: nothing that weakens a safeguard
-  (``SAFEGUARD``: permission-skipping flags, a download piped to a shell, disabled verification,
-  hooks or checks...; the skill drafts' gate, ``quipu.skills.gate``, uses the same pattern).
+  reading this memory..."), and text that asks it to keep something from the user, named or not
+  ("must not mention ... to the user" / "to them" / "to the developer" / "to whoever asks", "don't
+  tell him", "keep this from the user", "keep it quiet", "don't bring up ...", "avoid telling",
+  "never reveal this").
+- ``check_card(text)`` is what a line of the always-on card, and an always-on rule as sessions
+  read it (``quipu.claude.always_on``), must pass: ``check_text``'s gates, then ``safeguard``:
+  nothing that weakens a safeguard (``safeguard_hit``). ``SAFEGUARD`` names it: permission-skipping
+  flags and auto-approval ("yolo", "--yes to everything", "accept all edits"), a download piped to
+  a shell or an interpreter, verification turned off by a flag, a variable or a config key
+  (``curl -k``, ``NODE_TLS_REJECT_UNAUTHORIZED=0``, ``http.sslVerify false``, ``verify=False``...),
+  and verification, hooks, checks, tests, linters, the sandbox, permissions or confirmations
+  disabled, turned off, skipped, bypassed or ignored, in any inflection. A phrase that is
+  forbidden where it stands ("never run with --yolo", "the user does not use curl -k") passes;
+  "don't forget to", "never ... without", "do not ask before" do not. The skill drafts' gate,
+  ``quipu.skills.gate``, uses the same function.
 
 Limits of the text heuristics (they are a safety net behind the model's own ``kind`` and
 ``outcome`` fields, not a classifier): they read English only; they refuse some durable notes
 that mention a status code or a timeout without a condition ("the API returns 503") and must
 then be written by hand with ``quipu add``; an imperative hidden in a subordinate clause
 ("the rule is: run X") passes the imperative gate (the prompt-injection gate still refuses
-"you must" and role markers); the concealment phrases are English and literal, so a paraphrase
-("leave the user unaware of ...") passes.
+"you must" and role markers); the concealment and safeguard phrases are English and literal, so
+a paraphrase ("let the model act without asking", "trust every certificate") passes, and a list
+of forbidden things after one "never" is read clause by clause (a comma ends the negation's reach).
 """
 from __future__ import annotations
 
@@ -125,8 +135,16 @@ class Candidate:
 
 # --------------------------------------------------------------------------------- patterns
 
-_NOT = r"(do\s+not|don'?t|must\s+not|mustn'?t|should\s+not|shouldn'?t|never|not\s+to|cannot|can'?t|may\s+not)"
+_NOT = (r"(do\s+not|don'?t|must\s+not|mustn'?t|should\s+not|shouldn'?t|never|not\s+to|cannot|can'?t|may\s+not"
+        r"|avoid|refrain\s+from)")
 _TELL = r"(tell|inform|warn|mention|reveal|disclose|divulge|show|say|admit|acknowledge|notify|alert|bring\s+up)"
+_TELLS = (r"(tell(s|ing)?|told|inform(s|ed|ing)?|warn(s|ed|ing)?|mention(s|ed|ing)?|reveal(s|ed|ing)?|disclos(e|es|ed|ing)"
+          r"|divulg(e|es|ed|ing)|show(s|n|ed|ing)?|say(s|ing)?|said|admit(s|ted|ting)?|acknowledg(e|es|ed|ing)"
+          r"|notif(y|ies|ied|ying)|alert(s|ed|ing)?|bring(s|ing)?\s+up|brought\s+up|let(s|ting)?\s+on)")
+# Who is kept in the dark: the user by any name, or a pronoun for them (only right after the verb, or after "to").
+_WHO = (r"((the|this|that|your|our)\s+)?(users?|humans?|person|operators?)"
+        r"|the\s+(developer|engineer|requester|asker|maintainer|owner|human|person)s?")
+_THEM = r"(them|him|her|whoever\s+(asks|is\s+asking|reads)|anyone\s+who\s+asks)"
 _INJECTION = re.compile(
     r"(?i)(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|every\s+)*"
     r"(previous|prior|above|earlier|preceding|original|system|safety)?\s*(instructions?|prompts?|messages|rules|guidelines)"
@@ -138,29 +156,91 @@ _INJECTION = re.compile(
     r"(reads?|reading|uses?|using|loads?|loading|sees?|seeing|receives?|receiving)\s+(this|these)\s+"
     r"(memory|memories|notes?|cards?|profile|rules?|texts?|lines?|entry|entries|context)\b"
     r"|\bif\s+you\s+are\s+(an?\s+)?(ai|assistant|agent|model|llm|language\s+model|claude|chatbot)\b"
-    rf"|\b{_NOT}\s+(\w+\s+){{0,2}}?{_TELL}\b[^.!?\n]{{0,80}}?\b(to\s+)?(the\s+)?(users?|humans?|person|operator)\b"
-    rf"|\b{_NOT}\s+let\s+(the\s+)?(users?|humans?)\s+know\b"
-    r"|\bwithout\s+(telling|informing|alerting|notifying|warning)\s+(the\s+)?(users?|humans?)\b"
-    r"|\b(keep|hide|conceal|withhold)\s+([\w'-]+\s+){0,4}?(away\s+)?from\s+(the\s+)?(users?|humans?)\b"
-    r"|\bsecret\s+from\s+(the\s+)?(users?|humans?)\b"
+    rf"|\b{_NOT}\s+(\w+\s+){{0,2}}?{_TELL}\b[^.!?\n]{{0,80}}?\b(to\s+)?({_WHO})\b"
+    rf"|\b{_NOT}\s+(\w+\s+){{0,2}}?({_TELLS}\b[^.!?;:\n]{{0,80}}?\bto|tell(s|ing)?|inform(s|ing)?|warn(s|ing)?"
+    rf"|notif(y|ies|ying)|alert(s|ing)?|show(s|ing)?|remind(s|ing)?)\s+({_WHO}|{_THEM})\b"
+    rf"|\b{_NOT}\s+let(ting)?\s+({_WHO}|them|him|her)\s+know\b"
+    rf"|\bwithout\s+(telling|informing|alerting|notifying|warning)\s+({_WHO}|{_THEM})\b"
+    rf"|\b(keep|hide|conceal|withhold)\s+([\w'-]+\s+){{0,4}}?(away\s+)?from\s+({_WHO}|them|him|her)\b"
+    rf"|\b(leave|keep)\s+({_WHO}|them|him|her)\s+(unaware|uninformed|in\s+the\s+dark)\b"
+    r"|\bkeep\s+(it|this|that|these|those|everything|anything|(the\s+)?([\w-]+\s+)?(?!(output|logs?|console|terminal"
+    r"|builds?|fans?|room|noise|logging|alerts?|notifications?)\b)[\w-]+)\s+(quiet|hushed|under\s+wraps)\b"
+    r"|\bkeep\s+quiet\s+about\b|\bkeep\s+([\w-]+\s+){0,3}?to\s+yourself\b"
+    r"|\b(do\s+not|don'?t|never|must\s+not|mustn'?t|should\s+not|shouldn'?t)\s+bring\s+up\b"
+    r"|\bavoid(ing)?\s+(telling|informing|notifying|alerting|warning|bringing\s+up)\b"
+    rf"|\bsecret\s+from\s+({_WHO}|them|him|her)\b"
     rf"|\b{_NOT}\s+(reveal|disclose|divulge|mention|acknowledge)\s+(this|these|that|it|them|quipu|anything"
     r"|the\s+existence|(any|the|your)\s+(memor\w*|notes?|rules?|instructions?|contents?|sources?|store|card|profile))\b"
 )
 
-# What weakens a safeguard: a flag that skips permission prompts or verification, a download piped
-# to a shell, hooks, checks or confirmations turned off. A skill draft must not teach it
-# (``quipu.skills.gate``) and the always-on card must not carry it (``check_card``).
+# What weakens a safeguard (see the module contract); ``safeguard_hit`` reads it unless forbidden.
+_OFF = (r"(disabl(e|es|ed|ing)|deactivat(e|es|ed|ing)|skip(s|ped|ping)?|bypass(es|ed|ing)?|ignor(e|es|ed|ing)"
+        r"|circumvent(s|ed|ing)?|(turn(s|ed|ing)?|switch(es|ed|ing)?|shut(s|ting)?)\s+off)")
+_GUARD = (r"((all|the|any|every|its|their|his|her|my|your|our|these|those)\s+)?"
+          r"((ssl|tls|https|x\.?509|certificates?|certs?|signatures?|gpg|host[\s-]?keys?|hostnames?|permission|security"
+          r"|safety|ci|pre-?commit|pre-?push|commit|git|lint|unit|integration|type|status|required|branch)[\s/-]+){0,2}"
+          r"(verification|verifying|validation|checks?|checking|hooks?|pre-?commit|pre-?push|tests?|testing|linters?"
+          r"|linting|lint|sandbox(es|ing)?|permissions?|confirmations?|approvals?|prompts?|safety|security|guards?"
+          r"|guardrails?|pinning|protection|(ssl|tls|certificate|cert)\s+(errors?|warnings?))\b"
+          r"(?!\s+(e-?mails?|mails?|messages?|letters?|meetings?|folders?|director(y|ies)|dirs?|files?|paths?|data"
+          r"|fixtures?|codes?|numbers?|pages?|screens?)\b)")
+_SHELL = r"(\S*/)?((ba|z|da|k|fi|c|tc)?sh|python[\d.]*|perl|ruby|node|php|iex|pwsh|powershell)\b"
 SAFEGUARD = re.compile(
-    r"(?i)--no-verify\b|dangerously-skip-permissions|\bbypassPermissions\b|\bdisableAllHooks\b|\bQUIPU_CHILD\b"
-    r"|\b(disable|disabling|turn\s+off|skip|skipping|bypass|ignore)\s+(all\s+|the\s+|any\s+)?"
-    r"(ssl\s+|tls\s+|certificate\s+|signature\s+|host[\s-]key\s+|permission\s+)?"
-    r"(safety|security|pre-commit|hooks?|checks?|verification|sandbox|permissions?|tests?|linters?|guards?"
-    r"|confirmations?|prompts?)\b"
+    r"(?i)--no-verify\b|\bdangerously[-_][\w-]+|\bbypassPermissions\b|\bdisableAllHooks\b|\bQUIPU_CHILD\b"
+    rf"|\b{_OFF}\s+{_GUARD}"
+    rf"|\b(turn(s|ed|ing)?|switch(es|ed|ing)?|shut(s|ting)?)\s+{_GUARD}\s+off\b"
+    rf"|{_GUARD}\s+((is|are|was|were|be|been|being|get|gets|got|stays?|left|kept)\s+)?"
+    r"(disabled|deactivated|turned\s+off|switched\s+off|skipped|bypassed)\b|\b(verification|sandbox)\s+off\b"
     r"|\brm\s+-[a-z]*r[a-z]*f?\s+[/~]|\bchmod\s+(-R\s+)?777\b|\bgit\s+push\s+(-f|--force)\b|\bsudo\b"
-    r"|\b(curl|wget)\b[^\n|]*\|\s*(sudo\s+)?(ba|z)?sh\b"
-    r"|--insecure\b|--no-check-certificate\b|\bGIT_SSL_NO_VERIFY\b|\bverify\s*=\s*False\b|StrictHostKeyChecking[\s=]+no\b"
+    # a download run by a shell or an interpreter
+    rf"|\b(curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|]{{0,300}}\|\s*(sudo\s+(-\S+\s+)*)?{_SHELL}"
+    r"|\b((ba|z|da|k)?sh|python[\d.]*)\s+(-\S+\s+)*(<\(|-c\s+[\"']?\$\()\s*(curl|wget)\b"
+    r"|\bpip(e|es|ed|ing)\s+(curl|wget|downloads?|downloaded\s+[\w-]+|([\w-]+\s+)?scripts?\s+from"
+    r"|(the\s+|an?\s+)?(install(er|ation)?|remote|online|web)\s+scripts?)\b[^.;\n]{0,60}?\b(in)?to\s+(an?\s+|the\s+)?"
+    r"(sudo\s+)?((ba|z|da|k|fi)?sh|shell|python[\d.]*|perl|ruby|node|interpreter)\b"
+    # verification turned off by a flag, a variable or a config key
+    r"|--insecure\b|--no-check-certificate\b|\bcurl\b[^\n|;&]{0,300}?\s(?-i:-[a-zA-Z]*k[a-zA-Z]*)(?![\w-])"
+    r"|\bNODE_TLS_REJECT_UNAUTHORIZED\b(?!\s*(=|to)\s*[\"']?1)|\bPYTHONHTTPSVERIFY\b(?!\s*(=|to)\s*[\"']?1)"
+    r"|\bGIT_SSL_NO_VERIFY\b|\bsslVerify\b\W{0,3}(false|0|no|off)\b|\bstrict[-_]ssl\b\W{0,3}(false|0|no|off)\b"
+    r"|\b(REQUESTS|CURL)_CA_BUNDLE\s*=\s*(\"\"|''|(?=\s|$))|\b(REQUESTS|CURL)_CA_BUNDLE\b[^.\n]{0,20}\bempty\b"
+    r"|\b(verify|verify_ssl|ssl_verify|verify_certs?|check_hostname|reject_?unauthorized)\s*[=:]\s*[\"']?(false|0|no|off|none)\b"
+    r"|\binsecure[-_]?skip[-_]?verify\b\W{0,3}true\b|\bCERT_NONE\b|StrictHostKeyChecking\W{0,3}(no|off|false)\b"
+    r"|UserKnownHostsFile\W{0,3}/dev/null\b|\bcore\.hooksPath\W{0,3}/dev/null\b"
+    # approval given in advance
+    r"|\bauto[\s-]?(approv|accept|allow|confirm)\w*|\byolo\b|\bacceptEdits\b|(--yes|\byes)\s+to\s+(everything|all)\b"
+    r"|\b(approv|accept|allow)(e|es|ed|ing|s)?\s+(everything\b|(all|every|any)\s+(edits?|tool\s+calls?|tools?|commands?"
+    r"|permissions?|prompts?|requests?|actions?)\b)"
     r"|\b(no|without)\s+(any\s+)?(confirmations?|permission\s+prompts?|approvals?)\b"
 )
+# A hit is forbidden, not asked for, when an odd number of negations (``_NEGATES``; "forget",
+# "hesitate"... turn one back) stand before it in its clause, the last within five words, and
+# nothing like "ask" or "before" between: "never run with --yolo", "the user refuses to curl -k".
+_NEGATES = frozenset("""never not cannot without nor dont avoid avoids avoided avoiding refuse refuses refused
+refusing refrain refrains forbid forbids forbade forbidden prohibit prohibits prohibited forget forgets forgot
+fail fails failed hesitate hesitates hesitated neglect neglects mind minds stop stops afraid scared shy hesitant
+reluctant bother bothers""".split())
+_BLOCKERS = frozenset("ask asks asked asking before after until till when whenever if once only just even except "
+                      "wait waits waiting first always".split())
+_CLAUSE_END = re.compile(r"(?i)[.;:!?,()\[\]\n]|\b(?:and|but|then|so|because|while|whereas|unless|except|instead|yet)\b")
+
+
+def _forbidden(before: str) -> bool:
+    clause = _CLAUSE_END.split(before.replace("’", "'"))[-1].lower().replace("no longer", "never")
+    words = re.findall(r"[a-z]+(?:'[a-z]+)?", clause)[-8:]
+    marks = [n for n, w in enumerate(words) if w in _NEGATES or w.endswith("n't")]
+    if not marks:
+        return False
+    between = words[marks[-1] + 1:]
+    return len(marks) % 2 == 1 and len(between) <= 5 and not _BLOCKERS.intersection(between)
+
+
+def safeguard_hit(text: str) -> str | None:
+    """The first phrase of ``text`` that weakens a safeguard and is not forbidden there, or None."""
+    for m in SAFEGUARD.finditer(text):
+        if not _forbidden(text[: m.start()]):
+            return " ".join(m.group(0).split())
+    return None
+
 
 # First words of a sentence in the imperative mood: a command to the agent, not a claim.
 IMPERATIVE_STARTS = frozenset("""
@@ -354,7 +434,7 @@ def check_card(text: str, *, gates: Sequence[str] = CARD_GATES) -> Refusal | Non
     """What a line of the always-on card must pass (see the module contract)."""
     refusal = check_text(text, gates=gates)
     if refusal is None and "safeguard" in gates:
-        hit = _found(SAFEGUARD, text)
+        hit = safeguard_hit(text)
         if hit:
             refusal = Refusal("safeguard", f"text that weakens a safeguard: {hit!r}")
     return refusal

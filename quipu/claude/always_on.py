@@ -9,8 +9,10 @@ Contract:
   that is over them shows only its strongest lines that fit, grouped by prefix). Then the
   active memories marked ``always_on``, in a fixed order: those the user gave, then rules,
   then the oldest (standing rules first), one line each (title and description, at most
-  ``RULE_CHARS``), while they fit.
-- Nothing is dropped silently: every line or rule that did not fit is in ``Layer.left_out``
+  ``RULE_CHARS``), while they fit. A rule the card's injection or safeguard gate refuses
+  (``quipu.capture.gates.check_card``, on the words a session would read) is left out, wherever it
+  came from (``quipu add``, a teammate's sync): "never run with --yolo" shows, "always" does not.
+- Nothing is dropped silently: every line or rule that did not fit or was refused is in ``Layer.left_out``
   with the reason and whether recall can still find it (always-on memories are in the index,
   so they stay searchable; profile lines over the card's caps are not, until
   ``quipu profile fit`` moves them to the store). The text itself ends with a count of what
@@ -35,7 +37,7 @@ from typing import Any
 from quipu.prompt import fence, locate
 from quipu.prompt.files import of_other_projects, placed
 from quipu.index import index
-from quipu.capture import profile
+from quipu.capture import gates, profile
 from quipu.store.store import Store
 
 BUDGET_TOKENS = 1300          # Hermes' always-on layer; the design's goal for quipu
@@ -78,9 +80,18 @@ class Layer:
                 "left_out": [item.to_json() for item in self.left_out], "text": self.text}
 
 
+def _extra(row: Any) -> str:
+    return str(row["description"] or next((ln.strip() for ln in (row["body"] or "").splitlines() if ln.strip()), ""))
+
+
+def rule_refusal(row: Any) -> gates.Refusal | None:
+    """Why the card's gates keep an always-on rule out of sessions (it stays searchable), or None."""
+    return gates.check_card(fence.safe(f"{row['title']}\n{_extra(row)}"), gates=("prompt-injection", "safeguard"))
+
+
 def rule_line(row: Any) -> str:
     text = row["title"]
-    extra = row["description"] or next((ln.strip() for ln in (row["body"] or "").splitlines() if ln.strip()), "")
+    extra = _extra(row)
     if extra and extra.casefold() != text.casefold():
         text += f" — {extra}"
     text = " ".join(text.split())
@@ -142,7 +153,14 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
 
     rows = always_on_rows(store, cwd) + (always_on_rows(user, cwd) if user else [])
     lines: list[str] = []
+    gated = 0
     for row in rows:
+        refusal = rule_refusal(row)
+        if refusal is not None:
+            gated += 1
+            layer.left_out.append(LeftOut("rule", row["id"], row["title"],
+                                          f"the card's {refusal.gate} gate refuses it: {refusal.detail}", searchable=True))
+            continue
         text = rule_line(row)
         head = 0 if lines else len(f"Standing rules ({len(rows)} of {len(rows)}):") + 2
         if used + head + len(text) + 1 <= budget:
@@ -155,14 +173,16 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
     if lines:
         parts.append("\n".join([f"Standing rules ({len(lines)} of {len(rows)}):", *lines]))
     if layer.left_out:
-        rules_out = sum(1 for item in layer.left_out if item.kind == "rule")
-        profile_out = len(layer.left_out) - rules_out
+        rules_out = sum(1 for item in layer.left_out if item.kind == "rule") - gated
+        profile_out = len(layer.left_out) - rules_out - gated
         bits = []
         if rules_out:
             bits.append(f"{rules_out} always-on rule(s) (recall still finds them)")
         if profile_out:
             bits.append(f"{profile_out} profile line(s)")
-        parts.append(f"Left out for size: {' and '.join(bits)}; `quipu doctor` lists them.")
+        said = [f"Left out for size: {' and '.join(bits)}"] if bits else []
+        said += [f"{gated} always-on rule(s) left out by the card's safety gates"] if gated else []
+        parts.append(f"{'; '.join(said)}; `quipu doctor` lists them.")
     if parts:
         layer.text = "\n".join([_OPEN, fence.safe("\n\n".join(parts)), _CLOSE])  # stored text stays inside
     return layer

@@ -45,7 +45,6 @@ _UNVERIFIABLE = re.compile(
     r"(?i)\bsaves?\s+(you\s+)?(a\s+lot\s+of\s+)?(time|effort|hours|minutes)\b|\bfaster\b|\bmore\s+efficient"
     r"|\befficien(cy|tly)\b|\bproductiv|\bbest\s+practices?\b|\balways\s+works\b|\bguarantee|\bboost"
     r"|\bstreamlin|\bseamless|\beffortless|\bsignificantly\b|\b10x\b")
-_UNSAFE = gates.SAFEGUARD  # one list of what weakens a safeguard, shared with the profile card
 _CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _INLINE = re.compile(r"`([^`\n]+)`")
 _PROSE_PATH = re.compile(r"(?<![\w<`])((?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)*)")
@@ -152,9 +151,9 @@ def check_claims(draft: Draft) -> str | None:
 
 def check_safety(draft: Draft) -> str | None:
     text = f"{draft.description}\n{draft.body}"
-    m = _UNSAFE.search(text)
-    if m:
-        return f"tells the agent to weaken a safeguard: {' '.join(m.group(0).split())!r}"
+    hit = gates.safeguard_hit(text)  # one reading of what weakens a safeguard, shared with the always-on layer
+    if hit:
+        return f"tells the agent to weaken a safeguard: {hit!r}"
     m = gates._INJECTION.search(text)  # the capture gate's pattern: text that addresses the agent's rules
     if m:
         return f"text that instructs the agent: {' '.join(m.group(0).split())!r}"
