@@ -2,9 +2,11 @@
 a digit, and a sentence that describes a password is not.
 
 Both sides are measured: recall over credentials of every shape (letters only in any case,
-letters and digits, passphrases of three or four words joined, symbols) in 20 phrasings, and
-false refusals over ordinary sentences about passwords and over the real notes of
-``../shared/data/memories-real`` (skipped when absent). Regression tests for docs/security.md.
+letters and digits, passphrases of three or four words joined, symbols) in 20 phrasings, and in
+28 more that assign a password in other ways (changed to, set to, use V as, V is the password,
+the password's, spelled to pass a filter, ``-u root -p V``), and false refusals over ordinary
+sentences about passwords and over the real notes of ``../shared/data/memories-real`` (skipped
+when absent). Regression tests for docs/security.md.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quipu.errors import SecretRefused
+from quipu.errors import EXIT_SOME_SKIPPED, SecretRefused
 from quipu.store import secrets_scan
 from testing.fixtures import REPO_ROOT, make_store, memory, quipu
 
@@ -36,8 +38,22 @@ PASSWORD_PHRASINGS = (
     "The VPN password for alice is `{v}` (rotated in May)", "credentials: admin / {v}", "pw is {v}",
     "Passwort: {v}", "Das Passwort ist {v}", "le mot de passe est {v}", "la contraseña es {v}", "a senha é {v}",
 )
+# How else a sentence gives a password its value: a change, an instruction, the value first, a
+# word spelled to pass a filter, a command's flags.
+ASSIGNED_PHRASINGS = (
+    "The staging root password was changed to {v} yesterday", "set the password to {v} for the admin user",
+    "use {v} as the password", "the password's {v}", "the p@ssword is {v}", "the passw0rd is {v}",
+    "the pa$$word is {v}", "The PASSWD is {v}", "the pswd is {v}", "the new password: {v}", "{v} is the password",
+    "password for staging = {v}", "password now {v}", "log in with password {v}", "mysql -u root -p {v}",
+    "mysql -p {v} -u root app", "./deploy.sh --password {v}", "./deploy.sh --password={v}",
+    "the admin password has been reset to {v}", "I changed the root password of the db to {v}", "try {v} as password",
+    "the password got rotated to {v}", "the vpn password is now {v}", "Reset alice's password to {v}",
+    "password changed to {v}", "The password for the admin account on staging has been changed to {v}",
+    "the new password will be {v}", "{v} was the old password",
+)
 # After "token", "secret" or "API key" only a value that reads like no word counts, not a phrase.
-KEY_PHRASINGS = ("the api key is {v}", "the token is {v}", "The access token for CI is {v}", "the secret is {v}")
+KEY_PHRASINGS = ("the api key is {v}", "the token is {v}", "The access token for CI is {v}", "the secret is {v}",
+                 "the token was rotated to {v}", "the api key has been reset to {v}", "use {v} as the token")
 NOTES = Path(os.environ.get("QUIPU_SHARED_DATA") or REPO_ROOT.parent / "shared" / "data") / "memories-real" / "notes.jsonl"
 # The real notes refused before prose passwords without a digit were read (a `docker run -e
 # NEO4J_AUTH=neo4j/...` line, by the assignment rule): no more may be refused.
@@ -89,8 +105,18 @@ def test_credentials_of_every_shape_stated_in_twenty_phrasings_are_refused() -> 
     assert sum(shares.values()) / len(shares) >= 0.97, shares
 
 
+def test_credentials_assigned_in_other_ways_are_refused() -> None:
+    """Before, 33% of these were refused (letters alone and camel-case phrases 21%, with digits
+    58%, with symbols 61%; none of "use V as the password", "V is the password", "the p@ssword
+    is V", "mysql -u root -p V"); now every one of this draw is."""
+    shares = {shape: recall(values, ASSIGNED_PHRASINGS) for shape, values in credentials().items()}
+    assert all(share >= 0.95 for share in shares.values()), shares
+    assert sum(shares.values()) / len(shares) >= 0.97, shares
+
+
 def test_credentials_stated_for_a_token_or_key_are_refused_unless_they_read_as_words() -> None:
-    """Before, 9% of these were refused (only values long enough for the key rules); now 99%."""
+    """Before, 9% of these were refused (only values long enough for the key rules); now 99%. Of
+    the three phrasings of a change or a use ("rotated to V", "use V as the token"), 6% before."""
     shapes = {shape: values for shape, values in credentials(11).items() if not shape.startswith("words")}
     shares = {shape: recall(values, KEY_PHRASINGS) for shape, values in shapes.items()}
     assert all(share >= 0.9 for share in shares.values()), shares
@@ -105,6 +131,13 @@ def test_credentials_stated_for_a_token_or_key_are_refused_unless_they_read_as_w
     "the password for staging is Wkdhqpzm", "login admin / TpqzRwkmX", "PIN: 482913", "The passcode is 55417",
     "le mot de passe est kqpzRwtbX", "la contraseña es XqpzkwrtM", "a senha é ZmkqwptrL", "Das Passwort lautet bkqpzrwt",
     "The password is kqp!zrwt", "the API key is vKqPzRwTbXmLnYhJ", "The password is password123",
+    # what `quipu add` took before
+    "The staging root password was changed to vKqPzRwTbXmLnYhJ yesterday",
+    "set the password to vKqPzRwTbXmLnYhJ for the admin user", "use vKqPzRwTbXmLnYhJ as the password",
+    "the password's vKqPzRwTbXmLnYhJ", "the p@ssword is vKqPzRwTbXmLnYhJ", "the passw0rd is vKqPzRwTbXmLnYhJ",
+    "the pa$$word is vKqPzRwTbXmLnYhJ", "the pwd is vKqPzRwTbXmLnYhJ", "the passwd is vKqPzRwTbXmLnYhJ",
+    "the password’s vKqPzRwTbXmLnYhJ", "the PIN was changed to 482913", "mysql -u root -p CorrectHorseBatteryStaple",
+    "The password has been reset to kqp!zrwt", "password changed to correct-horse-battery-staple",
 ])
 def test_a_stated_credential_without_a_digit_or_in_another_language_is_found(text: str) -> None:
     assert secrets_scan.find_secrets(text), text
@@ -143,12 +176,38 @@ ORDINARY = (
     "user:password@host is the URL form", "admin / moderator roles are separate", "The PIN is four digits",
     "the token is refreshed by the AuthInterceptor", "the secret is injected by ExternalSecrets",
     "password is Argon2id-hashed", "the password is base64-encoded", "**password**: see the team vault",
+    # a change, an instruction or a use that is no password
+    "the password was changed to the new policy", "set the password to something long",
+    "use a passphrase as the password", "the password's length must be 12", "rotate the password to comply",
+    "changed to use the vault", "the password was changed to use the vault", "set the password to never expire",
+    "change your password to something memorable", "reset the password to the default",
+    "the password got reset to the factory default", "use your SSO credentials as the password",
+    "use the API token as the password", "Use GITHUB_TOKEN as the password", "use $CI_JOB_TOKEN as the password",
+    "the password's hash is stored with a salt", "password's been rotated", "the password was updated to include symbols",
+    "set the password to at least 12 characters", "set the password to DJANGO_SUPERUSER_PASSWORD",
+    "the password has been switched to Keycloak", "Grafana's admin password resets to admin on restart",
+    "the password was rotated to invalidate old sessions", "the password was set to expire after 90 days",
+    "password now required for all users", "password now lives in 1Password", "the password was changed to a stronger one",
+    "Set password to noexpire", "set the password to NOPASSWD for sudo", "the password was updated to bcrypt hashing",
+    "changed the password to sha512crypt", "the password is now bcrypt-hashed", "set the password to empty",
+    "reset the password to the one in the runbook", "the password was changed to match production",
+    "htpasswd is the password file format", "use htpasswd for the password", "use xkcdpass for the password",
+    "PGPASSWORD is the password for psql", "Bitwarden is the password manager", "use Kubernetes as the password store",
+    "What is the password for staging?", "This is the password policy we agreed on",
+    "the p@ssword placeholder is masked in logs", "pa$$word is the classic example of a weak password",
+    "pwd prints the working directory", "the passwd file is /etc/passwd", "passwd alice resets her password",
+    "the admin password was changed to the value in Vault", "use the generated value as the password",
+    "the password must be changed to continue", "the token was rotated by the operator", "use the PAT as the token",
+    "mysql -u root -p", "mysql -u root -p -h db.internal", "docker run -u 1000 -p 8080:80/tcp nginx",
+    "psql -U postgres -p 5433 -d app", "docker run --user app -p 127.0.0.1:5432:5432 postgres",
+    "python -u train.py -p configs/base.yaml", "mysql -u root -p staging",
 )
 
 
 def test_ordinary_sentences_about_passwords_are_not_refused() -> None:
     """Before: 6 of these were refused ("configurable through QUIPU_DB_PASSWORD", "SSO-only",
-    "OAuth-based", "SAML-federated", "Argon2id-hashed", "base64-encoded"); now none."""
+    "OAuth-based", "SAML-federated", "Argon2id-hashed", "base64-encoded"); now none, nor of the
+    changes, instructions and commands that state no password."""
     assert len(ORDINARY) >= 30
     refused = [text for text in ORDINARY if secrets_scan.find_secrets(text)]
     assert refused == []
@@ -163,10 +222,11 @@ ORDINARY_WORDS = ("stored", "required", "rotated", "hashed", "encrypted", "tempo
 
 # "password: V" and "password = V" are also how config sets a password: there any value that is
 # not a placeholder or a reference is one, a word too (the assignment rule, as before).
-PROSE_PHRASINGS = tuple(p for p in PASSWORD_PHRASINGS + KEY_PHRASINGS if ": {v}" not in p and "= {v}" not in p)
+PROSE_PHRASINGS = tuple(p for p in PASSWORD_PHRASINGS + ASSIGNED_PHRASINGS + KEY_PHRASINGS
+                        if ": {v}" not in p and "= {v}" not in p and "--password" not in p)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(word=st.sampled_from(ORDINARY_WORDS), case=st.sampled_from([str.lower, str.title, str.upper, str]),
        phrasing=st.sampled_from(PROSE_PHRASINGS))
 def test_an_ordinary_word_stated_for_a_password_is_not_refused(word: str, case: object, phrasing: str) -> None:
@@ -189,7 +249,7 @@ def test_a_placeholder_or_a_reference_stated_for_a_password_is_not_refused(name:
 
 @settings(max_examples=300, deadline=None)
 @given(value=st.text(string.ascii_letters + string.digits + "!#%&*?", min_size=8, max_size=24).filter(
-    lambda v: not v.isalpha()), phrasing=st.sampled_from(PASSWORD_PHRASINGS))  # no word of the message's own
+    lambda v: not v.isalpha()), phrasing=st.sampled_from(PASSWORD_PHRASINGS + ASSIGNED_PHRASINGS))  # no word of its own
 def test_a_refusal_never_shows_the_password(value: str, phrasing: str) -> None:
     text = phrasing.format(v=value)
     try:
@@ -222,6 +282,32 @@ def test_the_found_passwords_reach_neither_the_store_nor_its_history(tmp_path: P
     history = everything_in(store.root)
     assert b"[REDACTED:password-prose]" in history
     assert [v for v in values if v.encode() in history] == []
+
+
+AUDITED = ("The staging root password was changed to vKqPzRwTbXmLnYhJ yesterday",
+           "set the password to BknNptLctQwrz for the admin user", "use TpqzRwkmXvbn as the password",
+           "the password's QPWZMRTLKXCVB", "the p@ssword is nbvcxzlkjhgfq")
+
+
+def test_a_password_assigned_in_prose_reaches_neither_the_store_nor_its_history(tmp_path: Path) -> None:
+    """The finding: `quipu add` and `quipu import markdown` took each of these."""
+    store = make_store(tmp_path / "store")
+    values = ("vKqPzRwTbXmLnYhJ", "BknNptLctQwrz", "TpqzRwkmXvbn", "QPWZMRTLKXCVB", "nbvcxzlkjhgfq")
+    assert all(v in text for v, text in zip(values, AUDITED, strict=True))
+    for n, text in enumerate(AUDITED):
+        added = quipu("--store", str(store.root), "add", text, "--title", f"note {n}")
+        assert added.returncode == 1 and "password-prose" in added.stderr, (text, added.stderr)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "staging.md").write_text("# Staging access\n\n" + "\n".join(f"- {t}" for t in AUDITED) + "\n")
+    (notes / "policy.md").write_text("# Password policy\n\nThe password was changed to the new policy; "
+                                     "use a passphrase as the password.\n")
+    done = quipu("--store", str(store.root), "import", "markdown", str(notes))
+    assert done.returncode == EXIT_SOME_SKIPPED and "skipped staging.md" in done.stdout, done.stdout + done.stderr
+    history = everything_in(store.root)
+    assert b"use a passphrase as the password" in history  # the ordinary note got in
+    assert [v for v in values if v.encode() in history] == []
+    assert not any(v in done.stdout + done.stderr for v in values)
 
 
 def test_the_real_notes_are_refused_no_more_than_before() -> None:

@@ -7,8 +7,12 @@ Contract:
   recovery phrases; the value must read like a password (``secret_rules.secretish``), not a word,
   a number, a host name or an algorithm ("hashed with argon2id").
 - The value a sentence states for a password word (``stated_value``: "the wifi password is V",
-  "password: V", "password = V", "pw V", "the password for staging is V", "Passwort: V", "login
-  admin / V") is a secret when it reads like a credential rather than a description
+  "password: V", "password = V", "pw V", "password now V", "the password for staging is V",
+  "Passwort: V", "login admin / V", "the password's V", "the password was / has been / got changed
+  (set, reset, updated, rotated) to V", "password changed to V", "the new password will be V", "set
+  (change, reset) alice's password (for X) to V"; before the word: "use / try V as the password", "V
+  is the password"), the word also spelled to pass a filter ("p@ssword", "passw0rd", "pa$$word",
+  "pswd"), is a secret when it reads like a credential rather than a description
   (``stated_secret``), with or without a digit: letters that are neither words of the package's
   English lexicon (``quipu/data/lexicon.txt``, the index's, looked up by their Porter stems, a
   prefix or suffix aside, one or two joined: "gitignored", "keycloak") nor read like a word of
@@ -17,11 +21,12 @@ Contract:
   ("CorrectHorseBatteryStaple", "correct-horse-battery-staple"; not after a bare "pass", nor
   joined by "_" or ".", as names in code are); a word with symbols inside ("kqp!zrwt"); digits
   alone after a password, passcode or PIN word. A placeholder or a reference (``$DB_PASSWORD``,
-  ``${{ secrets.X }}``, ``<your-password>``, ``****``, ``changeme``, a password manager's name),
-  a call and an algorithm's name ("Argon2id-hashed") are not, and a stated value that is none is
+  ``${{ secrets.X }}``, ``<your-password>``, ``****``, ``changeme``, a password manager's name,
+  letters that name a credential: "PGPASSWORD", "xkcdpass"), a call and an algorithm's name ("Argon2id-hashed") are not, and a stated value that is none is
   not read again as a password further on; a weak password such as ``password123`` is one.
 - ``stated_spans(text)``: the same for a secret, a token, an API key or a PIN ("the token is V",
-  "PIN: 482913"): only the stated value, only when it reads like no word, never a phrase.
+  "the token was rotated to V", "use V as the token", "PIN: 482913"): only the stated value, only
+  when it reads like no word, never a phrase.
 - ``pair_spans(text)``: an account and its password side by side ("admin / Gr4fana!2024"; with
   no digit, as ``stated_secret`` reads it: "admin / TpqzRwkmX").
 - ``code_spans(text)``: recovery and backup codes after the words that announce them.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import math
 import os
 import re
@@ -51,6 +57,10 @@ PASSWORD_WORDS = (
     "wachtwoord", "kennw", "passw", "contrase", "mật khẩu",
     "login", "credentials", "creds", "wifi key", "wlan key", "wpa key", "network key", "master password", "seed phrase", "recovery phrase", "mnemonic",
 )
+# Spelled to pass a filter, or short: "p@ssword", "passw0rd", "pa$$word", "pa55wd", "pswd", "passwrd".
+_OBFUSCATED = r"p(?:[a@4][s$5]{1,2}|[s$5])w(?:[o0]?r)?d(?![\w$@])"
+_HEADS = [*("".join(c) for n in (1, 2) for c in itertools.product("a@4", *["s$5"] * n)), "s", "$", "5"]
+SPELLINGS = tuple(f"p{head}w{mid}d" for head in _HEADS for mid in ("", "r", "or", "0r"))  # the keywords of its matches
 _WEAK = {"pass", "pw", "pwd", "clave", "sandi", "login", "credentials", "creds", "parole"}
 _CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xAC00, 0xD7AF), (0xFF00, 0xFFEF), (0x0E00, 0x0E7F))
 _CJK_CLASS = "[" + "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in _CJK_RANGES) + "]"
@@ -70,8 +80,9 @@ def _word(w: str) -> str:
 
 
 _PROSE_WORD = lazy(
-    r"(?i)(?<![A-Za-z0-9_$./:@])(?:" + "|".join(_word(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True))
-    + r")(?![A-Za-z0-9_\-/@])")
+    r"(?i)(?<![A-Za-z0-9_$./:@])(?:" + _OBFUSCATED + "|"
+    + "|".join(_word(w) for w in sorted(PASSWORD_WORDS, key=len, reverse=True)) + r")(?![A-Za-z0-9_\-/@])")
+_SPELLED = lazy(r"(?i)" + _OBFUSCATED + r"\Z")
 _STATED_WORD = lazy(  # "PIN" in capitals: "pin" is a verb of package versions
     r"(?i)(?<![A-Za-z0-9_$./:@])(?:" + "|".join(map(re.escape, sorted(STATED_WORDS, key=len, reverse=True)))
     + r"|(?-i:PIN)(?=[ :=]))(?![A-Za-z0-9_\-/@])")
@@ -81,8 +92,8 @@ _PHRASE = lazy(r"\A[a-z]{3,12}(?:([-_.])[a-z]{3,12})(?:\1[a-z]{3,12}){2,}\Z")
 _TECH_TERM = lazy(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)|utf-?8"
                         r"|http/?[23]|oauth2?|ipv[46]|x509|ed25519|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[a-z]+\d{2,4})$")
 # The names of algorithms and formats alone (not "hunter42"): a value stated as one is no password.
-_ALGORITHM = lazy(r"(?i)^(?:argon2(?:id|i|d)?|sha-?\d+|md5|bcrypt|scrypt|pbkdf2\S*|aes-?\d+\S*|base(?:32|64)\w*|utf-?8"
-                  r"|http/?[23]|oauth2?|ipv[46]|x509|[ex]d?25519|x448|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[hrep]s\d{3})$")
+_ALGORITHM = lazy(r"(?i)^(?:argon2(?:id|i|d)?|(?:sha-?\d+|md5)(?:crypt|sum)?|[by]crypt|scrypt|pbkdf2\S*|aes-?\d+\S*"
+                  r"|base(?:32|64)\w*|utf-?8|http/?[23]|oauth2?|ipv[46]|x509|[ex]d?25519|x448|rsa-?\d+|tls-?1\.?\d|v\d+(?:\.\d+)*|[hrep]s\d{3})$")
 _ENV_NAME = lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\Z")  # the variable a value is read from: QUIPU_DB_PASSWORD
 _STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with from as it this that not your our must should "
                        "have has can will need needs use uses used contain contains require requires into only never always "
@@ -93,6 +104,14 @@ _STOPWORDS = frozenset("the a an is in on at of to for and or be are was by with
 # ":", "=" or a dash, after "for staging" and the like, or right after an English password word.
 _CONNECTORS = frozenset("is was are were becomes remains ist lautet war est était es era é è är var er on oli jest je "
                         "este adalah ialah là είναι это - – — -> →".split())
+# "the password has been changed to V", "was reset to V", "got rotated to V", "is now V", "will be V".
+_AUX = frozenset("has have had been be being got gets get will would shall should must can could may might just now "
+                 "currently still also since temporarily already recently finally again then".split())
+_CHANGED = frozenset("change changed changes set sets reset resets update updated updates rotate rotated rotates switch "
+                     "switched modify modified".split())
+# "set / change / reset (alice's) password (for X) to V": a verb of setting in the words before the password word.
+_SET_BEFORE = lazy(r"(?i)\b(?:set|setting|chang(?:e|ed|ing)|reset(?:ting)?|updat(?:e|ed|ing)|rotat(?:e|ed|ing)"
+                   r"|switch(?:ed|ing)?|modif(?:y|ied|ying))\W+(?:[\w'’\-]+\W+){0,3}\Z")
 _QUALIFIERS = frozenset("for of on at to in from with für von pour de du des del para da do dla na voor van för til".split())
 _EMPHASIS = lazy(r"[*_~]+\Z")  # "**password**: V": marks of emphasis, not a value
 _TOKEN = lazy(r"[^\s\"'`«»“”„「」『』（）()\[\],;，。、：:=][^\s\"'`«»“”„「」『』（）()\[\],;，。、：:]*")
@@ -119,21 +138,34 @@ def stated_value(window: str, word: str, before: str = "") -> tuple[int, int, bo
     """The span in ``window`` (the rest of the line after the password word ``word``; ``before``,
     the text before the word) of the value the sentence states for it, and whether that value
     reads like a credential (``stated_secret``); None when the sentence states none."""
-    toks = [t for t in _TOKEN.finditer(window) if not _EMPHASIS.match(t.group())][:8]
+    toks = [t for t in _TOKEN.finditer(window) if not _EMPHASIS.match(t.group())][:12]
     if not toks:
         return None
+    words = [t.group().lower() for t in toks]
+    set_before = bool(_SET_BEFORE.search(before))
+
+    def onto(k: int, sure: bool) -> int | None:  # from k, over "has been", "now": "changed to V", "will be V"
+        j = next((i for i in range(k, len(toks)) if words[i] not in _AUX), len(toks))
+        if j + 2 < len(toks) and words[j] in _CHANGED and words[j + 1] == "to":
+            return j + 2
+        return j if j < len(toks) and (sure or k < j and words[j - 1] in ("be", "been")) else k if sure else None
 
     def value_at(k: int) -> int | None:  # the value's index when a joining word or sign is at k
         gap = window[toks[k - 1].end() if k else 0:toks[k].start()]
         if ":" in gap or "=" in gap:
             return k
-        return k + 1 if toks[k].group().lower() in _CONNECTORS and k + 1 < len(toks) else None
+        if k == 0 and gap + words[0] in ("'s", "’s") and len(toks) > 1:  # "the password's V"
+            return onto(1, True)
+        if words[k] in _CONNECTORS and k + 1 < len(toks):
+            return onto(k + 1, True)
+        return k + 1 if words[k] == "to" and set_before and k + 1 < len(toks) else onto(k, False)
 
     at = value_at(0)
     if at is None and toks[0].group().lower() in _QUALIFIERS:  # "the password for the staging db is V"
-        at = next((v for v in map(value_at, range(1, min(len(toks), 6))) if v is not None), None)
+        at = next((v for k in range(1, min(len(toks), 8)) if (words[k] not in _QUALIFIERS or words[k] == "to")
+                   and (v := value_at(k)) is not None), None)  # "on" of "for X on staging" joins no value
     if at is None and word in _BARE and not window[:toks[0].start()].strip():
-        at = 0
+        at = onto(0, True)
     if at is None and len(toks) > 2 and toks[1].group() == "/":  # "login alice / V"
         at = 0
     if at is None:
@@ -181,7 +213,7 @@ def stated_secret(value: str, *, phrase: bool = True, digits: bool = True, weak:
         words = [w for p in pieces if p is not None for w in p]
         # Joined by "_" or ".", words are a name in code (settings.admin_password), not a phrase.
         return phrase and len(words) >= 3 and not _FUNCTION_WORDS.intersection(words) and not re.search(r"[_.]", core)
-    return _random(parts)
+    return not re.search(r"(?i)pass|pwd|secret|token", core) and _random(parts)  # a name: PGPASSWORD, xkcdpass
 
 
 def _described(value: str) -> bool:
@@ -271,13 +303,46 @@ def _segment(s: str) -> tuple[str, ...] | None:
     return tuple(fewest) if fewest else None
 
 
+# The value before the password word: "use V as the password", "try V for the password", "V is the new password";
+# then the password word ends the clause (not "use Kubernetes as the password store").
+_USED_AS = lazy(r"(?i)(?:\b(?:use[sd]?|using|try|tried|trying|enter(?:ed)?|typ(?:e|ed|ing)|cho(?:se|ose)|pick(?:ed)?)\s+"
+                r"|(?:^|(?<=[\s(]))(?=\S+\s+(?:is|was)\s))[\"'`]?(?P<value>[^\s\"'`]{4,}?)[\"'`]?"
+                r"\s+(?:as|for|is|was)\s+(?:[\w'’\-]+\s+){0,3}\Z")
+_CLAUSE_END = lazy(r"(?i)\s*(?:[.,;:!?)\-—–]|\Z|(?:for|of|on|at|in|to|now|here|today|yesterday|until|and|but|so|we|you"
+                   r"|i|then|again)\b)")
+
+
+def _line_before(text: str, at: int) -> str:
+    return text[max(text.rfind("\n", 0, at) + 1, at - 48):at]
+
+
+def _value_before(text: str, at: int, rest: str, word: str) -> tuple[int, int] | None:
+    """The span of V in "use V as the password", "V is the token" (the credential word at ``at``,
+    ``rest`` the line after it), when V reads like a credential as ``stated_value`` judges it."""
+    before = _line_before(text, at)
+    used = _USED_AS.search(before) if _CLAUSE_END.match(rest) else None
+    if used is None:
+        return None
+    value, only = used.group("value").rstrip(".,!?:"), word in _STATED_ONLY
+    if not stated_secret(value, phrase=not only, digits=word in _DIGITS_OK or not only,
+                         weak=only and word not in _DIGITS_OK):
+        return None
+    start = at - len(before) + used.start("value")
+    return start, start + len(value)
+
+
 def prose_spans(text: str) -> list[tuple[int, int]]:
     """Spans of passwords told in prose ("the VPN password is blue-Falcon-93", "パスワードはXです")."""
     out: list[tuple[int, int]] = []
     for m in _PROSE_WORD.finditer(text):
-        word = m.group().lower()
+        word = "password" if _SPELLED.match(m.group()) else m.group().lower()  # "p@ssword", "passwd", "pswd"
         line_end = text.find("\n", m.end())
         rest = text[m.end():(len(text) if line_end < 0 else line_end)][:160]
+        before = _line_before(text, m.start())
+        used = _value_before(text, m.start(), rest, word) if word in _BARE else None
+        if used is not None:
+            out.append(used)
+            continue
         window = rest[:64]
         if word in ("seed phrase", "recovery phrase", "mnemonic"):
             words = re.match(r"\W{0,4}(?:is\s+|:\s*)?[\"'“]?((?:[a-z]{3,8}\s+){5,23}[a-z]{3,8})\b", text[m.end():])
@@ -289,7 +354,7 @@ def prose_spans(text: str) -> list[tuple[int, int]]:
             if words and not set(words.group(1).split()) & _STOPWORDS:
                 out.append((m.end() + words.start(1), m.end() + words.end(1)))
                 continue
-        stated = stated_value(rest, word, text[max(0, m.start() - 16):m.start()])
+        stated = stated_value(rest, word, before)
         if stated is not None and stated[2]:
             out.append((m.end() + stated[0], m.end() + stated[1]))
             continue
@@ -326,9 +391,11 @@ def stated_spans(text: str) -> list[tuple[int, int]]:
     for m in _STATED_WORD.finditer(text):
         line_end = text.find("\n", m.end())
         rest = text[m.end():(len(text) if line_end < 0 else line_end)][:160]
-        stated = stated_value(rest, m.group().lower(), text[max(0, m.start() - 16):m.start()])
+        stated = stated_value(rest, m.group().lower(), _line_before(text, m.start()))
         if stated is not None and stated[2]:
             out.append((m.end() + stated[0], m.end() + stated[1]))
+        elif (used := _value_before(text, m.start(), rest, m.group().lower())) is not None:
+            out.append(used)
     return out
 
 
@@ -370,7 +437,7 @@ def code_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-PROSE_KEYWORDS = tuple(dict.fromkeys(map(keyword_of, PASSWORD_WORDS)))
+PROSE_KEYWORDS = tuple(dict.fromkeys([*map(keyword_of, PASSWORD_WORDS), *SPELLINGS]))
 # Every match of a word that states only a value holds one: "api key" (not "key" alone), "PIN" and its sign.
 STATED_KEYWORDS = ("secret", "token", "api key", "pin ", "pin:", "pin=")
 _ACCOUNTS = ("admin", "administrator", "root", "sa", "postgres", "ubuntu", "pi", "user", "guest", "sysadmin", "superuser",

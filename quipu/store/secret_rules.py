@@ -12,7 +12,8 @@ Contract:
   that names a credential ("api key", "token", "TOTP seed") or a service ("heroku: <uuid>"),
   and not when an id word stands between ("the heroku app id is <uuid>"); ``KEY=value`` assignments in code, config and ``.env`` files; URLs
   and connection strings with a password; PEM private keys and JWTs; password flags of common
-  command lines (``sshpass -p``, ``curl -u user:pass``, ``redis-cli -a``, ``-passin pass:``...);
+  command lines (``sshpass -p``, ``curl -u user:pass``, ``redis-cli -a``, ``-passin pass:``...,
+  and ``-p V`` beside ``-u``/``--user`` in any command when V reads like a password);
   passwords told in prose in 30+ languages; diceware and seed phrases; recovery codes; 1Password
   secret keys; and random mixed-case tokens (``entropy``).
 - Not secrets: hashes and commit ids, UUIDs and ULIDs on their own, public keys and
@@ -343,6 +344,21 @@ def _cli_value(value: str) -> bool:
     return not_placeholder(v) and not v.startswith("-") and not re.fullmatch(r"env:\S*|file:\S*|stdin|fd:\d+", v)
 
 
+# "-u root -p V", "-p V --user alice": a password flag beside a user flag, in any command. The value
+# is read as a password stated in prose (``secret_prose.stated_secret``): not a port ("-p 8080:80"), a
+# word or a path.
+_USER_FLAG = r"(?:-u|-U|--user|--username)(?:[ \t]+|=)[\"']?[^\s\"'\-][^\s\"']*"
+_FLAG_AFTER_USER = Lazy(rf"(?<![\w\-]){_USER_FLAG}{_ARGS}[ \t]-p[ \t]+{_CLI_VALUE}")
+_FLAG_BEFORE_USER = Lazy(rf"[ \t]-p[ \t]+{_CLI_VALUE}(?={_ARGS}[ \t]{_USER_FLAG})")
+
+
+def _flag_value(value: str) -> bool:
+    from quipu.store.secret_prose import stated_secret  # it imports this module
+
+    v = clean(value)
+    return _cli_value(v) and not re.fullmatch(r"[\d.:\-]+(?:/(?:tcp|udp|sctp))?", v) and stated_secret(v, digits=False)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("private-key", ("-----begin",), _PEM),
     Rule("private-key", ("private-lines",), _PUTTY),
@@ -361,6 +377,8 @@ RULES: tuple[Rule, ...] = (
     Rule("url-password", ("://",), _URL_PASSWORD, _url_password),
     Rule("connection-string", ("password", "pwd"), _CONN_PASSWORD, assigned),
 *(Rule("cli-password", keywords, Lazy(form + _CLI_VALUE), _cli_value) for keywords, form in _CLI_FORMS),
+    Rule("cli-password", (" -p ", " -p\t", "\t-p ", "\t-p\t"), _FLAG_AFTER_USER, _flag_value),
+    Rule("cli-password", (" -p ", " -p\t", "\t-p ", "\t-p\t"), _FLAG_BEFORE_USER, _flag_value),
 )
 # The CLI rule's ``echo`` form only holds when the echoed text is piped to a password prompt.
 _ECHO_PIPE = lazy(r"(?i)\becho\s+[\"']?(?P<value>[^\s\"'|;]{4,})[\"']?\s*\|\s*[^\n]*(?:--password-stdin|--stdin|\bsudo\s+-\w*S|\bchpasswd|\blogin\b)")
