@@ -221,3 +221,16 @@ def used_as_it_loads(module: str, names: Iterable[str]) -> set[str]:
     top = [line for path in sources for line in path.read_text(encoding="utf-8").splitlines()
            if line[:1] not in ("", " ", "\t", "#") and not line.startswith(("import ", "from ", "def ", "class "))]
     return {name for name in names if any(f"{name}." in line for line in top)}
+
+
+def synced_clones(tmp_path: Path, n: int) -> tuple[Path, list[Store]]:
+    """A bare remote under ``tmp_path`` and ``n`` stores sharing it (``c0`` made and pushed first,
+    the rest cloned from the remote)."""
+    from quipu.sync import sync
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    first = make_store(tmp_path / "c0")
+    sync.set_remote(first, str(remote))
+    sync.sync(first)
+    return remote, [first] + [sync.clone(str(remote), tmp_path / f"c{i}")[0] for i in range(1, n)]

@@ -11,16 +11,7 @@ import pytest
 from quipu.index import index
 from quipu.store.store import Store
 from quipu.sync import sync
-from testing.fixtures import git, make_store, memory, quipu
-
-
-def _clones(tmp_path: Path, n: int) -> tuple[Path, list[Store]]:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    first = make_store(tmp_path / "a")
-    sync.set_remote(first, str(remote))
-    sync.sync(first)
-    return remote, [first] + [sync.clone(str(remote), tmp_path / name)[0] for name in "bcd"[:n - 1]]
+from testing.fixtures import git, memory, quipu, synced_clones
 
 
 def _status(store: Store, memory_id: str) -> str:
@@ -41,7 +32,7 @@ def _run(store: Store, *args: str) -> str:
 @pytest.mark.parametrize("decision", ["retract", "supersede"])
 def test_a_teammates_undo_that_arrives_inside_a_merge_comes_through(tmp_path: Path, decision: str) -> None:
     """The reported case: B undoes a decision A already has, and B's sync has to merge first."""
-    _remote, (a, b) = _clones(tmp_path, 2)
+    _remote, (a, b) = synced_clones(tmp_path, 2)
     a.add(memory("pg-port", "staging db port", "Postgres runs on port 5433 in staging"))
     a.add(memory("pg-port-new", "staging db port, newer", "Postgres runs on port 5434 in staging"))
     sync.sync(a)
@@ -88,7 +79,7 @@ def _both_sides_undo(a: Store, b: Store, c: Store) -> None:
 
 @pytest.mark.parametrize("shape", [_undo_below_a_merge, _merge_of_merges, _both_sides_undo])
 def test_a_verified_undo_passes_through_any_shape_of_merges(tmp_path: Path, shape: object) -> None:
-    _remote, (a, b, c) = _clones(tmp_path, 3)
+    _remote, (a, b, c) = synced_clones(tmp_path, 3)
     a.add(memory("pg-port", "staging db port", "5433"))
     a.retract("pg-port")
     sync.sync(a)
@@ -109,7 +100,7 @@ def test_a_verified_undo_passes_through_any_shape_of_merges(tmp_path: Path, shap
 def test_a_removal_under_a_merge_is_still_judged_and_refused_by_the_commit_that_made_it(tmp_path: Path) -> None:
     """Looking through merges lets no removal in that no verified undo made: a plain `git rm`
     several commits below a merge, and a merge that drops the file itself."""
-    remote, (a, b) = _clones(tmp_path, 2)
+    remote, (a, b) = synced_clones(tmp_path, 2)
     a.add(memory("pg-port", "staging db port", "5433"))
     a.retract("pg-port")
     a.add(memory("other-one", "Other", "other"))
@@ -145,7 +136,7 @@ def test_a_removal_under_a_merge_is_still_judged_and_refused_by_the_commit_that_
 def test_a_removal_refused_on_one_side_shows_on_the_other(tmp_path: Path) -> None:
     """When A's sync keeps a file B's history removed, B's next sync says it is back, and what
     removed it, and `quipu log` shows the merge that kept it."""
-    _remote, (a, b) = _clones(tmp_path, 2)
+    _remote, (a, b) = synced_clones(tmp_path, 2)
     a.add(memory("pg-port", "staging db port", "5433"))
     a.retract("pg-port")
     sync.sync(a)

@@ -16,17 +16,9 @@ from quipu.sync import sync
 from quipu.errors import ConflictError, FatalError, NotFound
 from quipu.store.memory import memory_path
 from quipu.store.store import Store
-from testing.fixtures import git, make_store, memory, quipu
+from testing.fixtures import git, make_store, memory, quipu, synced_clones
 
 
-def _remote_and_clones(tmp_path: Path, n: int) -> tuple[Path, list[Store]]:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    first = make_store(tmp_path / "c0")
-    sync.set_remote(first, str(remote))
-    sync.sync(first)
-    clones = [first] + [sync.clone(str(remote), tmp_path / f"c{i}")[0] for i in range(1, n)]
-    return remote, clones
 
 
 def _tree(store: Store) -> str:
@@ -45,7 +37,7 @@ def _edit(store: Store, memory_id: str, body: str) -> str:
 def test_three_clones_converge_after_fifty_seeded_rounds_of_random_changes(tmp_path: Path) -> None:
     """Issue 18: adds, edits, labels, supersessions and undos on three clones, synced in random order."""
     rng = random.Random(18)
-    _remote, clones = _remote_and_clones(tmp_path, 3)
+    _remote, clones = synced_clones(tmp_path, 3)
     texts: dict[str, str] = {}  # commit -> the body text it wrote
     counter = 0
     for _round in range(50):
@@ -94,7 +86,7 @@ def test_three_clones_converge_after_fifty_seeded_rounds_of_random_changes(tmp_p
 
 def test_ten_writers_on_each_of_two_clones_while_both_sync_in_a_loop(tmp_path: Path) -> None:
     """Issue 18: nothing lost, nothing duplicated."""
-    _remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    _remote, (left, right) = synced_clones(tmp_path, 2)
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -133,7 +125,7 @@ def test_ten_writers_on_each_of_two_clones_while_both_sync_in_a_loop(tmp_path: P
 
 def test_a_force_pushed_remote_is_refused_and_the_store_is_unchanged(tmp_path: Path) -> None:
     """Issue 18: a rewritten remote tip is refused with a clear message."""
-    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    remote, (left, right) = synced_clones(tmp_path, 2)
     left.add(memory("kept-note", "Kept", "kept"))
     sync.sync(left)
     sync.sync(right)
@@ -151,7 +143,7 @@ def test_a_force_pushed_remote_is_refused_and_the_store_is_unchanged(tmp_path: P
 
 
 def test_both_sides_edit_one_memory_and_both_texts_are_kept(tmp_path: Path) -> None:
-    _remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    _remote, (left, right) = synced_clones(tmp_path, 2)
     left.add(memory("vpn-host", "VPN host", "vpn1.internal"))
     sync.sync(left)
     sync.sync(right)
@@ -172,7 +164,7 @@ def test_both_sides_edit_one_memory_and_both_texts_are_kept(tmp_path: Path) -> N
 
 
 def test_a_supersession_meets_an_edit_and_an_undo_meets_a_label(tmp_path: Path) -> None:
-    _remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    _remote, (left, right) = synced_clones(tmp_path, 2)
     for mid in ("old-note", "new-note", "third-note"):
         left.add(memory(mid, mid, mid))
     left.supersede("third-note", "new-note")
@@ -192,7 +184,7 @@ def test_a_supersession_meets_an_edit_and_an_undo_meets_a_label(tmp_path: Path) 
 
 
 def test_a_hostile_remote_is_refused_file_by_file_and_the_rest_merges(tmp_path: Path) -> None:
-    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    remote, (left, right) = synced_clones(tmp_path, 2)
     left.add(memory("good-note", "Good", "good"))
     sync.sync(left)
     sync.sync(right)
@@ -254,7 +246,7 @@ def test_sync_without_a_remote_says_how_to_set_one(tmp_path: Path) -> None:
 
 
 def test_session_end_syncs_only_when_asked(tmp_path: Path) -> None:
-    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    remote, (left, right) = synced_clones(tmp_path, 2)
     left.add(memory("session-note", "Session note", "written in a session"))
     out = quipu("--store", str(left.root), "session-end", "--model", "scripted", "--max-calls", "1", "--sync")
     assert out.returncode == 0, out.stderr
@@ -361,7 +353,7 @@ def test_two_sides_edits_of_the_profile_meet_line_by_line() -> None:
 
 
 def test_a_profile_edited_on_both_machines_keeps_every_added_line_through_sync(tmp_path: Path) -> None:
-    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    remote, (left, right) = synced_clones(tmp_path, 2)
     quipu("--store", str(left.root), "profile", "add", "identity", "The user is Maria, a backend engineer")
     sync.sync(left)
     sync.sync(right)
@@ -381,7 +373,7 @@ def test_a_profile_edited_on_both_machines_keeps_every_added_line_through_sync(t
 def test_every_kind_of_file_from_a_remote_is_checked_as_untrusted_input(tmp_path: Path) -> None:
     from quipu.skills import queue
 
-    remote, (left, right) = _remote_and_clones(tmp_path, 2)
+    remote, (left, right) = synced_clones(tmp_path, 2)
     queue.write_event(left, "some-skill", "promote", {"by": "maria", "where": "/nowhere"})
     sync.sync(left)
     sync.sync(right)

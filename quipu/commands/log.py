@@ -3,13 +3,22 @@
 With ``--memory ID``, the commits that changed that memory's file or its event files, read from
 what each did and said in those words (``quipu.store.audit``): a hand edit, a teammate's commit a
 sync brought in and an undo are there, a commit that only names the memory in its trailers is not.
+Without, every commit of the branch, each said by what it did to which memories, read from its
+trees against its first parent (``quipu.sync.described``); its message follows as a note only when
+its trailers agree with that, and a commit whose trailers claim something else says so.
 """
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from quipu.commands._common import add_json, count, named, open_store
 from quipu.output import print_json
+
+if TYPE_CHECKING:
+    from quipu.store.store import Store
+    from quipu.store.trailers import LogEntry
+    from quipu.sync.described import Described
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,23 +35,48 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
+def _said(entry: LogEntry, described: Described) -> str:
+    """What the commit did; its message as a note when its trailers agree, its claim when they do not."""
+    did = described.words()
+    if described.agrees is False:
+        return f"{described.claim_words()}; {did} (not verified)"
+    return did + (f' (message: "{entry.summary}")' if described.agrees and entry.summary else "")
+
+
+def _store_log(args: argparse.Namespace, store: Store) -> bool:
+    """Print the whole store's log; whether anything more may follow (not with --json)."""
+    from quipu.sync.described import walk
+    from quipu.sync.policy import shown as printable
+
+    found = walk(store.repo, sweep=args.sweep, action=args.action, limit=args.limit or None)
+    if args.json:
+        print_json([{**entry.to_json(), "summary": _said(entry, described), "message": entry.summary,
+                     "did": described.words(), "changes": [c.to_json() for c in described.changes],
+                     "agrees": described.agrees, "claims": described.claim_words()} for entry, described in found])
+        return False
+    for entry, described in found:
+        extras = " ".join(f"{k.removeprefix('Quipu-').lower()}={printable(v)}" for k, v in entry.trailers.items()
+                          if k not in ("Quipu-Action", "Quipu-Memory")) if described.agrees else ""
+        print(f"{entry.commit[:12]}  {entry.time}  {described.kind() or '-':<10} {described.memory() or '-':<14} "
+              f"{_said(entry, described)}" + (f"  ({extras})" if extras else ""))
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    entries = store.log(memory=args.memory, sweep=args.sweep, action=args.action, limit=args.limit or None)
-    if args.json:
-        print_json([e.to_json() for e in entries])
-        return 0
-    for entry in entries:
-        if args.memory:  # the summary says what the commit did to the memory
+    if not args.memory:
+        if not _store_log(args, store):
+            return 0
+    else:
+        entries = store.log(memory=args.memory, sweep=args.sweep, action=args.action, limit=args.limit or None)
+        if args.json:
+            print_json([e.to_json() for e in entries])
+            return 0
+        for entry in entries:  # the summary says what the commit did to the memory
             print(f"{entry.commit[:12]}  {entry.time}  {entry.summary}")
-            continue
-        extras = " ".join(f"{k.removeprefix('Quipu-').lower()}={v}" for k, v in entry.trailers.items()
-                          if k not in ("Quipu-Action", "Quipu-Memory"))
-        print(f"{entry.commit[:12]}  {entry.time}  {entry.action or '-':<10} {entry.memory or '-':<14} {entry.summary}"
-              + (f"  ({extras})" if extras else ""))
-    if args.memory and not entries:
-        filtered = " of that --sweep or --action" if args.sweep or args.action else ""
-        print(f"(no commit{filtered} changed {args.memory} in {store.root})")
+        if not entries:
+            filtered = " of that --sweep or --action" if args.sweep or args.action else ""
+            print(f"(no commit{filtered} changed {args.memory} in {store.root})")
     from quipu.store.layers import user_store
 
     user = user_store(store)  # inside a project with its own store, reads show the per-user store's memories too

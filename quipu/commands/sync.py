@@ -8,9 +8,14 @@ from quipu.sync.policy import shown as printable
 from quipu.commands._common import add_json, open_store
 from quipu.output import print_json
 
-_ACTIONS = (("add", "added"), ("import", "imported"), ("fact-set", "facts set"), ("supersede", "superseded"),
-            ("label", "labelled"), ("unlabel", "unlabelled"), ("retract", "retracted"), ("undo", "undone"),
-            ("undo-unverified", "claimed undo, not verified"), ("enrich", "given aliases"), ("put-back", "put back"))
+# Each kind of change that came in (``quipu.sync.described``), counted as the sync summary says it.
+_ACTIONS = (("add", "added"), ("edit", "text edited"), ("supersede", "superseded"), ("retract", "retracted"),
+            ("label", "labelled"), ("unlabel", "unlabelled"), ("review", "for review"),
+            ("review-resolved", "reviewed"), ("decision", "decided"), ("undo", "undone"),
+            ("undo-unverified", "claimed undo, not verified"), ("remove", "removed"),
+            ("decision-removed", "decisions removed"), ("decision-changed", "decisions changed"),
+            ("profile", "profile card"), ("skill", "skill files"), ("file", "other files"), ("put-back", "put back"))
+SHOWN_COMMITS = 10  # incoming commits listed one by one (and every one whose trailers claim what it did not do)
 
 
 SHOWN_PATHS = 10  # refused files listed per reason; --json lists every one
@@ -47,28 +52,46 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
+def _named(result: sync.SyncResult, action: str) -> str:
+    """The memories (or commits, or files) of one line of the counts."""
+    if action == "undo-unverified":
+        return "commit " + ", ".join(i.commit[:12] for i in result.incoming if i.kind == action)
+    if action == "put-back":
+        names = [r.memory for r in result.restored]
+    elif action == "undo":
+        names = [c.memory for i in result.incoming if i.reverts for c in i.changes if not c.refused]
+    else:
+        names = [c.memory + (f" ({'by ' if action == 'supersede' else ''}{c.detail})" if c.detail else "")
+                 if c.kind not in ("file", "skill") else c.detail
+                 for i in result.incoming if not i.reverts for c in i.changes if c.kind == action and not c.refused]
+    names = sorted(set(names) - {"store"})
+    return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+
 def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
     counts = result.counts()
+    came = result.came()
     if not quiet:
-        came = [i for i in result.incoming if i.action != "sync"]
         changes = len(came) + len({r.kept_by for r in result.restored})
         line = f"Synced {result.store} with {result.remote} ({result.branch})"
         if changes:
-            line += f": {changes} change(s) came in, by {', '.join(result.authors())}"
+            line += f": {changes} commit(s) came in, by {', '.join(result.authors())}"
         else:
             line += ": nothing came in"
         print(line)
         for action, word in _ACTIONS:
             if counts.get(action):
-                ids = sorted({i.memory for i in came if i.kind == action and i.memory != "store"}
-                             | {r.memory for r in result.restored if action == "put-back"})
-                shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
-                if action == "undo-unverified":
-                    shown = "commit " + ", ".join(i.commit[:12] for i in came if i.kind == action)
-                print(f"  {word:<12} {counts[action]:>4}  {shown}")
-        others = sum(n for a, n in counts.items() if a not in dict(_ACTIONS))
-        if others:
-            print(f"  {'other':<12} {others:>4}")
+                print(f"  {word:<12} {counts[action]:>4}  {_named(result, action)}")
+    listed = [i for n, i in enumerate(came) if (n < SHOWN_COMMITS and not quiet) or not i.verified]
+    if listed:
+        print("What each commit did, read from the commit itself:" if not quiet else
+              "Commits whose trailers claim what they did not do:")
+        for came_in in listed:
+            print(f"  {came_in.commit[:12]}  {printable(came_in.author)}: {came_in.summary}"
+                  + ("" if came_in.verified else " (not verified)"))
+        if len(came) > len(listed) and not quiet:
+            print(f"  and {len(came) - len(listed)} more (`--json` lists every one)")
+    if not quiet:
         for kept_by in dict.fromkeys(r.kept_by for r in result.restored):
             put = [r for r in result.restored if r.kept_by == kept_by]
             print(f"Put back {len(put)} file(s) this store had removed: the merge {kept_by[:12]} "

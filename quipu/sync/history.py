@@ -24,17 +24,12 @@ Contract:
   that a merge between the two (from ``after``, not from ``before``) kept against a removal made
   on its other parent's line: a removal another clone's sync refused, read from what that merge
   did, never from its message.
-- ``incoming(repo, theirs, hide)``: the commits a sync brought in, each as what its trailers
-  say it is (``Incoming``), except that one that says it is an undo (``Quipu-Action: undo``, or
-  the line of a plain ``git revert``) counts as one only when it is the exact inverse of the
-  commit it names (``effects.verified_revert``).
 - Only reads objects (git's fsck too).
 """
 from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,7 +37,6 @@ import pygit2
 
 from quipu.store import effects, repair
 from quipu.store.memory import ID_RE
-from quipu.store.trailers import parse_trailers
 from quipu.sync.policy import Refusal, shown
 
 _TOPO = pygit2.enums.SortMode.TOPOLOGICAL
@@ -66,44 +60,6 @@ class Restored(NamedTuple):
     def to_json(self) -> dict[str, str]:
         return {"path": self.path, "memory": self.memory, "kept_by": self.kept_by, "author": self.author,
                 "removed_by": self.removed_by}
-
-
-@dataclass(frozen=True)
-class Incoming:
-    commit: str
-    action: str  # its Quipu-Action trailer: what it says it is
-    memory: str
-    author: str
-    summary: str
-    verified: bool = True  # False: it says it is an undo, and is not the exact inverse of what it names
-
-    @property
-    def kind(self) -> str:
-        return self.action if self.verified else f"{self.action}-unverified"
-
-    def to_json(self) -> dict[str, str | bool]:
-        return {"commit": self.commit, "action": self.action, "memory": self.memory, "author": self.author,
-                "summary": self.summary, "verified": self.verified}
-
-
-def incoming(repo: pygit2.Repository, theirs: pygit2.Oid, hide: pygit2.Oid) -> list[Incoming]:
-    """The commits from ``theirs`` (not from ``hide``), oldest first, each as what it says it is and
-    whether a claimed undo is one (see the module contract)."""
-    walker = repo.walk(theirs, _TOPO | pygit2.enums.SortMode.REVERSE)
-    walker.hide(hide)
-    out = []
-    for commit in walker:
-        trailers = parse_trailers(commit.message)
-        action = trailers.get("Quipu-Action", "")
-        # A plain `git revert` says what it reverts in its own words; it is an undo when it is one.
-        names = action == "undo" or (not action and bool(effects.named_revert(commit.message)))
-        reverts = effects.verified_revert(repo, commit) if names else None
-        action = "undo" if not action and reverts else action
-        verified = action != "undo" or reverts is not None
-        out.append(Incoming(str(commit.id), action, trailers.get("Quipu-Memory", ""),
-                            f"{commit.author.name} <{commit.author.email}>", commit.message.split("\n", 1)[0],
-                            verified))
-    return out
 
 
 def git_refuses(name: str) -> bool:

@@ -8,9 +8,11 @@ Contract:
   compare-and-swap as every quipu write, so the worktree and git's index stay clean; then the
   branch is pushed. A push the remote rejects because it moved meanwhile starts over (fetch,
   merge, push), up to ``MAX_ATTEMPTS`` times.
-- Nothing a remote says about itself is taken on its word: an incoming commit that says it is an
-  undo is counted as one only when it is the exact inverse of the commit it names
-  (``Incoming.verified``), and a removal is applied only as ``quipu.sync.policy`` allows. A file
+- Nothing a remote says about itself is taken on its word: each incoming commit is listed and
+  counted by what it did to which memories, read from its trees (``quipu.sync.described``); one
+  whose trailers claim something else (an undo that is not the exact inverse of the commit it
+  names, a retraction that edited a text...) is listed with its claim, as not verified
+  (``Incoming.verified``); a removal is applied only as ``quipu.sync.policy`` allows. A file
   this store lacked that came back because a remote's merge refused its removal is listed
   (``SyncResult.restored``, read from that merge's effect), and a merge of ours that refuses a
   removal says so in its first line.
@@ -51,11 +53,12 @@ from quipu.store import schema
 from quipu.store import gitstore
 from quipu.store import gitobj
 from quipu.index import index
-from quipu.sync import history, merge as sync_merge
+from quipu.sync import described, history, merge as sync_merge
 from quipu.errors import ConflictError, FatalError, NoStore
 from quipu.store.store import CONFIG_NAME, Store
 from quipu.store.trailers import format_message
-from quipu.sync.history import Incoming, Restored, incoming as _incoming
+from quipu.sync.described import Incoming
+from quipu.sync.history import Restored
 from quipu.sync.policy import KeptBoth, Refusal
 
 MAX_ATTEMPTS = 20
@@ -85,12 +88,17 @@ class SyncResult:
     held_back: str = ""  # the remote's tip, when a commit up to it holds a name git refuses (nothing of it taken)
 
     def counts(self) -> dict[str, int]:
-        out = Counter(i.kind for i in self.incoming if i.action not in ("sync", ""))
+        """How many changes of each kind came in (``Incoming.counted``), and files put back."""
+        out = Counter(kind for i in self.incoming for kind in i.counted())
         out.update("put-back" for _r in self.restored)
         return dict(out)
 
+    def came(self) -> list[Incoming]:
+        """The incoming commits that did something of their own or claim what they did not do."""
+        return [i for i in self.incoming if i.changes or not i.verified]
+
     def authors(self) -> list[str]:
-        return sorted({i.author for i in self.incoming if i.action != "sync"} | {r.author for r in self.restored})
+        return sorted({i.author for i in self.came()} | {r.author for r in self.restored})
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -248,7 +256,8 @@ def _merge(store: Store, remote: str, theirs_id: pygit2.Oid) -> tuple[list[Incom
     gitstore.land(repo, build, make_commit)
     if merged.plan is None or merged.parent is None:
         return [], None
-    return _incoming(repo, theirs.id, merged.parent), merged.plan
+    return described.incoming(repo, theirs.id, merged.parent, {r.path for r in merged.plan.refused},
+                              repo[merged.plan.tree]), merged.plan  # type: ignore[arg-type]
 
 
 def _keep_both(store: Store, remote: str, kept: list[KeptBoth]) -> list[str]:
