@@ -39,7 +39,7 @@ def one_round(base: Path, count: int, merge: bool, quipu_first: bool) -> tuple[f
     sender = make_store(base / "sender")
     sync.set_remote(sender, str(remote))
     sync.sync(sender)
-    receiver, _ = sync.clone(str(remote), base / "receiver")
+    receiver = sync.clone(str(remote), base / "receiver")[0]
     for i in range(count):
         sender.add(memory(f"bench-{i:05d}", f"Benchmark note {i}", f"body of note {i} about topic {i % 37}\n"))
     git(sender.root, "push", "-q", "origin", "main")
