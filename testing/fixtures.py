@@ -234,3 +234,17 @@ def synced_clones(tmp_path: Path, n: int) -> tuple[Path, list[Store]]:
     sync.set_remote(first, str(remote))
     sync.sync(first)
     return remote, [first] + [sync.clone(str(remote), tmp_path / f"c{i}")[0] for i in range(1, n)]
+
+
+def hand_commit(root: Path, message: str, files: dict[str, bytes | None], author: str | None = None) -> str:
+    """A commit made with plain git, as a person or another tool would: ``files`` written (None:
+    removed) and committed with ``message``; returns its id."""
+    for rel, data in files.items():
+        if data is None:
+            git(root, "rm", "-q", rel)
+            continue
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        git(root, "add", rel)
+    git(root, "commit", "-q", "--no-verify", *([f"--author={author}"] if author else []), "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()

@@ -13,7 +13,7 @@ from quipu.capture import profile
 from quipu.store.memory import memory_path, render_memory
 from quipu.store.store import Store
 from quipu.sync import sync
-from testing.fixtures import git, make_store, memory, quipu
+from testing.fixtures import git, hand_commit, make_store, memory, quipu
 
 
 def run(store: Path, *args: str, cwd: Path | None = None) -> str:
@@ -32,18 +32,6 @@ def history(store: Path, memory_id: str) -> list[str]:
     """The History lines of `quipu show`."""
     out = run(store, "show", memory_id)
     return [line.strip() for line in out.split("\nHistory:\n", 1)[1].splitlines()] if "\nHistory:\n" in out else []
-
-
-def hand_commit(root: Path, message: str, files: dict[str, bytes | None]) -> str:
-    for rel, data in files.items():
-        if data is None:
-            git(root, "rm", "-q", rel)
-            continue
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(data)
-        git(root, "add", rel)
-    git(root, "commit", "-q", "--no-verify", "-m", message)
-    return git(root, "rev-parse", "HEAD").strip()
 
 
 def edited(store: Store, memory_id: str, old: bytes, new: bytes) -> dict[str, bytes | None]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from quipu.store.memory import memory_path
 from quipu.store.store import Store
 from quipu.sync import sync
-from testing.fixtures import git, make_store, memory, quipu
+from testing.fixtures import git, make_store, memory, quipu, synced_clones
 
 
 def run(store: Path, *args: str) -> str:
@@ -95,12 +95,7 @@ def test_the_action_and_sweep_filters_keep_only_commits_that_did_what_their_trai
 
 
 def test_a_teammates_sync_merge_is_said_by_what_it_brought_in(tmp_path: Path) -> None:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    left = make_store(tmp_path / "left")
-    sync.set_remote(left, str(remote))
-    sync.sync(left)
-    right = sync.clone(str(remote), tmp_path / "right")[0]
+    _remote, (left, right) = synced_clones(tmp_path, 2)
     left.add(memory("left-note", "Left", "from the left"))
     right.add(memory("right-note", "Right", "from the right"))
     sync.sync(left)

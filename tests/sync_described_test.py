@@ -19,7 +19,7 @@ from quipu.store import effects
 from quipu.store.memory import memory_path, render_memory
 from quipu.store.store import Store
 from quipu.sync import described, sync
-from testing.fixtures import git, make_store, memory, quipu
+from testing.fixtures import git, hand_commit, make_store, memory, quipu
 
 A1, A2 = "api-port", "db-owner"
 
@@ -44,17 +44,10 @@ def _plain_clone(tmp_path: Path, remote: Path, name: str = "mallory") -> Path:
 
 
 def _commit(clone: Path, message: str, files: dict[str, bytes | None] | None = None, push: bool = True) -> str:
-    for rel, data in (files or {}).items():
-        if data is None:
-            git(clone, "rm", "-q", rel)
-            continue
-        (clone / rel).parent.mkdir(parents=True, exist_ok=True)
-        (clone / rel).write_bytes(data)
-        git(clone, "add", rel)
-    git(clone, "commit", "-q", "--no-verify", f"--author={clone.name} <{clone.name}@example.com>", "-m", message)
+    sha = hand_commit(clone, message, files or {}, author=f"{clone.name} <{clone.name}@example.com>")
     if push:
         git(clone, "push", "-q", "origin", "HEAD:main")
-    return git(clone, "rev-parse", "HEAD").strip()
+    return sha
 
 
 def _edit(clone: Path, memory_id: str, old: str, new: str) -> dict[str, bytes | None]:
