@@ -121,3 +121,22 @@ def test_superseding_by_a_retracted_memory_is_refused(tmp_path: Path) -> None:
 
     assert result.returncode == 1 and "new-host is retracted" in result.stderr
     assert "quipu undo --memory new-host" in result.stderr and commits(store) == before
+
+
+def test_a_secret_in_a_reason_or_detail_is_recorded_redacted_the_person_is_told_and_once_is_enough(
+        tmp_path: Path) -> None:
+    store, env = new_store(tmp_path)
+    add(env, "cache-1", "Caching uses redis")
+    add(env, "cache-2", "Caching uses memcached")
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+    superseded = quipu("supersede", "cache-1", "cache-2", "--reason", f"token {secret} leaked in the old note", env=env)
+    labelled = quipu("label", "cache-2", "unverified", "--detail", f"probe used {secret}", env=env)
+    before = commits(store)
+    again = quipu("label", "cache-2", "unverified", "--detail", f"probe used {secret}", env=env)
+
+    for result in (superseded, labelled):
+        assert result.returncode == 0 and "recorded with that part redacted" in result.stderr
+    assert "nothing was written" in again.stdout and commits(store) == before
+    history = subprocess.run(["git", "-C", str(store), "log", "-p"], capture_output=True, text=True).stdout
+    assert secret not in history and "[REDACTED:" in history

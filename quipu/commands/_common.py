@@ -106,3 +106,17 @@ def named(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty value names nothing")
     return text
+
+
+def as_recorded(text: str, what: str) -> str:
+    """``text`` as a decision's event records it: with each secret-looking span redacted (a reason
+    or a detail is redacted, not refused). Says so on stderr when it redacted anything."""
+    from quipu.store.secrets_scan import redact
+
+    kept = redact(text)
+    if kept != text:
+        import sys
+
+        print(f"quipu: note: the {what} looked like it held a secret; it is recorded with that part redacted",
+              file=sys.stderr)
+    return kept

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from quipu.index import index
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, as_recorded, open_store
 from quipu.errors import FatalError
 from quipu.output import print_json
 from quipu.store.store import Store
@@ -44,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
         raise FatalError(f"{args.label!r} is not the label 'retracted' that takes a memory out of recall; nothing "
                          f"was written\n- run `quipu retract {args.id}`")
     has = labelled(store, args.label)
-    if (args.id in has) if args.remove else has.get(args.id) != args.detail:
-        sha = store.label(args.id, args.label, not args.remove, detail=args.detail)
+    detail = as_recorded(args.detail, "detail") if args.detail and not args.remove else args.detail
+    if (args.id in has) if args.remove else has.get(args.id) != detail:
+        sha = store.label(args.id, args.label, not args.remove, detail=detail)
     else:
         sha = None
     if sha is None:

@@ -5,7 +5,7 @@ import argparse
 
 from quipu.index import index
 from quipu.capture import profile_remove
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, as_recorded, open_store
 from quipu.commands.label import labelled
 from quipu.output import print_json
 
@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{args.id} is already retracted; nothing was written (`quipu undo --memory {args.id}` brings it back)")
         return 0
-    sha, off_card = profile_remove.retract(store, args.id, reason=args.reason)
+    reason = as_recorded(args.reason, "reason") if args.reason else ""
+    sha, off_card = profile_remove.retract(store, args.id, reason=reason)
     index.refresh_after_write(store)
     if args.json:
         print_json({"commit": sha, "id": args.id, "retracted": True, "already": False,

@@ -5,7 +5,7 @@ import argparse
 
 from quipu.index import derive, index
 from quipu.capture import profile_remove
-from quipu.commands._common import add_json, open_store
+from quipu.commands._common import add_json, as_recorded, open_store
 from quipu.errors import FatalError
 from quipu.output import print_json
 
@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
                          f"{args.new} would leave neither current; nothing was written\n"
                          f"- to make {args.new} current again, undo that decision: `quipu undo --memory {args.new}`")
     before = store.supersession(args.old)
-    sha, off_card = profile_remove.supersede(store, args.old, args.new, reason=args.reason)
+    reason = as_recorded(args.reason, "reason") if args.reason else ""
+    sha, off_card = profile_remove.supersede(store, args.old, args.new, reason=reason)
     already = before == (args.new, sha)
     index.refresh_after_write(store)
     if args.json:
