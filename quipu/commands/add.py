@@ -12,7 +12,8 @@ import functools
 import os
 import sys
 
-from quipu.index import derive, index
+from quipu.index import index
+from quipu.prompt.inject import successors
 from quipu.commands._common import add_allow_secret, add_json, add_project, amount, open_store
 from quipu.errors import FatalError, InvalidMemory, UsageError
 from quipu.store.frontmatter import parse_fields
@@ -128,7 +129,7 @@ def _not_replaced_already(store: Store, memory: Memory, given: bool) -> None:
     marks = ", ".join("?" * len(memory.supersedes))
     for old, by in index.rows(store, f"SELECT id, superseded_by FROM memories WHERE id IN ({marks})"
                               " AND superseded_by IS NOT NULL", memory.supersedes):
-        head = index.query(store, functools.partial(derive.successors, memory_id=old))[-1:] or [by]
+        head = index.query(store, functools.partial(successors, memory_id=old))[-1:] or [by]
         new = memory.id if given else "NEW_ID"
         raise FatalError(f"{old} is already superseded by {by}" + (f" (now by {head[0]})" if head[0] != by else "")
                          + f"; nothing was added\n- to replace {old} by this memory instead, add it without "

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from quipu.index import derive, index
+from quipu.index import index
+from quipu.prompt.inject import successors
 from quipu.capture import profile_remove
 from quipu.commands._common import add_json, as_recorded, open_store
 from quipu.errors import FatalError
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    ahead = index.query(store, lambda db: derive.successors(db, args.new))
+    ahead = index.query(store, lambda db: successors(db, args.new))
     retracted = index.rows(store, "SELECT 1 FROM memories WHERE id = ? AND status = 'retracted'", (args.new,))
     if retracted:
         raise FatalError(f"{args.new} is retracted: superseding {args.old} by it would leave neither current; "

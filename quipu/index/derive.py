@@ -86,20 +86,3 @@ def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
         updates,
     )
 
-
-CHAIN_MAX = 100  # links followed: a longer chain (or a loop a merge made) stops there
-
-
-def successors(db: sqlite3.Connection, memory_id: str) -> list[str]:
-    """The memories that replace ``memory_id``, nearest first, by the supersessions in force (an
-    event or a newer memory's ``supersedes``): its ``superseded_by``, then that one's, and so on.
-    A loop stops where it comes back."""
-    out: list[str] = []
-    current = memory_id
-    while len(out) < CHAIN_MAX:
-        row = db.execute("SELECT superseded_by FROM memories WHERE id = ?", (current,)).fetchone()
-        if row is None or not row[0] or row[0] == memory_id or row[0] in out:
-            break
-        current = row[0]
-        out.append(current)
-    return out

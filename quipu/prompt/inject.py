@@ -52,19 +52,28 @@ def excerpts_of(db: "Connection", rowids: "Sequence[int]", stems: "Sequence[str]
     return {rowid: excerpt(body, stems) for rowid, body in rows if body and body.strip()}
 
 
-CHAIN_MAX = 20  # supersessions followed to the newest memory (a loop a merge made stops there)
+CHAIN_MAX = 100  # supersessions followed (a longer chain, or a loop a merge made, stops there)
+
+
+def successors(db: "Connection", memory_id: str) -> "list[str]":
+    """The memories that replace ``memory_id``, nearest first, by the supersessions in force (an
+    event or a newer memory's ``supersedes``): its ``superseded_by``, then that one's, and so on.
+    A loop stops where it comes back."""
+    out: "list[str]" = []
+    current = memory_id
+    while len(out) < CHAIN_MAX:
+        row = db.execute("SELECT superseded_by FROM memories WHERE id = ?", (current,)).fetchone()
+        if row is None or not row[0] or row[0] == memory_id or row[0] in out:
+            break
+        current = row[0]
+        out.append(current)
+    return out
 
 
 def newest(db: "Connection", memory_id: str) -> str:
-    """The memory that replaces ``memory_id`` now: its successor's successor, and so on, to one
-    that is not superseded ("superseded by B" would send the reader to B, itself replaced by C)."""
-    seen = [memory_id]
-    while len(seen) <= CHAIN_MAX:
-        row = db.execute("SELECT superseded_by FROM memories WHERE id = ?", (seen[-1],)).fetchone()
-        if row is None or not row[0] or row[0] in seen:
-            break
-        seen.append(row[0])
-    return seen[-1]
+    """The memory that replaces ``memory_id`` now, at the end of its chain of successors
+    ("superseded by B" would send the reader to B, itself replaced by C)."""
+    return (successors(db, memory_id) or [memory_id])[-1]
 
 
 def show(db: "Connection", hits: "Sequence[Hit]", stems: "Sequence[str]") -> None:

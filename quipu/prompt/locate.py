@@ -30,7 +30,7 @@ from quipu.prompt import _fs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
 
 STORE_DIR_NAME = ".quipu"
 CACHE_DIR_NAME = ".cache"
@@ -91,17 +91,16 @@ def find_store_root(
     return default_store(env), "per-user default"
 
 
-def _walked(cwd: "str | None") -> "list[str]":
-    """The ``.quipu`` folders of ``cwd`` and the folders above it, nearest first."""
+def _walked(cwd: "str | None") -> "Iterator[str]":
+    """The ``.quipu`` folders of ``cwd`` and the folders above it, nearest first, found as they are read."""
     here = _fs.abspath(cwd or _fs.getcwd())
-    out: "list[str]" = []
     while True:
         candidate = _fs.join(here, STORE_DIR_NAME)
         if _fs.isdir(candidate):
-            out.append(candidate)
+            yield candidate
         parent = _fs.dirname(here)
         if parent == here:
-            return out
+            return
         here = parent
 
 
