@@ -136,3 +136,36 @@ def test_resolving_twice_or_an_unknown_id_is_refused_with_the_fix(tmp_path: Path
 def test_every_new_command_has_help(command: str) -> None:
     done = quipu(command, "--help")
     assert done.returncode == 0 and len(done.stdout) > 200
+
+
+def test_accepting_an_item_whose_winner_was_retracted_or_now_replaced_by_the_loser_is_refused(tmp_path: Path) -> None:
+    """Every writer of a supersession refuses one that would leave neither memory current, a
+    review accepted as `quipu supersede` does."""
+    store = queued_store(tmp_path / "store", "open-decisions")
+    (item,) = review.items(store)
+    assert quipu("retract", item.other, env=env(store)).returncode == 0
+    before = git(store.root, "rev-parse", "HEAD")
+
+    refused = quipu("review", "accept", item.review_id, env=env(store))
+
+    assert refused.returncode == 1 and f"{item.other} is retracted" in refused.stderr
+    assert f"quipu review reject {item.review_id}" in refused.stderr
+    assert git(store.root, "rev-parse", "HEAD") == before and status(store, item.memory) == "active"
+    assert quipu("undo", "--memory", item.other, env=env(store)).returncode == 0
+    assert quipu("supersede", item.other, item.memory, env=env(store)).returncode == 0
+    looped = quipu("review", "accept", item.review_id, env=env(store))
+    assert looped.returncode == 1 and f"{item.other} is itself superseded by {item.memory}" in looped.stderr
+    assert [i.review_id for i in review.items(store)] == [item.review_id]  # still open
+
+
+def test_the_library_refuses_a_supersession_by_a_retracted_memory_for_every_caller(tmp_path: Path) -> None:
+    from quipu.errors import ConflictError
+
+    store = make_store(tmp_path / "store")
+    add_all(store, [memory("db-old", "Database host", "The database host is db1.internal"),
+                    memory("db-new", "Database host now", "The database host is db2.internal")])
+    store.retract("db-new")
+    head = git(store.root, "rev-parse", "HEAD")
+    with pytest.raises(ConflictError, match="db-new is retracted"):
+        store.supersede("db-old", "db-new", sweep="sw-1")
+    assert git(store.root, "rev-parse", "HEAD") == head

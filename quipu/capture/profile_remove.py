@@ -21,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 from quipu.store.schema import PROFILE_PATH
+from quipu.store.standing import check_supersession
 
 TYPE_CHECKING = False  # `typing` is not loaded by the one-memory commands that import this module
 if TYPE_CHECKING:
@@ -129,11 +130,10 @@ def supersede(store: Store, old: str, new: str, *, reason: str = "") -> tuple[st
     """``Store.supersede``, and the lines that came from OLD off the card in the same commit."""
     if old == new or _from_card(store, old) is None:
         return store.supersede(old, new, reason=reason), ()
+    check_supersession(store, old, new)
     in_force = store.supersession(old)
     if in_force is not None and in_force[0] == new and in_force[1]:
         return in_force[1], ()  # already decided: nothing is written
-    if not store.exists(new):
-        raise store.missing(new)
     from quipu.capture import profile
 
     with profile.card_lock(store):

@@ -4,10 +4,8 @@ from __future__ import annotations
 import argparse
 
 from quipu.index import index
-from quipu.prompt.inject import successors
 from quipu.capture import profile_remove
 from quipu.commands._common import add_json, as_recorded, open_store
-from quipu.errors import FatalError
 from quipu.output import print_json
 
 
@@ -29,17 +27,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
-    ahead = index.query(store, lambda db: successors(db, args.new))
-    retracted = index.rows(store, "SELECT 1 FROM memories WHERE id = ? AND status = 'retracted'", (args.new,))
-    if retracted:
-        raise FatalError(f"{args.new} is retracted: superseding {args.old} by it would leave neither current; "
-                         f"nothing was written\n- bring {args.new} back first (`quipu undo --memory {args.new}`), "
-                         "or supersede by a memory in force")
-    if args.old in ahead:
-        chain = " by ".join([args.new, *ahead[:ahead.index(args.old) + 1]])
-        raise FatalError(f"{args.new} is itself superseded by {args.old} ({chain}): superseding {args.old} by "
-                         f"{args.new} would leave neither current; nothing was written\n"
-                         f"- to make {args.new} current again, undo that decision: `quipu undo --memory {args.new}`")
     before = store.supersession(args.old)
     reason = as_recorded(args.reason, "reason") if args.reason else ""
     sha, off_card = profile_remove.supersede(store, args.old, args.new, reason=reason)

@@ -23,6 +23,7 @@ from typing import Any
 
 from quipu.index import index
 from quipu.errors import ConflictError, NotFound
+from quipu.store.standing import check_supersession
 from quipu.store.store import Store
 
 
@@ -118,6 +119,11 @@ def accept(store: Store, review_id: str, *, reason: str = "") -> str:
     if not store.exists(item.other):
         raise NotFound(f"memory {item.other} of review {item.review_id} is not in the store\n"
                        f"- reject the item with `quipu review reject {item.review_id}`")
+    try:
+        check_supersession(store, item.memory, item.other)
+    except ConflictError as exc:
+        raise ConflictError(f"review {item.review_id} not accepted: {exc}\n"
+                            f"- or reject the item with `quipu review reject {item.review_id}`") from None
     return store.add_event(
         item.memory, {"action": "supersede", "by": item.other, "sweep": None, **closing},
         summary=f"quipu: supersede {item.memory} by {item.other} (review {item.review_id} accepted)",

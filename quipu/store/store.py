@@ -348,10 +348,9 @@ class Store:
         reason: str = "",
         extra_trailers: Mapping[str, str | None] | None = None,
     ) -> str:
-        if old == new:
-            raise InvalidMemory("a memory cannot supersede itself")
-        if not self.exists(new):
-            raise self.missing(new)
+        from quipu.store.standing import check_supersession  # refused: a loop, NEW retracted or absent
+
+        check_supersession(self, old, new)
         in_force = self.supersession(old)
         if in_force is not None and in_force[0] == new and in_force[1]:
             return in_force[1]  # already decided: nothing is written

@@ -33,6 +33,7 @@ from quipu.errors import ConflictError, InvalidMemory, NotFound
 from quipu.store import decisions, effects, gitstore
 from quipu.store.decisions import Decision
 from quipu.store.memory import ID_RE, check_id
+from quipu.store.standing import RETRACTED, retracted
 from quipu.store.trailers import LogEntry, event_dir, format_message, trailer_stamp
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 # Commits that record a change made outside the store (a promoted SKILL.md), and the command
 # that takes that change back: reverting the commit alone would leave the file in place.
 OUTSIDE_THE_STORE = {"skill-promote": "demote", "skill-demote": "promote"}
-RETRACTED = "retracted"
 
 
 @dataclass
@@ -137,7 +137,7 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
             found = decisions.decision(repo, repo[entry.commit], tip.tree)  # type: ignore[arg-type]
             if found is not None and (found.state != "undone" or found.is_creation):
                 targets.append(found)
-        targets = [t for t in targets if not (t.is_creation and all(_retracted(store, m) for m in t.created))]
+        targets = [t for t in targets if not (t.is_creation and all(retracted(store, m) for m in t.created))]
         if not targets:
             raise NotFound(f"sweep {sweep!r} has no commits left to undo\n- run `quipu log --sweep {sweep}`")
     for chosen in targets:
@@ -150,12 +150,6 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
     return done
 
 
-def _retracted(store: Store, memory_id: str) -> bool:
-    labels: dict[str, bool] = {}
-    for _name, event in store.events(memory_id):
-        if event.get("action") == "label" and event.get("label") == RETRACTED:
-            labels[RETRACTED] = bool(event.get("set", True))
-    return labels.get(RETRACTED, False)
 
 
 def _undone_by(store: Store, history: list[LogEntry], sha: str) -> str:
@@ -190,7 +184,7 @@ def _revert(store: Store, targets: list[Decision], by_sha: dict[str, LogEntry], 
     for t in reverts:
         entry = by_sha.get(t.commit)
         summary = entry.summary.removeprefix("quipu: ") if entry else t.commit[:12]
-        retracts = [m for m in t.created if not _retracted(store, m)]
+        retracts = [m for m in t.created if not retracted(store, m)]
         if t.created:
             keep[t.commit] = ([f"memories/{m[:2]}/{m}.md" for m in t.created],
                               dict(retract_event(m, f"undo of {t.commit[:12]} keeps the memory it created")
@@ -210,7 +204,7 @@ def _revert(store: Store, targets: list[Decision], by_sha: dict[str, LogEntry], 
         if not t.is_creation:
             continue
         for memory_id in t.created:
-            if _retracted(store, memory_id):
+            if retracted(store, memory_id):
                 continue
             done.commits.append(store.retract(memory_id, reason=f"undo of sweep {sweep}", undo_sweep=sweep))
             done.retracted.append(memory_id)
