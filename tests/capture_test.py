@@ -281,6 +281,21 @@ def test_a_candidate_near_identical_to_a_memory_of_another_session_is_not_writte
     assert '"decision": "duplicate"' in log and '"of": "pnpm-pref"' in log
 
 
+def test_a_candidate_near_identical_to_a_retracted_memory_is_not_written_back(store_path: Path) -> None:
+    store = make_store(store_path)
+    said = "The user prefers pnpm over npm for all JavaScript package work in this repository"
+    store.add(Memory.create({"id": "pnpm-pref", "title": "The user prefers pnpm over npm.", "class": "preference",
+                             "origin": "user", "created": "2026-01-05T10:00:00Z"}, said + "\n"))
+    store.retract("pnpm-pref", reason="we moved to bun")
+
+    report = capture.capture_session(store, SESSION, SESSION_ID, ScriptedModel([candidates()]))
+
+    assert report.duplicate_of == {"The user prefers pnpm over npm": "pnpm-pref"}
+    assert [m.title for m in memories(store)].count("The user prefers pnpm over npm") == 0
+    log = capture.log_path(store).read_text(encoding="utf-8")
+    assert '"of": "pnpm-pref"' in log and '"retracted": true' in log
+
+
 def test_a_project_memory_is_of_the_work_tree_its_session_ran_in(store_path: Path, tmp_path: Path) -> None:
     """A session that ran in a subfolder of a linked worktree captures a project memory of the main
     checkout: the prompt hook ties it to every folder of that project."""

@@ -642,3 +642,24 @@ def test_the_service_refuses_strings_that_are_not_text_and_never_repeats_a_long_
     assert long_topic.is_error and "topics.0: the value (1,000,000 characters) is too long" in long_topic.text
     assert len(long_topic.text) < 300
     assert head(shop) == before  # nothing was committed
+
+
+def test_remember_does_not_bring_back_a_memory_the_person_retracted(shop: Store, params: StdioServerParameters) -> None:
+    note = {"title": "Harbour pilots", "class": "reference", "body": "Ships above 120 metres take a pilot."}
+    [(error, saved)] = call(params, ("remember", note))
+    assert not error, saved
+    first = saved.split()[1]
+    assert quipu("--store", str(shop.root), "retract", first).returncode == 0
+    before = head(shop)
+
+    [(error, again)] = call(params, ("remember", {**note, "body": "Ships above 120 metres take a pilot"}))
+
+    assert error and f"retracted a near-identical memory ({first}: Harbour pilots)" in again
+    assert f"quipu undo --memory {first}" in again and "Nothing was committed" in again
+    assert head(shop) == before
+    added = quipu("--store", str(shop.root), "add", "Ships above 120 metres take a pilot.", "--title", "Harbour pilots")
+    assert added.returncode == 1 and f"retracted: {first}" in added.stderr and "--force" in added.stderr
+    assert head(shop) == before
+    forced = quipu("--store", str(shop.root), "add", "Ships above 120 metres take a pilot.", "--title",
+                   "Harbour pilots", "--force")
+    assert forced.returncode == 0, forced.stderr

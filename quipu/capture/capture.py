@@ -25,7 +25,8 @@ Contract:
 - Running capture again on the same session (pre-compact, then session end) does not
   duplicate: the memories already captured from the session are shown to the model, and a
   candidate whose title matches one of them is skipped. A candidate near-identical to any active
-  memory (``quipu.index.near``) is not written either: it is skipped and logged as a duplicate;
+  or retracted memory (``quipu.index.near``; a retracted one was taken out of recall by a person)
+  is not written either: it is skipped and logged as a duplicate;
   inside a project with its own store, one of the per-user store too (the hook recalls both).
 - Model failures and budget refusals are reported in ``CaptureReport.error``; nothing is
   committed then. Capture never raises for them.
@@ -329,11 +330,12 @@ def _capture(store: Store, path: str, session_id: str, model: Model, budget: Bud
         if _norm(c.title) in seen:
             report.skipped.append(c.title)
             continue
-        found = near.near_duplicate_in(kept, c.title, c.statement) if c.cls != "fact" else None
+        found = near.near_duplicate_in(kept, c.title, c.statement, retracted=True) if c.cls != "fact" else None
         if found is not None:
             report.skipped.append(c.title)
             report.duplicate_of[c.title] = found[1].id
-            _log(store, {"session": session_id, "decision": "duplicate", "of": found[1].id, "excerpt": c.excerpt()})
+            _log(store, {"session": session_id, "decision": "duplicate", "of": found[1].id, "excerpt": c.excerpt(),
+                         **({"retracted": True} if found[1].status == "retracted" else {})})
             continue
         seen.add(_norm(c.title))
         origin = "user" if c.said_by == "user" and _user_said(c.quote, user_turns) else "session"

@@ -4,7 +4,8 @@ Text on stdin or in ``--file`` may be a memory document (YAML frontmatter and bo
 a memory file holds): its fields are used, the flags given beside it win, and it is validated like
 any write (a bad field gets the field's name and allowed values). A memory near-identical to an
 active one (``quipu.index.near``) is refused, naming it, unless ``--force``; inside a project with
-its own store, one of the per-user store too (the hook recalls both)."""
+its own store, one of the per-user store too (the hook recalls both). So is one near-identical to a
+retracted memory, with the command that brings that one back."""
 from __future__ import annotations
 
 import argparse
@@ -183,7 +184,13 @@ def run(args: argparse.Namespace) -> int:
 
             from quipu.store.layers import read_together
 
-            found = near.near_duplicate_in(read_together(store), memory.title, memory.body)
+            found = near.near_duplicate_in(read_together(store), memory.title, memory.body, retracted=True)
+            if found is not None and found[1].status == "retracted":
+                same = found[1]
+                where = "" if found[0] is store else f"--store {found[0].root} "
+                raise FatalError(f"a near-identical memory was retracted: {same.id} {same.title!r}; nothing was "
+                                 f"added\n- to bring it back into recall: `quipu {where}undo --memory {same.id}`"
+                                 "\n- to add this one anyway, pass --force")
             if found is not None and found[0] is store:
                 same = found[1]
                 raise FatalError(f"a near-identical memory exists: {same.id} {same.title!r}; nothing was added\n"

@@ -15,7 +15,7 @@ Contract:
 - ``remember`` builds a ``gates.Candidate`` and runs every capture gate (secrets, prompt
   injection, declarative not imperative, no transient errors, ...); a refused memory commits
   nothing, and the refusal never repeats a secret; so does a memory near-identical to an active
-  one (``quipu.index.near``), and the answer names it. An admitted one is one commit (action
+  or a retracted one (``quipu.index.near``), and the answer names it. An admitted one is one commit (action
   ``remember``, origin ``assistant``) whose ``Quipu-Session`` trailer names this server's
   session; the memory's own ``session`` is the Claude Code session that started the server
   (``CLAUDE_CODE_SESSION_ID``) when there is one, so capture at that session's end knows the

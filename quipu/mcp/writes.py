@@ -3,7 +3,8 @@
 Contract:
 - ``remember`` writes to the store the server found (a project's, inside a project with one),
   through every capture gate (``quipu.mcp.tools`` says how); a memory near-identical to one of
-  either store read (the per-user store's too, in such a project) is not written again.
+  either store read (the per-user store's too, in such a project) is not written again, nor one
+  near-identical to a memory a person retracted (the answer says it is out of recall on purpose).
 - ``propose_supersession`` queues its review item in the store that holds both memories: the
   project's or, inside a project with its own store, the per-user one, whose memories
   ``search_memory`` shows beside the project's (``Service.layers``). Two memories of different
@@ -40,10 +41,14 @@ def remember(service: Service, args: dict[str, Any]) -> Answer:
             "without secrets, transient errors or one-off events", True)
     store = service.store
     layers = service.layers()  # the per-user store's memories are recalled here too
-    found = near.near_duplicate_in([layer.store for _label, layer in layers], title, body)
+    found = near.near_duplicate_in([layer.store for _label, layer in layers], title, body, retracted=True)
     if found is not None:
         label, same = next(label for label, layer in layers if layer.store is found[0]), found[1]
         where = f" in the {label} store" if label else ""
+        if same.status == "retracted":
+            return Answer(f"remember: the user retracted a near-identical memory{where} ({same.id}: {same.title}): "
+                          "it is out of recall on purpose. Nothing was committed.\n- do not remember it again; a "
+                          f"person may bring it back with `quipu undo --memory {same.id}`", True)
         return Answer(f"remember: a near-identical memory exists{where} ({same.id}: {same.title}). Nothing was "
                       f"committed.\n- it is already remembered; to change it, call propose_supersession with "
                       f"{same.id}", True)
