@@ -414,3 +414,29 @@ def test_a_memory_superseded_twice_names_the_newest_one_in_recall_and_search(sto
     assert all(labels[i] == "superseded by stg-3" for i in ("stg-1", "stg-2") if i in labels) and len(labels) >= 2
     assert "superseded by stg-3" in inject.format_context(found.hits)
     assert {h.id: h.superseded_by for h in listed} == {"stg-3": None, "stg-2": "stg-3", "stg-1": "stg-3"}
+
+
+def test_a_superseded_memory_is_never_shown_without_what_replaced_it(store_path: Path) -> None:
+    """The prompt's words find only the outdated rule; the rule in force, which shares none of
+    them, is shown first, the outdated one after it, within the limit, and not again in a session
+    that was shown it already."""
+    store = make_store(store_path)
+    add_all(store, [memory("tdd-old", "TDD for payments", "Write tests first; TDD is non-negotiable for the payments service"),
+                    memory("tdd-new", "Testing policy", "Code may land before its checks now")])
+    store.supersede("tdd-old", "tdd-new")
+    index.ensure_fresh(store)
+    db = indexread.open_index(str(index.index_file(store)))
+    prompt = "should I write tests first for the payments service TDD?"
+
+    found = recall.recall(db, prompt)
+    alone = recall.recall(db, prompt, options=recall.Options(limit=1))
+    seen = recall.recall(db, prompt, options=recall.Options(exclude=frozenset({"tdd-new"})))
+
+    assert [h.id for h in found.hits] == ["tdd-new", "tdd-old"]
+    assert "Code may land before its checks now" in inject.format_context(found.hits)
+    assert [h.id for h in alone.hits] == ["tdd-new"]
+    assert "tdd-new" not in [h.id for h in seen.hits] and "tdd-old" in [h.id for h in seen.hits]
+    store.retract("tdd-new")
+    index.ensure_fresh(store)
+    db = indexread.open_index(str(index.index_file(store)))
+    assert "tdd-new" not in [h.id for h in recall.recall(db, prompt).hits]

@@ -76,6 +76,32 @@ def newest(db: "Connection", memory_id: str) -> str:
     return (successors(db, memory_id) or [memory_id])[-1]
 
 
+def with_successors(db: "Connection", hits: "Sequence[Hit]", limit: int,
+                    exclude: "frozenset[str]" = frozenset()) -> "list[Hit]":
+    """The hits, each superseded one preceded by the newest memory that replaces it when that one
+    is in force and not shown already (nor in ``exclude``, shown earlier in the session): a memory
+    known to be outdated is never shown without what replaced it, whatever words the prompt shares
+    with that. At most ``limit``: what passes it leaves from the end, never a successor."""
+    out = list(hits)
+    added: "list[Hit]" = []
+    for hit in hits:
+        if hit.status != "superseded" or not hit.superseded_by:
+            continue
+        new = newest(db, hit.superseded_by)
+        if new in exclude or any(h.id == new for h in out):
+            continue
+        row = db.execute("SELECT rowid, id, title, description, class, status, superseded_by, labels FROM memories"
+                         " WHERE id = ? AND status = 'active'", (new,)).fetchone()
+        if row is not None:
+            current = hit.__class__(row[1], row[2], row[3] or "", row[4], row[5], row[6],
+                                    tuple(row[7].split()) if row[7] else (), "", 0.0, hit.score, (), (), row[0])
+            out.insert(out.index(hit), current)
+            added.append(current)
+    while len(out) > limit:
+        out.remove(next(h for h in reversed(out) if h not in added))
+    return out
+
+
 def show(db: "Connection", hits: "Sequence[Hit]", stems: "Sequence[str]") -> None:
     """What is shown of each hit: its excerpt, and for a superseded one, the newest memory that
     replaces it (``newest``)."""

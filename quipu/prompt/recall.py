@@ -23,6 +23,7 @@ or opens git objects. Contract:
 - Scores are BM25 (every field alike), then multiplied by decay (half-life from the class and
   created date; no decay when the half-life is NULL), a superseded penalty and an unverified
   penalty. A floor keeps weak matches out. A retracted memory (``quipu retract``) is never recalled.
+  A superseded hit is shown after the memory in force that replaces it (``inject.with_successors``).
 - A memory is injected only when the prompt's own words are evidence for it (``Evidence``:
   how many distinct topic terms it has, how specific they are, and what share of the prompt's
   topic they cover); a single incidental match never speaks.
@@ -45,7 +46,7 @@ from quipu.prompt.evidence import (
 )
 from quipu.prompt.files import file_hits, named_files, of_other_projects
 from quipu.prompt.indexread import store_size_of
-from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, show
+from quipu.prompt.inject import DEFAULT_MAX_CHARS, HARD_MAX_CHARS, show, with_successors
 from quipu.prompt.query import extract_terms, forms_of, fts_any, split_pasted
 from quipu.prompt.scoring import (
     carried_scores,
@@ -438,6 +439,7 @@ def _recall(db: "Connection", prompt: str, context: str, options: "Options",
         facts += hit.self_updating
         result.hits.append(hit)
     if result.hits:  # excerpts (and the newest successor of a superseded hit) only for what is shown
+        result.hits = with_successors(db, result.hits, options.limit, options.exclude)
         show(db, result.hits, [stems[f] for c in chosen for f in forms_of(c) if f in stems])
     if not result.hits:
         result.reason = "every candidate was left out"
