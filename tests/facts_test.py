@@ -1,7 +1,9 @@
 """Facts that update themselves: current value on top, dated history below, one commit per change."""
 from __future__ import annotations
 
+import datetime as dt
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,151 @@ def test_eight_terminals_setting_one_fact_at_once_lose_no_value(store_path: Path
         assert proc.returncode == 0, err.decode()
     shown = json.loads(quipu("--store", str(store_path), "fact", "show", SUBJECT, "--json").stdout)
     assert shown["values"] == [{"value": value, "since": since} for value, since in reversed(values)]
+
+
+def fact(store_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return quipu("--store", str(store_path), "fact", *args)
+
+
+def shown_values(store_path: Path, subject: str) -> list[str]:
+    shown = fact(store_path, "show", subject, "--json")
+    assert shown.returncode == 0, shown.stderr
+    return [v["value"] for v in json.loads(shown.stdout)["values"]]
+
+
+def test_setting_an_earlier_value_again_makes_it_current_again(store_path: Path) -> None:
+    store = make_store(store_path)
+    for value in ("staging", "production"):
+        assert fact(store_path, "set", "deploy target", value).returncode == 0
+
+    again = fact(store_path, "set", "deploy target", "staging")
+
+    assert again.returncode == 0, again.stderr
+    assert "nothing changed" not in again.stdout and "deploy target: staging (since" in again.stdout
+    assert shown_values(store_path, "deploy target") == ["staging", "production", "staging"]
+    head = store.head()
+    same = fact(store_path, "set", "deploy target", "Staging")  # only the current value is "nothing changed"
+    assert "already staging" in same.stdout and "nothing changed" in same.stdout and store.head() == head
+
+
+def test_a_value_already_recorded_from_that_day_changes_nothing_and_the_message_names_it(store_path: Path) -> None:
+    store = make_store(store_path)
+    facts.set_fact(store, SUBJECT, "Acme Robotics", since="2021-03-01")
+    facts.set_fact(store, SUBJECT, "Initech", since="2023-06-15")
+    head = store.head()
+
+    repeated = fact(store_path, "set", SUBJECT, "acme robotics", "--since", "2022-01-01")
+
+    assert repeated.returncode == 0, repeated.stderr
+    assert store.head() == head
+    assert "Acme Robotics already held from 2021-03-01; nothing changed" in repeated.stdout
+    assert "current: Initech (since 2023-06-15)" in repeated.stdout
+    assert "already Initech" not in repeated.stdout
+
+
+def test_values_set_on_one_day_keep_the_order_they_were_set_in(store_path: Path) -> None:
+    store = make_store(store_path)
+    for value in ("a1", "a2", "a3", "a4", "a5"):
+        assert fact(store_path, "set", "order test", value).returncode == 0
+
+    assert shown_values(store_path, "order test") == ["a5", "a4", "a3", "a2", "a1"]
+    day = facts.today()
+    assert store.get(facts.fact_id("order test")).body.splitlines() == [
+        f"Current: a5 (since {day})", "", "Earlier values:",
+        *(f"- {v} ({day} to {day})" for v in ("a4", "a3", "a2", "a1"))]
+    assert fact(store_path, "set", "order test", "a3").returncode == 0
+    assert fact(store_path, "set", "order test", "a6").returncode == 0
+    assert shown_values(store_path, "order test") == ["a6", "a3", "a5", "a4", "a3", "a2", "a1"]
+
+
+@pytest.mark.parametrize("first, second", [("C++ standard", "C standard"), ("C# standard", "C standard"),
+                                           ("Maria's employer", "maria s employer")])
+def test_subjects_that_differ_only_in_punctuation_keep_notes_of_their_own(
+    store_path: Path, first: str, second: str,
+) -> None:
+    make_store(store_path)
+    assert facts.fact_id(first) == facts.fact_id(second)  # the slug alone would put both in one note
+    assert fact(store_path, "set", first, "value one").returncode == 0
+
+    made = fact(store_path, "set", second, "value two")
+
+    assert made.returncode == 0, made.stderr
+    assert "before:" not in made.stdout
+    assert shown_values(store_path, first) == ["value one"]
+    assert shown_values(store_path, second) == ["value two"]
+    shown = fact(store_path, "show", first.upper().replace(" ", "   "))  # case and spacing name the same subject
+    assert shown.stdout.startswith(f"{first}: value one") and "value two" not in shown.stdout
+    assert fact(store_path, "set", second, "value three").returncode == 0
+    assert shown_values(store_path, second) == ["value three", "value two"]
+    assert shown_values(store_path, first) == ["value one"]
+
+
+def test_a_subject_s_note_under_the_hashed_id_is_found_updated_and_undone_by_its_subject(store_path: Path) -> None:
+    store = make_store(store_path)
+    made = facts.set_fact(store, "C standard", "C11")
+    other = facts.set_fact(store, "C++ standard", "C++20", since="2020-12-01")
+    assert made.id == facts.fact_id("C standard") and other.id == facts.fact_ids("C++ standard")[1] != made.id
+
+    update = facts.set_fact(store, "c++  Standard", "C++23")
+    assert update.id == other.id and [v.value for v in update.earlier] == ["C++20"]
+    store.undo(memory=other.id)
+
+    assert [v.value for v in facts.get_fact(store, "C++ standard")[1]] == ["C++20"]
+    assert [v.value for v in facts.get_fact(store, "C standard")[1]] == ["C11"]
+    assert [e.action for e in store.log(memory=made.id)] == ["fact-set"]
+
+
+def test_a_note_two_subjects_shared_before_answers_only_the_subject_its_title_names(store_path: Path) -> None:
+    store = make_store(store_path)
+    shared = "Current: C11 (since 2025-02-01)\n\nEarlier values:\n- C++20 (2025-01-01 to 2025-02-01)\n"
+    add_all(store, [memory(facts.fact_id("C standard"), "C standard: C11", shared, cls="fact",
+                           entities=["C++ standard", "C standard"])])
+
+    assert shown_values(store_path, "C standard") == ["C11", "C++20"]
+    wrong = fact(store_path, "show", "C++ standard")
+    assert wrong.returncode == 1 and "another subject" in wrong.stderr
+    assert fact(store_path, "set", "C++ standard", "C++23").returncode == 0
+    assert shown_values(store_path, "C++ standard") == ["C++23"]
+    assert shown_values(store_path, "C standard") == ["C11", "C++20"]
+
+
+def test_a_fact_whose_title_was_edited_by_hand_is_found_by_its_entities(store_path: Path) -> None:
+    store = make_store(store_path)
+    for n, title in enumerate(("Where Maria works", "Maria (my sister)'s employer: Initech")):
+        store.add(memory(facts.fact_id(SUBJECT), title, "Current: Initech (since 2023-06-15)\n", cls="fact",
+                         entities=[SUBJECT]), overwrite=n > 0)
+
+        assert facts.get_fact(store, SUBJECT)[0].title == title
+    change = facts.set_fact(store, SUBJECT, "Globex Logistics", since="2024-09-02")
+
+    assert change.id == facts.fact_id(SUBJECT) and [v.value for v in change.earlier] == ["Initech"]
+
+
+def test_a_since_after_today_is_a_usage_error_that_says_how_to_fix_it(store_path: Path) -> None:
+    store = make_store(store_path)
+    head = store.head()
+
+    refused = fact(store_path, "set", "x", "y", "--since", "2099-01-01")
+
+    assert refused.returncode == 2
+    assert "2099-01-01 is after today" in refused.stderr and "leave --since out for today" in refused.stderr
+    assert store.head() == head
+    with pytest.raises(InvalidMemory, match="after today"):
+        facts.set_fact(store, "x", "y", since="2099-01-01")
+    tomorrow = (dt.date.fromisoformat(facts.today()) + dt.timedelta(days=1)).isoformat()
+    assert fact(store_path, "set", "x", "y", "--since", tomorrow).returncode == 0  # a time zone ahead
+
+
+def test_a_value_set_today_becomes_current_over_a_stored_value_dated_after_today(store_path: Path) -> None:
+    store = make_store(store_path)
+    add_all(store, [memory(facts.fact_id("x"), "x: y", "Current: y (since 2099-01-01)\n", cls="fact",
+                           entities=["x"])])
+
+    later = fact(store_path, "set", "x", "z")
+
+    assert later.returncode == 0, later.stderr
+    assert f"x: z (since {facts.today()})" in later.stdout
+    assert "y was dated 2099-01-01, after today" in later.stdout
+    assert shown_values(store_path, "x") == ["z", "y"]
+    assert fact(store_path, "set", "x", "w").returncode == 0
+    assert shown_values(store_path, "x") == ["w", "z", "y"]

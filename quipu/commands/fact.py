@@ -6,6 +6,7 @@ import argparse
 from quipu.capture import facts
 from quipu.index import index
 from quipu.commands._common import add_json, open_store
+from quipu.errors import InvalidMemory
 from quipu.store.memory import ORIGINS
 from quipu.output import print_json
 
@@ -20,10 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     s = verbs.add_parser("set", help="record a subject's new value",
                          description="Record VALUE as SUBJECT's value from --since (default today); the old value "
-                         "moves into the note's history. Setting the value it already has changes nothing.")
+                         "moves into the note's history. Setting the value it already has changes nothing; setting "
+                         "an earlier value again makes it current again.")
     s.add_argument("subject", help='what the fact is about, e.g. "Maria\'s employer"')
     s.add_argument("value", help="its value from now on")
-    s.add_argument("--since", metavar="DATE", help="the day the value began (YYYY-MM-DD; default today)")
+    s.add_argument("--since", metavar="DATE", type=_since,
+                   help="the day the value began (YYYY-MM-DD, not after today; default today)")
     s.add_argument("--origin", default="user", choices=list(ORIGINS), help="who said it (default: user)")
     s.add_argument("--session", help="the Claude Code session it came from")
     add_json(s)
@@ -35,6 +38,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     g.set_defaults(func=run_show)
 
 
+def _since(text: str) -> str:
+    """``--since``: a date that has come; anything else is a usage error."""
+    try:
+        return facts.check_since(text)
+    except InvalidMemory as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_since.__name__ = "date"
+
+
 def run_set(args: argparse.Namespace) -> int:
     store = open_store(args)
     change = facts.set_fact(store, args.subject, args.value, since=args.since, origin=args.origin,
@@ -43,12 +57,20 @@ def run_set(args: argparse.Namespace) -> int:
     if args.json:
         print_json(change.to_json())
     elif change.commit is None:
-        print(f"{change.subject}: already {change.current.value} (since {change.current.since}); nothing changed")
+        held = change.already or change.current
+        if held == change.current:
+            print(f"{change.subject}: already {held.value} (since {held.since}); nothing changed")
+        else:
+            print(f"{change.subject}: {held.value} already held from {held.since}; nothing changed\n"
+                  f"  current: {change.current.value} (since {change.current.since})")
     else:
         print(f"{change.subject}: {change.current.value} (since {change.current.since})  "
               f"[{change.id}, commit {change.commit[:12]}]")
         for older in change.earlier[:3]:
             print(f"  before: {older.value} (from {older.since})")
+        for ahead in [v for v in change.earlier if v.since > change.current.since]:
+            print(f"  note: {ahead.value} was dated {ahead.since}, after today; "
+                  f"{change.current.value} is current from {change.current.since}")
     return 0
 
 
