@@ -101,10 +101,15 @@ def check_problems(store: Store) -> Check:
 
 def check_hooks(store: Store) -> Check:
     states = githooks.status(store.root)
+    notes = githooks.notes(store.root)
+    outside = [hook for hook, state in states.items() if state == "outside"]
+    if outside:
+        return Check("git hooks", False, f"quipu's {', '.join(outside)} hook(s) are in a folder outside the store, which "
+                     "git runs for other repositories (run `quipu hooks uninstall`, then `quipu hooks install`)", notes)
     missing = [hook for hook, state in states.items() if state != "installed"]
     if not missing:
-        return Check("git hooks", True, f"installed: {', '.join(states)}")
-    return Check("git hooks", False, f"not installed: {', '.join(missing)} (run `quipu hooks install`)")
+        return Check("git hooks", True, f"installed: {', '.join(states)}", notes)
+    return Check("git hooks", False, f"not installed: {', '.join(missing)} (run `quipu hooks install`)", notes)
 
 
 def check_size(store: Store) -> Check:

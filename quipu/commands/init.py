@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     target = args.path or args.store or os.environ.get("QUIPU_STORE") or locate.default_store()
     store, created = Store.init(Path(target))
     hooks = [] if args.no_hooks else githooks.install(store.root)
+    hook_notes = githooks.notes(store.root) if hooks else []
     index.ensure_fresh(store)
     excluded = _exclude_from_project(store.root) if created else None
     from quipu.store import gitstore
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     identity = gitstore.identity_note(store.repo) if created else None
     if args.json:
         print_json({"store": str(store.root), "created": created, "hooks": hooks, "excluded_in": excluded,
-                    "identity": identity})
+                    "hook_notes": hook_notes, "identity": identity})
         return 0
     if created:
         print(f"Created a quipu store at {store.root}")
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"Ignored it in the surrounding project through {excluded}")
     if hooks:
         print(f"Installed git hooks: {', '.join(hooks)}")
+        for note in hook_notes:
+            print(f"Note: {note}")
     if identity:
         print(f"Note: {identity}")
     return 0
