@@ -32,14 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "in the store (skills/drafts, a folder Claude Code never loads), refuse drafts that fail the gate "
         "(no failure from those sessions named, a command or path that does not exist, a built-in or existing "
         "name shadowed, a body outside the compact-to-standard length, an unverifiable claim, a weakened "
-        "safeguard), and let only a person promote one. Every step is one commit `quipu undo` reverts.")
+        "safeguard, a shell command, file include or frontmatter field Claude Code would act on as the skill "
+        "loads), and let only a person promote one. Every step is one commit `quipu undo` reverts.")
     ssub = p.add_subparsers(dest="skills_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
     c = ssub.add_parser("candidates", help="procedures repeated in 3+ sessions, with the sessions (no model)",
                         description="List the procedures that recur in at least --min-sessions distinct sessions "
                         "of the history index, ranked by sessions, occurrences and the last time seen, with "
-                        "the sessions (SESSION:TURN) and the error lines found around them. Asks no model.")
+                        "the sessions (SESSION:TURN) and the error messages found around them. A turn a resumed "
+                        "session repeats counts once. Asks no model.")
     c.add_argument("--min-sessions", type=count(1), default=MIN_SESSIONS, metavar="N",
                    help=f"at least N distinct sessions (default and minimum {MIN_SESSIONS})")
     add_json(c)
@@ -76,7 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                          "(--project, the default) or to ~/.claude/skills/NAME/ (--user), and commit who "
                          "promoted it. Refused inside Claude Code or a model child, when a skill of that "
                          "name exists, or when the draft, as the store holds it now, fails the gate's content "
-                         "checks. `quipu skills demote NAME` takes it back out.")
+                         "checks (among them a shell command, an @path include or a frontmatter field beyond a "
+                         "name and a description). `quipu skills demote NAME` takes it back out.")
     pr.add_argument("name", metavar="NAME")
     where = pr.add_mutually_exclusive_group()
     where.add_argument("--project", action="store_true", help="the current project's .claude/skills (default)")

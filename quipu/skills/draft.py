@@ -7,11 +7,14 @@ Contract:
   three sessions, or with no error in its sessions for a skill to name, is refused without a
   model call; so is every candidate once the model is unavailable or the budget
   (``quipu.model.MeteredModel``) is spent: the run stops there.
-- The model sees the steps, the sessions' projects and the error lines, all as data (its system
+- The model sees the steps, the sessions' projects and the error messages, all as data (its system
   prompt says so), and answers ``{name, description, failure, body}``; quipu writes the
-  frontmatter itself, so a draft cannot add ``allowed-tools``, ``hooks`` or any other field.
+  frontmatter itself, so a draft cannot add ``allowed-tools``, ``hooks`` or any other field, and
+  the gate refuses any text Claude Code would act on as the skill loads (``gate.check_loading``).
 - An admitted draft goes to ``skills/drafts/<name>/``, a refused one to the review queue with every
-  reason (``quipu.skills.queue``); each is one commit.
+  reason (``quipu.skills.queue``); each is one commit. Its record (``draft.json`` or
+  ``refusal.json``) holds the candidate's steps, session ids, projects and error messages, never
+  the words of a prompt around them (``quipu.skills.detect.error_texts``).
 """
 from __future__ import annotations
 

@@ -2,10 +2,15 @@
 
 Contract: ``check(draft, candidate, context)`` returns every reason to refuse (``[]`` admits).
 No model takes part; each check is one function below, and a refused draft is kept with its
-reasons (``quipu.skills.queue``).
+reasons (``quipu.skills.queue``). ``check_loading`` reads the SKILL.md as Claude Code would load
+it: a shell command it runs (``!`` and a command in backticks, or a fenced block opened with
+three backticks and ``!``), a file it reads in (``@path``) or a frontmatter field beyond a name
+and a description is refused, with what it would do; ``quipu.skills.promote`` runs it again on
+the text the store holds.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -53,6 +58,34 @@ _SHELL_WORDS = frozenset("cd export echo set unset source . test [ [[ true false
                          "done while case esac read printf pwd alias type command eval exec wait trap".split())
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
+# What Claude Code acts on when it loads a SKILL.md, before a model reads a word of it (its skills
+# documentation, "Inject dynamic context"): `` !`command` `` and a fenced block opened with ```! run
+# shell commands and put their output in place. Its preprocessor reads the file as plain text, so
+# a code span or a code block does not shelter either form. ``@path`` reads a file into the skill,
+# as in CLAUDE.md (resolved from the project's root; anthropics/claude-code#57595).
+_SHELL_INLINE = re.compile(r"!`+[^`\n]*`*")
+_SHELL_BLOCK = re.compile(r"(?:`{3,}|~{3,})[ \t]*![^\n]*")
+_INCLUDE = re.compile(r"(?<![\w@])@[\w~./-]\S*")
+# Frontmatter fields Claude Code reads, beyond the name and the description quipu writes, and what
+# each would change. A draft holds those two only, so any other field is refused, these with why.
+FRONTMATTER_EFFECTS = {
+    "allowed-tools": "lets the skill use those tools without asking",
+    "disallowed-tools": "changes which tools the skill may use",
+    "hooks": "runs commands on the skill's tool events",
+    "model": "runs the skill on another model",
+    "effort": "changes the model's effort while the skill runs",
+    "context": "runs the skill in another context (`context: fork`: a sub-agent)",
+    "agent": "runs the skill as a sub-agent of that type",
+    "shell": "chooses the shell its commands run in",
+    "disable-model-invocation": "changes who may start the skill",
+    "user-invocable": "changes who may start the skill",
+    "paths": "loads the skill by itself when files of those paths are touched",
+    "argument-hint": "makes the skill take arguments",
+    "arguments": "makes the skill take arguments",
+    "when_to_use": "adds text to every session's skill listing",
+}
+_YAML_WORDS = frozenset("true false yes no on off null y n".split())
+
 
 @dataclass(frozen=True)
 class Draft:
@@ -62,7 +95,7 @@ class Draft:
     body: str
 
     def skill_md(self) -> str:
-        return f"---\nname: {self.name}\ndescription: {_one_line(self.description)}\n---\n\n{self.body.strip()}\n"
+        return f"---\nname: {self.name}\ndescription: {yaml_text(self.description)}\n---\n\n{self.body.strip()}\n"
 
 
 @dataclass(frozen=True)
@@ -76,6 +109,41 @@ class Context:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _plain_yaml(value: str) -> bool:
+    """Whether YAML reads ``value``, written bare after ``key: ``, as that very text: it starts
+    with a letter (no indicator, quote, number or tag), holds no ``: `` or `` #`` and is no word
+    YAML reads as true, false or null."""
+    return (bool(re.match(r"[A-Za-z]", value)) and ": " not in value and " #" not in value
+            and not value.endswith(":") and value.lower() not in _YAML_WORDS)
+
+
+def yaml_text(text: str) -> str:
+    """``text`` on one line as a YAML value that reads back as that text: bare when it can be,
+    else double-quoted (JSON's escapes are YAML's)."""
+    one = _one_line(text)
+    return one if _plain_yaml(one) else json.dumps(one, ensure_ascii=False)
+
+
+def yaml_value(raw: str) -> str | None:
+    """The text a frontmatter value written by ``yaml_text`` stands for; None for any other form."""
+    if raw.startswith('"'):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, str) else None
+    return raw if _plain_yaml(raw) else None
+
+
+def split_skill_md(text: str) -> tuple[list[tuple[str, str]], str] | None:
+    """A SKILL.md's frontmatter lines as (key, value) in order, and its body; None without a
+    frontmatter. A line that is not ``key: value`` is kept whole as a key, so it is refused."""
+    head, sep, body = text.removeprefix("---\n").partition("\n---\n")
+    if not text.startswith("---\n") or not sep:
+        return None
+    return [(k, v) for k, _, v in (line.partition(": ") for line in head.splitlines() if line.strip())], body
 
 
 def _norm(text: str) -> str:
@@ -163,6 +231,52 @@ def check_safety(draft: Draft) -> str | None:
     return None
 
 
+def _cut(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def check_loading(text: str) -> str | None:
+    """What Claude Code would do with the SKILL.md ``text`` as it loads it, before a model reads
+    it: run a shell command, read a file in, or take a frontmatter field beyond a name and a
+    description. Each finding says what it would do."""
+    found: list[str] = []
+    runs = [_cut(m.group(0)) for pattern in (_SHELL_BLOCK, _SHELL_INLINE) for m in pattern.finditer(text)]
+    if runs:
+        found.append("runs a shell command when the skill loads, before any model reads it (`!` then a "
+                     f"command in backticks, or a ```! block, even inside code): {', '.join(map(repr, runs[:3]))}")
+    includes = [_cut(m.group(0).rstrip(".,;:)]'\"`")) for m in _INCLUDE.finditer(text)]
+    if includes:
+        found.append("reads a file into the skill when it loads (`@path`, resolved from the project's root): "
+                     + ", ".join(map(repr, includes[:3])))
+    parts = split_skill_md(text)
+    if parts is None:
+        found.append("has no frontmatter of a name and a description")
+    else:
+        extra: list[str] = []
+        for key, value in parts[0]:
+            if key == "name":
+                continue  # a skill name, checked against the folder's by whoever reads it
+            if key == "description":
+                if yaml_value(value) is None:
+                    found.append(f"the frontmatter's description is not plain text to YAML: {_cut(value)!r}")
+                continue
+            if key[:1].isspace() or key.startswith("-"):  # part of the field above it
+                if not extra:
+                    extra.append(f"an indented line {_cut(key.strip(), 40)!r}")
+                continue
+            field_name = key.partition(":")[0].strip(" \t?").lower()
+            why = ("is not written as one line of plain text" if field_name in ("name", "description")
+                   else FRONTMATTER_EFFECTS.get(field_name, "is not a field quipu writes"))
+            extra.append(f"`{_cut(field_name, 40)}` {why}")
+        if extra:
+            found.append(f"frontmatter: {'; '.join(extra)} (a draft holds a name and a description only)")
+        keys = [k for k, _ in parts[0]]
+        if keys.count("name") != 1 or keys.count("description") != 1:
+            found.append("frontmatter must hold one name and one description")
+    return "; ".join(found) or None
+
+
 def _snippets(body: str) -> list[tuple[str, bool]]:
     """Code lines (each a shell line) and inline spans, each with whether it came from a block."""
     lines = [(line.strip(), True) for block in _CODE_BLOCK.findall(body) for line in block.splitlines()]
@@ -225,5 +339,6 @@ def check_cited(draft: Draft, candidate: Candidate, context: Context) -> str | N
 def check(draft: Draft, candidate: Candidate, context: Context) -> list[str]:
     """Every reason to refuse ``draft`` (``[]`` admits it)."""
     found = [check_sessions(candidate), check_failure(draft, candidate), check_name(draft, context),
-             check_length(draft), check_claims(draft), check_safety(draft), check_cited(draft, candidate, context)]
+             check_length(draft), check_claims(draft), check_safety(draft), check_loading(draft.skill_md()),
+             check_cited(draft, candidate, context)]
     return [r for r in found if r]

@@ -7,8 +7,9 @@ Contract:
   It refuses inside Claude Code or a model child (``CLAUDECODE``, ``QUIPU_CHILD``: promotion is a
   person's act), when the target exists (it would shadow a skill), when a folder on the way is a
   symbolic link, and when the draft as it is now in the store (a store is shared and untrusted)
-  fails the name, length, claims or safety check or its frontmatter holds more than a name and a
-  description (``allowed-tools``, ``hooks``...).
+  holds anything Claude Code acts on as it loads a skill (a shell command, an ``@path`` include,
+  a frontmatter field beyond a name and a description: ``gate.check_loading``) or fails the name,
+  length, claims or safety check.
 - ``demote(store, name)`` removes the file it copied (only if unchanged since: an edited skill is
   the person's, and is left with a message) and commits the event. The draft stays in the store.
 """
@@ -72,16 +73,17 @@ def _loadable(target: Path, name: str) -> bool:
 
 
 def recheck(name: str, text: str) -> list[str]:
-    """The content checks again, on the SKILL.md as the store holds it now."""
-    head, sep, body = text.removeprefix("---\n").partition("\n---\n")
-    if not text.startswith("---\n") or not sep:
+    """The content checks again, on the SKILL.md as the store holds it now: what Claude Code would
+    do as it loads it (``gate.check_loading``), then the name, length, claims and safety."""
+    parts = gate.split_skill_md(text)
+    if parts is None:
         return ["the draft has no frontmatter"]
-    fields = dict(line.partition(": ")[::2] for line in head.splitlines() if line.strip())
-    extra = sorted(set(fields) - {"name", "description"})
-    problems = [f"the draft's frontmatter holds more than a name and a description: {', '.join(extra)}"] if extra else []
+    fields = dict(parts[0])
+    problems = [r for r in (gate.check_loading(text),) if r]
     if fields.get("name") != name:
         problems.append(f"the draft's frontmatter names {fields.get('name')!r}, not {name!r}")
-    draft = gate.Draft(name, fields.get("description", ""), "-", body)
+    description = gate.yaml_value(fields.get("description", "")) or ""
+    draft = gate.Draft(name, description, "-", parts[1])
     problems += [r for r in (gate.check_length(draft), gate.check_claims(draft), gate.check_safety(draft)) if r]
     return problems
 
