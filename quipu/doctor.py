@@ -5,11 +5,12 @@ submodules, cache files and any file outside the store's schema, ``quipu.store.s
 git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a journal a killed
 index write left beside it is named, with the command that heals it), files skipped for bad
 frontmatter, the git hooks, the store's size, git's garbage-collection state, Claude Code's
-MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started;
-``quipu.claude.wiring``), quipu's wiring in Codex CLI's hooks.json and config.toml, whether the
-offline model can run (``quipu.model.offline_status``), and whether the prompt server answers
-(``quipu.prompt.server.status``), and which of the environment's switches turn memory off for
-the sessions started from it (``locate.switched_on``). A check that meets something quipu refuses
+MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started, and each settings
+file read as Claude Code reads it; ``quipu.claude.wiring``), quipu's wiring in Codex CLI's
+hooks.json and config.toml, whether the offline model can run (``quipu.model.offline_status``),
+and whether the prompt server answers (``quipu.prompt.server.status``), and which of the
+environment's switches turn memory off for the sessions started from it
+(``locate.switched_on``). A check that meets something quipu refuses
 (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
@@ -182,7 +183,8 @@ def check_codex(store: Store) -> Check:
 
 
 def check_claude_code(store: Store) -> Check:
-    """quipu's hooks and MCP server in Claude Code's settings: each one started, and the server's switches."""
+    """quipu's hooks and MCP server in Claude Code's settings: each one started, the server's switches,
+    and each settings file Claude Code would ignore (not valid JSON: none of its hooks run)."""
     from quipu.claude import wiring
 
     found = wiring.hook_findings() + wiring.mcp_findings()
@@ -193,8 +195,8 @@ def check_claude_code(store: Store) -> Check:
     if not bad:
         return Check("Claude Code", True, f"{len(found)} hook(s), server(s) and switch(es) checked; each starts",
                      [line for _ok, line in found])
-    return Check("Claude Code", False, f"{len(bad)} of quipu's hooks or MCP settings do not work; the fix is under each",
-                 bad)
+    return Check("Claude Code", False, f"{len(bad)} of quipu's hooks, MCP settings or Claude Code's settings files "
+                 "do not work; the fix is under each", bad)
 
 
 def check_capture(store: Store) -> Check:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+import copy
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from quipu.claude import settings as claude_settings
+from quipu.claude import wiring
+from quipu.store import assets
 from testing.fixtures import git, quipu
 
 USER_SETTINGS: dict[str, Any] = {
@@ -171,22 +173,31 @@ def test_dry_run_shows_the_change_and_writes_nothing(quipu_env: Path) -> None:
 
 def test_prompt_hook_command_is_the_real_interpreter_with_no_site_packages() -> None:
     (prompt_spec, prompt), *session = claude_settings.commands()
-    argv = shlex.split(prompt, comments=True)
+    found = wiring.direct(prompt)
 
-    assert prompt_spec.event == "UserPromptSubmit"
+    assert prompt_spec.event == "UserPromptSubmit" and found is not None
+    argv, fails_open = found
     python = argv[0]
+    assert fails_open and prompt.startswith(f"p='{python}' ") and 'exec "$p" -I -S "$s"' in prompt
     assert python == os.path.abspath(sys.executable)
     assert os.path.isabs(python) and os.path.isfile(os.path.realpath(python))
     assert "shims" not in Path(python).parts
     assert argv[1:3] == ["-I", "-S"] and Path(argv[3]).is_file() and argv[3].endswith("prompt_submit.py")
-    for _, command in session:
-        launcher_python = shlex.split(command, comments=True)[0]
+    for spec, command in session:
+        launched = wiring.direct(command)
+        assert launched is not None and launched[1] and launched[0][2:] == [spec.argument]
+        launcher_python = launched[0][0]
         assert os.path.isabs(launcher_python) and os.access(launcher_python, os.X_OK)
         assert "shims" not in Path(launcher_python).parts
 
 
 def test_installed_commands_run_under_sh_and_exit_zero(quipu_env: Path, tmp_path: Path) -> None:
-    """Each command is run the way Claude Code runs a shell-form hook: `sh -c COMMAND`, event on stdin."""
+    """Each command is run the way Claude Code runs a shell-form hook: `sh -c COMMAND`, event on stdin;
+    the prompt hook recalls through it."""
+    assert quipu("init", cwd=tmp_path).returncode == 0
+    added = quipu("add", "The billing service deploys with a blue-green rollout through Argo.", "--title",
+                  "Billing deploys go blue-green through Argo", "--topic", "deploy", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
     assert quipu("install", "claude").returncode == 0
     commands = ours(json.loads(user_settings(quipu_env).read_text()))
     event = {"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path)}
@@ -196,7 +207,9 @@ def test_installed_commands_run_under_sh_and_exit_zero(quipu_env: Path, tmp_path
         payload = prompt if name == "UserPromptSubmit" else {**event, "hook_event_name": name}
         proc = subprocess.run(["sh", "-c", command], input=json.dumps(payload), capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, (name, proc.stderr)
-        if proc.stdout.strip():
+        if name == "UserPromptSubmit":
+            assert "Billing deploys go blue-green" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+        elif proc.stdout.strip():
             assert json.loads(proc.stdout)["hookSpecificOutput"]["hookEventName"] == name
 
 
@@ -224,6 +237,37 @@ def test_reinstall_replaces_an_entry_left_by_an_older_install(quipu_env: Path) -
     assert {"event": "UserPromptSubmit", "command": stale} in result["removed"]
     installed = ours(json.loads(path.read_text()))
     assert len(installed["UserPromptSubmit"]) == 1 and stale not in installed["UserPromptSubmit"]
+
+
+def test_install_over_an_older_install_replaces_every_command_and_uninstall_takes_out_both_forms(
+    quipu_env: Path,
+) -> None:
+    """Before the commands failed open, quipu wrote the bare interpreter and script: a reinstall
+    replaces them in place of adding beside them, and uninstall recognises either form."""
+    path = user_settings(quipu_env)
+    python, hooks = os.path.abspath(sys.executable), assets.hooks_dir().resolve()
+    old = {"UserPromptSubmit": f"'{python}' -I -S '{hooks / 'prompt_submit.py'}' {claude_settings.MARKER}"}
+    for event, argument in (("SessionStart", "session-start"), ("PreCompact", "pre-compact"),
+                            ("SessionEnd", "session-end")):
+        old[event] = f"'{python}' '{hooks / 'quipu_hook.py'}' {argument} {claude_settings.MARKER}"
+    settings = copy.deepcopy(USER_SETTINGS)
+    for event, command in old.items():
+        settings["hooks"].setdefault(event, []).append({"hooks": [{"type": "command", "command": command, "timeout": 5}]})
+    write_settings(path, settings)
+
+    result = json.loads(quipu("install", "claude", "--json").stdout)
+
+    assert sorted((r["event"], r["command"]) for r in result["removed"]) == sorted(old.items())
+    installed = ours(json.loads(path.read_text()))
+    assert sorted(installed) == sorted(old) and all(len(c) == 1 for c in installed.values())
+    assert all(wiring.fails_open(c) for [c] in installed.values())
+    assert without_ours(json.loads(path.read_text())) == USER_SETTINGS
+
+    mixed = json.loads(path.read_text())  # one old command left beside the new ones, as a hand merge might
+    mixed["hooks"]["PreCompact"].append({"hooks": [{"type": "command", "command": old["PreCompact"]}]})
+    path.write_text(json.dumps(mixed, indent=4) + "\n")
+    removed = json.loads(quipu("uninstall", "claude", "--json").stdout)["removed"]
+    assert len(removed) == 5 and json.loads(path.read_text()) == USER_SETTINGS
 
 
 def test_a_symlinked_settings_file_stays_a_symlink(quipu_env: Path, tmp_path: Path) -> None:

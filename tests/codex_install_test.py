@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import tomlkit
+
+from quipu.claude import settings as claude_settings
+from quipu.claude import wiring
 
 USER_TOML = """# my Codex settings
 model = "o3"   # the one I like
@@ -147,3 +151,47 @@ def test_doctor_checks_the_codex_wiring_and_names_the_fix_when_it_is_stale(env: 
     checks = {c["name"]: c for c in json.loads(quipu(env, "doctor", "--json", ok=None).stdout)["checks"]}
     assert not checks["codex"]["ok"]
     assert any("SessionEnd" in d and "quipu install codex --user" in d for d in checks["codex"]["details"])
+
+
+def _hook_commands(path: Path) -> dict[str, str]:
+    hooks = json.loads(path.read_text(encoding="utf-8"))["hooks"]
+    return {event: h["command"] for event, groups in hooks.items() for g in groups for h in g["hooks"]
+            if h["command"].endswith(claude_settings.MARKER)}
+
+
+def _run_hook(command: str, event: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    payload = {"session_id": "codex-session", "transcript_path": "", "cwd": str(Path(env["HOME"]) / "project"),
+               "hook_event_name": event, "prompt": "how do we deploy the billing service?", "source": "startup"}
+    return subprocess.run(["sh", "-c", command], input=json.dumps(payload), capture_output=True, text=True, env=env,
+                          cwd=Path(env["HOME"]) / "project", timeout=60)
+
+
+def test_every_codex_command_fails_open_once_the_quipu_it_finds_is_gone(env: dict[str, str], tmp_path: Path) -> None:
+    quipu(env, "install", "codex", "--user")
+    assert all(wiring.fails_open(c) for c in _hook_commands(_folder(env, "user") / "hooks.json").values())
+    quipu(env, "install", "codex", *_scope_args(env, "project"))
+    project = _hook_commands(_folder(env, "project") / "hooks.json")
+    quipu(env, "init")
+    quipu(env, "add", "The billing service deploys with a blue-green rollout through Argo.", "--title",
+          "Billing deploys go blue-green through Argo", "--topic", "deploy")
+    recalled = _run_hook(project["UserPromptSubmit"], "UserPromptSubmit", env)
+    assert recalled.returncode == 0 and "Billing deploys go blue-green" in recalled.stdout, recalled.stderr
+
+    home = Path(env["QUIPU_HOME"])
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "sh").symlink_to(shutil.which("sh") or "/bin/sh")
+    bare = {**env, "PATH": str(tmp_path / "bin")}  # a shell, and no python3 to fall back on
+    dead = tmp_path / "dead-python"
+    dead.write_text("#!/bin/sh\necho 'Fatal Python error' >&2\nexit 2\n")
+    dead.chmod(0o755)
+    pointers = {name: (home / name).read_text(encoding="utf-8") for name in ("hooks-dir", "python", "session-python")}
+    for broken in ({"hooks-dir": str(tmp_path / "uninstalled")},
+                   {"python": str(tmp_path / "gone" / "python3"), "session-python": str(tmp_path / "gone" / "python")},
+                   {"session-python": str(dead)}):
+        for name, value in {**pointers, **broken}.items():
+            (home / name).write_text(value + "\n", encoding="utf-8")
+        for event, command in project.items():
+            if event == "UserPromptSubmit" and "python" not in broken and "hooks-dir" not in broken:
+                continue  # the prompt hook runs the real interpreter ($QUIPU_HOME/python), exec'd
+            proc = _run_hook(command, event, bare)
+            assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", ""), (broken, event, proc)

@@ -18,18 +18,32 @@ Contract:
 - A settings file that is not valid JSON, or whose ``hooks`` do not have Claude Code's shape,
   raises ``FatalError`` and is never overwritten.
 
-Why the shell form (``"command": "'/abs/python' -I -S '/abs/prompt_submit.py' # quipu-managed-hook"``)
-rather than the exec form (``"command"`` plus ``"args"``): the exec form needs Claude Code
-v2.1.139 or newer, and older versions would ignore ``args`` and run the bare interpreter. Every
-path is single-quoted for ``sh -c``, so spaces and quotes in paths are safe, and the trailing
-comment is inert in the shell.
+Why the shell form rather than the exec form (``"command"`` plus ``"args"``): the exec form needs
+Claude Code v2.1.139 or newer, and older versions would ignore ``args`` and run the bare
+interpreter. A command of the user and local scopes (``guarded``) names the interpreter and the
+script by absolute path, single-quoted for ``sh -c`` (spaces and quotes in paths are safe)::
+
+    p='/abs/python' s='/abs/prompt_submit.py'; [ -x "$p" ] && [ -r "$s" ] && exec "$p" -I -S "$s" 2>/dev/null; exit 0 # quipu-managed-hook
+    p='/abs/python' s='/abs/quipu_hook.py'; [ -x "$p" ] && [ -r "$s" ] && "$p" "$s" session-start 2>/dev/null; exit 0 # quipu-managed-hook
+
+Hooks fail open: a missing, unreadable or non-executable interpreter or script (``pip uninstall``
+without ``quipu uninstall``, a tool's virtual environment rebuilt on another Python) ends in
+``exit 0`` with no output, never in Python's exit 2 ("can't open file"), which would block every
+prompt (UserPromptSubmit) or compaction (PreCompact). The checks are shell builtins. The prompt
+hook is then exec'd, so its path costs no process more than before; ``prompt_submit.py`` exits 0
+on any error of its own, and an interpreter that is there but dies before running it exits with
+its own code (waiting to map that to 0 would cost every prompt a shell fork: about 0.5 ms under
+dash, 1 ms under bash). A session hook is waited for, so no exit code of it reaches Claude Code.
+``quipu doctor`` runs them without the guard (``quipu.claude.wiring``). The trailing comment is
+inert in the shell.
 
 Portable commands: the ``project`` scope writes ``<project>/.claude/settings.json``, which a team
 commits, so its commands name no path of this machine: ``quipu hook EVENT`` (``quipu.commands.hook``),
 found on PATH wherever the project is checked out, and failing open (exit 0) where there is none.
 The prompt hook first runs the interpreter and ``prompt_submit.py`` that the session launcher
 recorded in ``$QUIPU_HOME/python`` and ``$QUIPU_HOME/prompt-hook``, with ``-I -S`` like everywhere
-else. The user and local scopes use absolute paths.
+else, behind the same guard; ``quipu hook EVENT`` is waited for, so an older ``quipu`` without
+that command (argparse's exit 2) blocks nothing. The user and local scopes use absolute paths.
 
 Interpreters: elsewhere both hooks run the interpreter quipu itself runs under, by absolute path: a
 virtual environment's ``bin/python`` (a symlink to the real binary, so it starts as fast) or the
@@ -175,12 +189,14 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+# What runs an interpreter $p on a script $s only when both are there: shell builtins, no process.
+GUARD = '[ -x "$p" ] && [ -r "$s" ] && '
 # The prompt hook of a committed settings file: the interpreter and prompt_submit.py that quipu's
 # session launcher recorded in $QUIPU_HOME (so the prompt path still runs under -I -S), else the
 # `quipu` on PATH, else nothing (it fails open, like every quipu hook).
 PORTABLE_PROMPT = ('h="${QUIPU_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/quipu}"; p=; s=; '
                    '{ read -r p < "$h/python"; read -r s < "$h/prompt-hook"; } 2>/dev/null; '
-                   '[ -x "$p" ] && [ -r "$s" ] && exec "$p" -I -S "$s"; ')
+                   f'{GUARD}exec "$p" -I -S "$s" 2>/dev/null; ')
 
 
 def portable_command(spec: HookSpec) -> str:
@@ -188,7 +204,16 @@ def portable_command(spec: HookSpec) -> str:
     from each machine's PATH (the prompt hook first tries what quipu recorded in $QUIPU_HOME)."""
     event = spec.argument or "prompt"
     first = PORTABLE_PROMPT if spec.argument is None else ""
-    return f"{first}command -v quipu >/dev/null 2>&1 && exec quipu hook {event}; exit 0 {MARKER}"
+    return f"{first}command -v quipu >/dev/null 2>&1 && quipu hook {event} 2>/dev/null; exit 0 {MARKER}"
+
+
+def guarded(python: str, script: str, argument: str | None) -> str:
+    """The command of one hook of this machine: it exits 0 with no output unless the interpreter is
+    executable and the script readable; the prompt hook (no ``argument``) is then exec'd with -I -S,
+    and a session hook waited for, so that whatever it exits with, the command exits 0."""
+    head = f"p={_quote(python)} s={_quote(script)}; {GUARD}"
+    run = 'exec "$p" -I -S "$s"' if argument is None else f'"$p" "$s" {argument}'
+    return f"{head}{run} 2>/dev/null; exit 0 {MARKER}"
 
 
 def commands(hooks_dir: Path | None = None, *, portable: bool = False) -> list[tuple[HookSpec, str]]:
@@ -204,10 +229,9 @@ def commands(hooks_dir: Path | None = None, *, portable: bool = False) -> list[t
     out = []
     for spec in HOOKS:
         if spec.argument is None:
-            command = f"{_quote(prompt_python())} -I -S {_quote(str(prompt))} {MARKER}"
+            out.append((spec, guarded(prompt_python(), str(prompt), None)))
         else:
-            command = f"{_quote(session_python())} {_quote(str(launcher))} {spec.argument} {MARKER}"
-        out.append((spec, command))
+            out.append((spec, guarded(session_python(), str(launcher), spec.argument)))
     return out
 
 

@@ -2,11 +2,15 @@
 
 Contract:
 - ``hook_findings(project)`` finds quipu's hook handlers (``settings.MARKER``) in the user,
-  project and local settings files and runs each command as Claude Code would (``sh -c``), with
-  a harmless event on stdin and ``QUIPU_CHILD=1`` (every quipu hook then returns at once, so
-  nothing is captured or injected), for at most ``HOOK_SECONDS``. A command that does not exit 0
-  (an interpreter or script that moved) is a problem naming the fix, and so is a project's
-  ``quipu hook`` command with no ``quipu`` on PATH (it fails open, so its exit says nothing).
+  project and local settings files and runs each one with a harmless event on stdin and
+  ``QUIPU_CHILD=1`` (every quipu hook then returns at once, so nothing is captured or injected),
+  for at most ``HOOK_SECONDS``. Every command fails open (it exits 0 whatever is missing), so its
+  exit says nothing: what it runs is run without its guard, the interpreter on the script
+  (``direct``, read back from the command) or a project's ``quipu hook EVENT``. One that does not
+  exit 0 (an interpreter or script that moved) is a problem naming the fix, and so is a project's
+  ``quipu hook`` command with no ``quipu`` on PATH, and a command of an older quipu that does not
+  fail open (it would block every prompt once quipu moved). A settings file that is not valid
+  JSON is a problem too: Claude Code ignores the whole file, so none of its hooks run.
 - ``mcp_findings(project)`` finds quipu's MCP server entries (``~/.claude.json`` at the top and
   under the project, ``<project>/.mcp.json``), starts each one and sends MCP's ``initialize``;
   no answer within ``MCP_SECONDS`` is a problem. It also reads Claude Code's switches for the
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shlex
 import shutil
@@ -39,12 +44,67 @@ _EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session-start", "PreCo
 Finding = tuple[bool, str]
 
 
+_QUOTED = "'(?:[^']|'\"'\"')*'"
+# This version's form (``settings.guarded``), then the unguarded one of older versions.
+_FORMS = (
+    (True, re.compile(f"p=(?P<python>{_QUOTED}) s=(?P<script>{_QUOTED}); {re.escape(claude_settings.GUARD)}"
+                      f'(?:exec )?"\\$p" (?P<flags>-I -S )?"\\$s"(?: (?P<argument>[a-z-]+))? 2>/dev/null; exit 0 '
+                      f"{claude_settings.MARKER}")),
+    (False, re.compile(f"(?P<python>{_QUOTED}) (?P<flags>-I -S )?(?P<script>{_QUOTED})(?: (?P<argument>[a-z-]+))? "
+                       f"{claude_settings.MARKER}")),
+)
+
+
+def _unquote(quoted: str) -> str:
+    return quoted[1:-1].replace("'\"'\"'", "'")
+
+
+def direct(command: str) -> tuple[list[str], bool] | None:
+    """What a user or local scope command runs once its guard passes (interpreter, flags, script,
+    argument), and whether it fails open (this version's form); None for any other command."""
+    for guarded, form in _FORMS:
+        found = form.fullmatch(command.strip())
+        if found:
+            flags = found["flags"].split() if found["flags"] else []
+            argument = [found["argument"]] if found["argument"] else []
+            return [_unquote(found["python"]), *flags, _unquote(found["script"]), *argument], guarded
+    return None
+
+
+def fails_open(command: str) -> bool:
+    """Whether a quipu command is of a form this version writes, which exits 0 whatever is missing."""
+    found = direct(command)
+    return found[1] if found else command in {claude_settings.portable_command(s) for s in claude_settings.HOOKS}
+
+
 def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _unreadable(path: Path, scope: str) -> str | None:
+    """Why Claude Code cannot read a settings file that is there, and the fix (None: it can, or there is none)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        text, why, fix = "", f"cannot be read ({exc})", "check the file's permissions and encoding"
+    else:
+        try:
+            json.loads(text or "{}")
+            return None
+        except json.JSONDecodeError as exc:
+            if not text.strip():
+                return None
+            why = f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            fix = f"fix the file by hand; `quipu install claude --{scope}` refuses to change it until it parses"
+    ours = " (quipu's among them)" if claude_settings.MARKER in text else ""
+    return (f"{path} {why}: Claude Code ignores the whole file, so none of its hooks run{ours} and none of its "
+            f"settings apply\n- {fix}")
 
 
 def _settings_files(root: Path) -> list[tuple[str, Path]]:
@@ -64,11 +124,22 @@ def _harmless_event(event: str, root: Path) -> bytes:
 
 
 def _run_hook(command: str, event: str, root: Path) -> str | None:
-    if "quipu hook " in command and shutil.which("quipu") is None:
+    found = direct(command)
+    if found is not None:
+        return _run(found[0], event, root)
+    portable = re.search(r"quipu hook ([a-z-]+)", command)
+    if portable is None:
+        return _run(["sh", "-c", command], event, root)
+    quipu = shutil.which("quipu")
+    if quipu is None:
         return "finds no `quipu` on PATH, so it does nothing (it fails open)"
+    return _run(["sh", "-c", command], event, root) or _run([quipu, "hook", portable[1]], event, root)
+
+
+def _run(argv: list[str], event: str, root: Path) -> str | None:
     env = {**os.environ, "QUIPU_CHILD": "1"}
     try:
-        proc = subprocess.run(["sh", "-c", command], input=_harmless_event(event, root), capture_output=True,
+        proc = subprocess.run(argv, input=_harmless_event(event, root), capture_output=True,
                               timeout=HOOK_SECONDS, cwd=root, env=env)
     except subprocess.TimeoutExpired:
         return f"did not finish within {HOOK_SECONDS:g} s"
@@ -81,10 +152,15 @@ def _run_hook(command: str, event: str, root: Path) -> str | None:
 
 
 def hook_findings(project: str | os.PathLike[str] | None = None, *, quick: bool = False) -> list[Finding]:
-    """One finding per quipu hook handler; ``quick`` only lists them (each ``ok``), running none."""
+    """One finding per quipu hook handler, and one per settings file Claude Code cannot read; ``quick``
+    only lists the handlers (each ``ok``), running none."""
     root = claude_settings.project_root(project)
     out: list[Finding] = []
     for scope, path in _settings_files(root):
+        unread = _unreadable(path, scope)
+        if unread:
+            out.append((False, unread))
+            continue
         hooks = _load(path).get("hooks")
         if not isinstance(hooks, dict):
             continue
@@ -94,7 +170,13 @@ def hook_findings(project: str | os.PathLike[str] | None = None, *, quick: bool 
                     if not claude_settings.is_ours(handler):
                         continue
                     problem = None if quick else _run_hook(handler["command"], event, root)
-                    if problem is None:
+                    if problem is None and not quick and not fails_open(handler["command"]):
+                        out.append((False, f"{event} hook in {path} starts, but was written by an older quipu and "
+                                           "does not fail open: once quipu's interpreter or script moved (`pip "
+                                           "uninstall`, a tool's environment rebuilt on another Python) it would "
+                                           f"exit 2, which blocks every prompt\n- run `quipu install claude --{scope}` "
+                                           "again" + (" and commit the file" if scope == "project" else "")))
+                    elif problem is None:
                         out.append((True, f"{event} hook in {path} starts"))
                     else:
                         out.append((False, f"{event} hook in {path} does not start: `{handler['command']}` "

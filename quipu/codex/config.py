@@ -18,7 +18,10 @@ Contract:
   ``project`` writes holds no path of this machine: its commands are ``sh -c`` lines that read the
   hooks folder and the interpreters from ``$QUIPU_HOME/hooks-dir``, ``$QUIPU_HOME/session-python``
   and ``$QUIPU_HOME/python`` (written by every ``install codex``), and exit 0 silently on a
-  machine without them.
+  machine without them. Every hook command fails open as Claude Code's do
+  (``quipu.claude.settings.guarded``): a missing interpreter or script ends in exit 0 with no
+  output; the prompt hook is exec'd (no process more on its path), a session hook waited for, so
+  no exit code of it reaches Codex.
 - Before any write the previous file is backed up under ``$QUIPU_HOME/backups``; writes are atomic.
 - ``tomlkit`` (about 40 ms to import) is imported only by what reads or writes ``config.toml``, so
   ``codex_home`` costs the history archive's writers nothing.
@@ -59,6 +62,9 @@ HOOKS = (
 _FIND = ('h="${QUIPU_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/quipu}"; d=; py=; '
          'read -r d < "$h/hooks-dir" 2>/dev/null; read -r py < "$h/session-python" 2>/dev/null; '
          '[ -n "$d" ] && [ -r "$d/quipu_hook.py" ] || exit 0; [ -x "$py" ] || py=python3; ')
+# A project's prompt hook: the real interpreter recorded in $QUIPU_HOME/python (else the session's).
+_PROMPT = ('p=; read -r p < "$h/python" 2>/dev/null; [ -x "$p" ] || p=$py; s="$d/prompt_submit.py"; '
+           'command -v "$p" >/dev/null 2>&1 && [ -r "$s" ] && exec "$p" -I -S "$s" 2>/dev/null; exit 0')
 
 
 def codex_home() -> Path:
@@ -95,9 +101,9 @@ def commands(scope: str, hooks_dir: Path | None = None) -> list[tuple[HookSpec, 
     out = []
     for spec in HOOKS:
         if spec.argument is None:
-            script = _FIND + 'exec sh "$d/prompt_submit.sh"'
+            script = _FIND + _PROMPT
         else:
-            script = _FIND + f'exec "$py" "$d/quipu_hook.py" {spec.argument}'
+            script = _FIND + f'"$py" "$d/quipu_hook.py" {spec.argument} 2>/dev/null; exit 0'
         out.append((spec, f"{_sh(script)} {MARKER}"))
     return out
 
