@@ -252,7 +252,7 @@ def test_search_outlives_the_transcripts_and_forget_removes_exactly_what_it_name
     assert archived() == left
     with pytest.raises(SystemExit):
         cli.main(["history", "forget", "--role", "user"])
-    assert cli.main(["history", "forget"]) == 1  # nothing selected: refused
+    assert cli.main(["history", "forget"]) == 2  # nothing selected: a usage error
 
 
 DEV_TURNS = [

@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "and of each imported ChatGPT or Claude.ai data export, labelled with its agent, redacted, kept "
         "under $QUIPU_HOME/history (never in a memory store) and searchable by words and by meaning. The "
         "SessionEnd and PreCompact hooks append each session; `quipu history index` backfills the rest. "
-        "The prompt hook never reads it.")
+        "The prompt hook never reads it.",
+        epilog="One process at a time writes the archive: a command that finds it busy says which process holds "
+        "it, waits, and gives up after 60 s with exit 1 ($QUIPU_HISTORY_LOCK_WAIT sets the seconds).")
     hsub = p.add_subparsers(dest="history_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
@@ -126,12 +128,15 @@ def _when(ts: str) -> str:
 
 
 def _one_line(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
+    from quipu.history import one_line
+
+    flat = one_line(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from quipu.history import feed, index
+    from quipu.errors import FatalError
+    from quipu.history import feed, index, one_line
     from quipu.history.archive import Layout
 
     layout = Layout.default()
@@ -144,15 +149,22 @@ def run_index(args: argparse.Namespace) -> int:
             print(f"Rebuilt the history index: {count} turns.")
         return 0
     roots = [Path(args.projects).expanduser()] if args.projects else feed.default_roots()
+    if not any(r.is_dir() for r in roots):
+        where = " or ".join(one_line(str(r)) for r in roots)
+        if args.projects:
+            raise FatalError(f"no transcripts folder at {where}\n- give a folder that exists")
+        if args.json:  # no session has run yet on this machine: nothing to read is not a failure
+            print_json({"projects": [str(r) for r in roots], "files": 0, "sessions": 0, "added": 0})
+        else:
+            print(f"No transcripts yet at {where}: nothing to archive.\n- Claude Code and Codex CLI write them "
+                  "as sessions run; elsewhere, point to them with --projects DIR, or set CLAUDE_CONFIG_DIR or "
+                  "CODEX_HOME")
+        return 0
     summary = feed.backfill(roots, layout=layout, progress=Progress(0, "transcripts", after=2.0).update)
     if args.json:
         print_json({"projects": [str(r) for r in roots], **summary.to_json()})
         return 0
-    if not any(r.is_dir() for r in roots):
-        print(f"No transcripts folder at {' or '.join(map(str, roots))}\n- point to one with --projects DIR, "
-              "or set CLAUDE_CONFIG_DIR or CODEX_HOME")
-        return 0
-    where = " and ".join(str(r) for r in roots if r.is_dir())
+    where = " and ".join(one_line(str(r)) for r in roots if r.is_dir())
     print(f"{summary.files} files read under {where}: {summary.sessions} sessions, {summary.added} turns added, "
           f"{summary.updated} updated, {summary.redactions} secrets redacted"
           + (f", {summary.bad_lines} unreadable lines skipped" if summary.bad_lines else "")
@@ -160,12 +172,13 @@ def run_index(args: argparse.Namespace) -> int:
     if summary.skipped:
         print(f"Skipped {len(summary.skipped)} files:")
         for path, why in summary.skipped:
-            print(f"  {path}: {why}")
+            print(f"  {one_line(path)}: {one_line(why)}")
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
     from quipu.errors import EXIT_SOME_SKIPPED
+    from quipu.history import one_line
     from quipu.history.exports import import_export
 
     path = Path(args.export).expanduser().absolute()
@@ -179,17 +192,18 @@ def run_import(args: argparse.Namespace) -> int:
         print_json({"export": str(path), "kind": args.kind, "dry_run": args.dry_run, **data})
         return code
     verb = "Would archive" if args.dry_run else "Archived"
-    print(f"{verb} {summary.added} turns from {summary.sessions} conversations in {path}"
+    print(f"{verb} {summary.added} turns from {summary.sessions} conversations in {one_line(str(path))}"
           + ("" if args.dry_run else f" ({summary.updated} updated)")
           + f", {summary.redactions} secrets redacted"
           + (f", {summary.bad_lines} malformed entries skipped" if summary.bad_lines else "")
           + (f", {summary.forgotten} forgotten turns left out" if summary.forgotten else "") + ".")
     for where, why in summary.skipped:
-        print(f"  skipped {where}: {why}")
+        print(f"  skipped {one_line(where)}: {one_line(why)}")
     return code
 
 
 def run_search(args: argparse.Namespace) -> int:
+    from quipu.history import one_line
     from quipu.history.search import search
 
     result = search(args.query, project=args.project, since=args.since, role=args.role, limit=args.limit)
@@ -201,7 +215,7 @@ def run_search(args: argparse.Namespace) -> int:
               "No past turns are archived yet.\n- run `quipu history index` to archive every transcript")
         return 0
     for h in result.hits:
-        print(f"{h.session}:{h.turn}  {_when(h.ts)}  {h.project or '(no project)'}  {h.role} ({h.agent})")
+        print(one_line(f"{h.session}:{h.turn}  {_when(h.ts)}  {h.project or '(no project)'}  {h.role} ({h.agent})"))
         print(f"    {_one_line(h.text)}")
     if not result.meaning:
         print("(words only: meaning search needs the wordllama package and `quipu history index --rebuild`)",
@@ -210,6 +224,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from quipu.history import one_line
     from quipu.history.archive import Layout
     from quipu.history.forget import turns_around
     from quipu.history.promote import Ref
@@ -220,16 +235,17 @@ def run_show(args: argparse.Namespace) -> int:
         print_json({"session": sid, "turns": [t.to_json() for t in turns]})
         return 0
     if turns:
-        print(f"session {sid}  {turns[0].project or '(no project)'}")
+        print(one_line(f"session {sid}  {turns[0].project or '(no project)'}"))
     for t in turns:
         mark = ">" if t.turn == ref.turn else " "
-        print(f"{mark} [{t.turn}] {_when(t.ts)}  {t.role}" + (f"  ({t.branch})" if t.branch else ""))
+        print(one_line(f"{mark} [{t.turn}] {_when(t.ts)}  {t.role}" + (f"  ({t.branch})" if t.branch else "")))
         for line in t.text.splitlines() or [""]:
             print(f"      {line}")
     return 0
 
 
 def run_forget(args: argparse.Namespace) -> int:
+    from quipu.history import one_line
     from quipu.history.forget import forget
     from quipu.history.search import parse_since
 
@@ -244,7 +260,7 @@ def run_forget(args: argparse.Namespace) -> int:
     print(f"{verb} {data['removed_turns']} turns from {len(data['sessions'])} sessions" + (":" if data["sessions"] else "."))
     for s in data["sessions"]:
         numbers = ", ".join(str(n) for n in s["turns"][:20]) + (" ..." if len(s["turns"]) > 20 else "")
-        print(f"  {s['session']}: " + ("the whole session" if s["whole"] else f"turns {numbers}"))
+        print(f"  {one_line(s['session'])}: " + ("the whole session" if s["whole"] else f"turns {numbers}"))
     return 0
 
 
@@ -263,6 +279,7 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def run_append(args: argparse.Namespace) -> int:
+    from quipu.history import locking, one_line
     from quipu.history.feed import append_transcript
 
     if not args.worker:
@@ -271,14 +288,18 @@ def run_append(args: argparse.Namespace) -> int:
             print_json(summary.to_json())
         else:
             print(f"{summary.added} turns added, {summary.updated} updated, {summary.redactions} secrets redacted"
-                  + "".join(f"; skipped {p}: {why}" for p, why in summary.skipped))
+                  + "".join(f"; skipped {one_line(p)}: {one_line(why)}" for p, why in summary.skipped))
         return 0
     from quipu.commands.session_end import log
 
     try:
-        summary = append_transcript(args.transcript, session_id=args.session)
+        # Started by a hook: nobody reads its stderr, and it waits behind a backfill longer than a command would.
+        summary = append_transcript(args.transcript, session_id=args.session, wait=locking.WORKER_WAIT, quiet=True)
         log("history", f"session {args.session or '-'}: {summary.added} turns added, {summary.updated} updated, "
-                       f"{summary.redactions} redacted at {_dt.datetime.now(_dt.timezone.utc):%H:%M:%S}")
+                       f"{summary.redactions} redacted at {_dt.datetime.now(_dt.timezone.utc):%H:%M:%S}"
+                       + "".join(f"; skipped {p}: {why}" for p, why in summary.skipped))
+    except locking.ArchiveBusy as exc:
+        log("history", f"gave up on session {args.session or '-'}: {exc}")
     except BaseException as exc:  # noqa: BLE001 - nobody reads a detached child's exit code
         log("history", f"worker failed: {type(exc).__name__}: {exc}")
     return 0

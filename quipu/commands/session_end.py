@@ -3,7 +3,8 @@
 With ``--hook`` it reads the Claude Code event on stdin, starts ``quipu session-end --worker``
 in a new session (stdio on /dev/null) and returns at once, well inside the 1.5 s SessionEnd budget.
 It also starts ``quipu history append --worker`` for the session's transcript (the archive of past
-turns under ``$QUIPU_HOME/history``), whether or not the session has a store.
+turns under ``$QUIPU_HOME/history``), whether or not the session has a store, when the transcript
+is a regular file (not a symbolic link, a named pipe or a device: the worker reads nothing else).
 In a session started with ``QUIPU_CAPTURE=off`` it starts no per-session work (the history
 append still runs unless ``QUIPU_HISTORY=off``).
 It does nothing inside quipu's own model children (``QUIPU_CHILD``) and exits 0 whatever fails,
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -124,6 +126,15 @@ def _start_history(name: str, event: SessionEvent) -> None:
     from quipu.commands.history import is_enabled
 
     if not event.transcript_path or not is_enabled():
+        return
+    try:  # the worker reads only a regular file; a named pipe or a missing path is not worth a process
+        mode = os.lstat(event.transcript_path).st_mode
+    except OSError as exc:
+        log(name, f"no history append for session {event.session_id or '-'}: the transcript cannot be read "
+                  f"({exc.strerror or exc})")
+        return
+    if not stat.S_ISREG(mode):
+        log(name, f"no history append for session {event.session_id or '-'}: the transcript is not a regular file")
         return
     argv = quipu_argv("history", "append", "--worker", "--transcript", event.transcript_path,
                       *(("--session", event.session_id) if event.session_id else ()))

@@ -13,18 +13,24 @@ Layout, under ``$QUIPU_HOME/history/`` (never inside a memory store: it is priva
   lines). The first writer to take the lock moves such files onto their shelves (``upgrade``);
   a move stopped half way is finished by the next one (a line on a shelf twice is one turn).
 - ``forgotten``: the keys (``<session>/<uuid>``) and whole sessions (``<session>/*``) removed by
-  ``forget``; they are never archived again, even if the transcript is read again.
+  ``forget``; they are never archived again, even if the transcript is read again. A line
+  ``#turns N <session>`` records the highest turn number forgotten in a session, so that a number
+  is never given again (``Forgotten.last``).
 - ``pieces.sqlite``: the embedding's tokenizer tables, copied from the installed wheel (no text
   of any session).
 - ``lock``: one ``flock`` held by every writer (appends, backfill, forget), so twenty sessions
-  ending at once queue up and lose nothing.
+  ending at once queue up and lose nothing; its holder's pid is written in it, and a waiter
+  gives up after a bounded wait (``quipu.history.locking``).
 
 Contract:
 - A lone surrogate in any field (a character cut in half) is written as U+FFFD (``whole``).
-- Every turn's text is redacted by ``quipu.store.secrets_scan.redact`` (the detector capture uses)
-  before it is written; the number of redactions is reported, the secret never is.
+- Every turn's text, and every other field kept from a transcript (project folder, branch, time,
+  session id and key: ``quipu.history.redact``), is redacted by ``quipu.store.secrets_scan`` (the
+  detector capture uses) before it is written; the number of redactions is reported, the secret
+  never is.
 - ``append_session`` is idempotent: a turn whose key is archived with the same text is skipped;
-  turn numbers are given once, in transcript order, and never change. A write that a crash cut
+  turn numbers are given once, in transcript order, and never change; the number of a forgotten
+  turn is never given to another. A write that a crash cut
   short leaves a part line, which reading skips and the next append ends before writing its own.
 - ``Known`` is what a run of many appends (a backfill) knows of the archive: each shelf is read
   once, the first time one of its sessions is appended, and only keys, turn numbers and a hash of
@@ -39,7 +45,6 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -48,32 +53,18 @@ from typing import NamedTuple
 
 from quipu.prompt import locate
 from quipu.store import secrets_scan
-from quipu.history.reader import RawTurn, Session
-from quipu.store.locks import file_lock
+from quipu.history import locking
+from quipu.history.reader import Session
+# Redaction is the archive's own step (a backfill runs ``redact_turns`` apart, in a child).
+from quipu.history.redact import may_hold_secret as may_hold_secret
+from quipu.history.redact import redact_fields
+from quipu.history.redact import redact_turns as redact_turns
+from quipu.history.redact import whole as whole
 
 _STR = json.encoder.encode_basestring  # a str as a JSON string, non-ASCII kept (C)
 SHELVES = 64  # shelves of an archive: each about 1/64 of it (read whole by one append of a session)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _ROLES = {role: _STR(role) for role in ("user", "assistant")}  # each turn's role, written once
-
-
-def whole(text: str) -> str:
-    """``text`` with each lone surrogate (half of a character cut in two, which a JSON escape can
-    carry and UTF-8 cannot) as U+FFFD, so that the archive and the index can hold it."""
-    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
-
-
-def _whole_turn(raw: RawTurn) -> RawTurn:
-    if raw.text.isascii() and raw.key.isascii() and raw.ts.isascii() and raw.branch.isascii():
-        return raw
-    return RawTurn(whole(raw.key), raw.role, whole(raw.text), whole(raw.ts), whole(raw.branch))
-
-
-def may_hold_secret(text: str) -> bool:
-    """The scanner's own pre-filter: False only when no secret rule can match (most turns)."""
-    return secrets_scan.may_hold_secret(text)
+_NUMBERED = "#turns "  # a line of ``forgotten``: the highest turn number forgotten in a session
 
 
 @dataclass(frozen=True)
@@ -122,10 +113,11 @@ class Layout:
         return self.shelves.is_dir() or self.sessions.is_dir()
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """The archive lock; an archive in the layout before shelves is moved onto them first."""
+    def lock(self, *, wait: float = locking.WAIT, quiet: bool = False) -> Iterator[None]:
+        """The archive lock (``locking.hold``: ``ArchiveBusy`` after ``wait`` seconds, or
+        ``$QUIPU_HISTORY_LOCK_WAIT``'s); an archive in the layout before shelves is moved onto them first."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: only its owner reads it
-        with file_lock(self.lock_path):
+        with locking.hold(self.lock_path, wait=locking.wait_for(wait), quiet=quiet):
             if self.before_shelves():
                 _move_to_shelves(self)
             yield
@@ -268,11 +260,34 @@ def all_turns(layout: Layout, progress: Callable[[int, int], None] | None = None
             progress(n, len(files))
 
 
-def forgotten_keys(layout: Layout) -> set[str]:
+class Forgotten(set[str]):
+    """The lines of ``forgotten``: keys and whole sessions; ``last``: the highest turn number
+    forgotten in each session (its ``#turns N <session>`` lines)."""
+
+    def __init__(self, lines: Iterable[str] = ()) -> None:
+        super().__init__(lines)
+        self.last: dict[str, int] = {}
+        for line in self:
+            if line.startswith(_NUMBERED):
+                number, _, session = line[len(_NUMBERED):].partition(" ")
+                if number.isdigit() and session:
+                    self.last[session] = max(self.last.get(session, -1), int(number))
+
+
+def forgotten_keys(layout: Layout) -> Forgotten:
     try:
-        return {line.strip() for line in layout.forgotten.read_text(encoding="utf-8").splitlines() if line.strip()}
+        text = layout.forgotten.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return set()
+        return Forgotten()
+    return Forgotten(line.strip() for line in text.splitlines() if line.strip())
+
+
+def numbered(turns: Iterable[Turn]) -> list[str]:
+    """The ``forgotten`` lines that keep the numbers of ``turns`` (being forgotten) from being given again."""
+    last: dict[str, int] = {}
+    for t in turns:
+        last[t.session] = max(last.get(t.session, -1), t.turn)
+    return [f"{_NUMBERED}{n} {session}" for session, n in sorted(last.items())]
 
 
 def is_forgotten(key: str, session: str, forgotten: set[str]) -> bool:
@@ -340,42 +355,31 @@ class Known:
             _append(self.layout.shelves / f"{name}.jsonl", b"".join(parts))
 
 
-def redact_turns(session: Session) -> list[int]:
-    """Make each of the session's turns whole (``whole``) and redacted, in place; the number of
-    secrets found in each (what ``append_session`` does first, for a caller that does it apart)."""
-    turns = list(map(_whole_turn, session.turns))
-    counts = []
-    for n, spans in enumerate(secrets_scan.find_secrets_many([raw.text for raw in turns])):
-        if spans:
-            turns[n] = turns[n]._replace(text=secrets_scan.redact(turns[n].text, spans))
-        counts.append(len(spans))
-    session.turns = turns
-    return counts
-
-
 def append_session(layout: Layout, session: Session, forgotten: set[str] | None = None,
                    known: Known | None = None, redacted: list[int] | None = None) -> AppendResult:
     """Archive the session's new (or grown) turns, redacted. The caller holds ``layout.lock()``;
     ``known``: what a run of appends knows of the archive (else the session's shelf is read);
     ``redacted``: what ``redact_turns`` returned for the session (its turns are redacted already)."""
     forgotten = forgotten_keys(layout) if forgotten is None else forgotten
+    counts = redact_fields(session) if redacted is None else redacted
     sid, project, agent = whole(session.session_id), whole(session.project), whole(session.agent)
     if known is not None:
         archived = known.session(sid)
     else:
         archived = {t.key: (t.turn, hash(t.text)) for t in session_turns(layout, sid).values()}
-    next_turn = max((number for number, _ in archived.values()), default=-1) + 1
+    last = (forgotten if isinstance(forgotten, Forgotten) else Forgotten(forgotten)).last.get(sid, -1)
+    next_turn = max(max((number for number, _ in archived.values()), default=-1), last) + 1
     added: list[Turn] = []
     updated: list[Turn] = []
     redactions = 0
-    if redacted is None:
-        kept = [raw for raw in map(_whole_turn, session.turns) if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
-        found = secrets_scan.find_secrets_many([raw.text for raw in kept])
-        texts = [(raw, secrets_scan.redact(raw.text, spans) if spans else raw.text, len(spans))
-                 for raw, spans in zip(kept, found, strict=True)]
+    kept = [(raw, n) for raw, n in zip(session.turns, counts, strict=True)
+            if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
+    if redacted is None:  # the fields are redacted; the texts of the turns not forgotten are now
+        found = secrets_scan.find_secrets_many([raw.text for raw, _ in kept])
+        texts = [(raw, secrets_scan.redact(raw.text, spans) if spans else raw.text, len(spans) + n)
+                 for (raw, n), spans in zip(kept, found, strict=True)]
     else:
-        texts = [(raw, raw.text, n) for raw, n in zip(session.turns, redacted, strict=True)
-                 if not (forgotten and is_forgotten(raw.key, sid, forgotten))]
+        texts = [(raw, raw.text, n) for raw, n in kept]
     skipped = len(session.turns) - len(texts)
     for raw, text, count in texts:
         old = archived.get(raw.key)

@@ -40,6 +40,7 @@ from quipu.history import archive, index
 from quipu.history.archive import Layout, Turn
 from quipu.history.feed import Summary
 from quipu.history.reader import RawTurn, Session
+from quipu.history.redact import redact_fields
 from quipu.store import secrets_scan
 
 AGENTS = {"chatgpt": "chatgpt", "claude": "claude.ai"}
@@ -229,12 +230,14 @@ def claude_session(conv: object) -> tuple[Session | None, int, str]:
 
 
 def _would_add(layout: Layout, session: Session, forgotten: set[str], summary: Summary) -> None:
+    fields = redact_fields(session)  # keys and ids as they would be archived
     known = archive.session_turns(layout, session.session_id)
-    for raw in session.turns:
+    for raw, found in zip(session.turns, fields, strict=True):
         if archive.is_forgotten(raw.key, session.session_id, forgotten):
             summary.forgotten += 1
         elif raw.key not in known:
             summary.added += 1
+            summary.redactions += found
             if archive.may_hold_secret(raw.text):
                 summary.redactions += len(secrets_scan.find_secrets(raw.text))
 

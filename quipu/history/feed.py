@@ -5,8 +5,11 @@ Contract:
   claude dir is ``$CLAUDE_CONFIG_DIR`` or ``~/.claude`` (Claude Code's own rule);
   ``codex_sessions_dir()`` is Codex CLI's, ``$CODEX_HOME/sessions`` (``~/.codex/sessions``).
   ``default_roots()`` is both: one archive holds the sessions of both agents, each turn labelled.
-- ``append_transcript`` archives one session's new turns and indexes them, under the archive
-  lock: safe to run from twenty SessionEnd hooks at once, and again on the same transcript.
+- ``append_transcript`` reads and redacts one session's transcript, then archives its new turns
+  and indexes them under the archive lock (nothing a transcript can slow down is done while it
+  is held): safe to run from twenty SessionEnd hooks at once, and again on the same transcript.
+- Only regular files are read (``reader.open_regular``): a named pipe, a device or a socket is
+  skipped unopened (and one that takes a file's place meanwhile is never waited on).
 - ``backfill`` does the same for every ``*.jsonl`` under a folder, in one locked run with
   batched index writes; a run that is stopped is redone by the next one (a first backfill's new
   index is renamed into place only when complete; a later one marks the index as behind the
@@ -14,11 +17,12 @@ Contract:
   archive). From 64 transcripts on (and where ``apart.usable``), a child process reads and redacts
   them while this one archives what it sent before; the summary is the same. It returns what it
   did: sessions, turns added and updated, redactions, and every file it skipped with why (sub-agent transcripts, files with no turn, unreadable files,
-  symbolic links, which are never followed).
+  files that are not regular files, symbolic links to files or folders, which are never followed).
 """
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +30,14 @@ from typing import Any, NamedTuple
 
 from quipu.claude.settings import claude_dir
 from quipu.codex.config import codex_home
-from quipu.history import apart, archive, index
+from quipu.history import apart, archive, index, locking
 from quipu.history.archive import Layout, Turn
-from quipu.history.reader import RawTurn, Session, read_session
+from quipu.history.reader import RawTurn, Session, kind, read_session
 
 SUBAGENT = "a sub-agent transcript: its prompts come from the main session, not from a person"
 NO_TURNS = "no human prompt and no assistant text"
+LINK = "a symbolic link: not followed"
+LINK_TO_FOLDER = "a symbolic link to a folder: not followed"
 _FLUSH = 4096
 _APART_FILES = 64  # transcripts from which a backfill reads them in a child process (quipu.history.apart)
 
@@ -98,8 +104,14 @@ class Read(NamedTuple):
 
 
 def _read_one(path: Path, session_id: str | None = None, redact: bool = False) -> Read:
-    if path.is_symlink():
-        return Read(str(path), None, "a symbolic link: not followed", 0, None)
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        return Read(str(path), None, f"cannot be read: {exc.strerror or exc}", 0, None)
+    if stat.S_ISLNK(mode):
+        return Read(str(path), None, LINK_TO_FOLDER if path.is_dir() else LINK, 0, None)
+    if not stat.S_ISREG(mode):
+        return Read(str(path), None, f"not a regular file ({kind(mode)}): not read", 0, None)
     if _is_subagent(path):
         return Read(str(path), None, SUBAGENT, 0, None)
     try:
@@ -133,17 +145,15 @@ def _archive_read(layout: Layout, read: Read, summary: Summary, forgotten: set[s
     return [*result.updated, *result.added]
 
 
-def _archive_one(layout: Layout, path: Path, summary: Summary, forgotten: set[str],
-                 session_id: str | None = None, known: archive.Known | None = None) -> list[Turn]:
-    return _archive_read(layout, _read_one(path, session_id), summary, forgotten, known)
-
-
-def append_transcript(path: str | Path, *, session_id: str | None = None, layout: Layout | None = None) -> Summary:
-    """Archive and index one transcript's new turns (the SessionEnd / PreCompact work)."""
+def append_transcript(path: str | Path, *, session_id: str | None = None, layout: Layout | None = None,
+                      wait: float = locking.WAIT, quiet: bool = False) -> Summary:
+    """Archive and index one transcript's new turns (the SessionEnd / PreCompact work): read and
+    redacted first, then archived under the lock (``wait``, ``quiet``: ``Layout.lock``'s)."""
     layout = layout or Layout.default()
     summary = Summary()
-    with layout.lock():
-        turns = _archive_one(layout, Path(path), summary, archive.forgotten_keys(layout), session_id)
+    read = _read_one(Path(path), session_id, redact=True)
+    with layout.lock(wait=wait, quiet=quiet):
+        turns = _archive_read(layout, read, summary, archive.forgotten_keys(layout))
         if turns or not index.is_current(layout):
             writer = index.open_writer(layout)
             try:
@@ -154,9 +164,9 @@ def append_transcript(path: str | Path, *, session_id: str | None = None, layout
 
 
 def transcripts(root: Path) -> list[Path]:
-    """Every ``*.jsonl`` under ``root`` (a symbolic link too, to be reported; a linked folder is
-    not entered), sorted: ``root.rglob`` with the file types the folder listing gives, no stat
-    of each file."""
+    """Every ``*.jsonl`` under ``root`` whatever its type (a symbolic link or a named pipe too, to
+    be reported), and every symbolic link to a folder (reported, never entered), sorted:
+    ``root.rglob`` with the file types the folder listing gives, no stat of each file."""
     found: list[Path] = []
     folders = [str(root)]
     while folders:
@@ -168,7 +178,7 @@ def transcripts(root: Path) -> list[Path]:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(entry.path)
-                elif entry.name.endswith(".jsonl") and (entry.is_symlink() or entry.is_file()):
+                elif entry.name.endswith(".jsonl") or (entry.is_symlink() and entry.is_dir()):
                     found.append(Path(entry.path))
     return sorted(found)
 

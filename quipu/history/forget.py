@@ -3,11 +3,13 @@
 Contract:
 - ``forget`` selects turns by session (an id or a unique prefix), project folder (and the folders
   under it), time (``before``) or text (``matching``, case-insensitive, on the archived, redacted
-  text); several selectors must all hold. With no selector it refuses.
+  text); several selectors must all hold. With no selector it refuses (a ``UsageError``).
 - The selected turns leave the archive's shelves (rewritten atomically), the FTS index (with
   ``secure_delete`` and an FTS5 merge) and the vector file (rows zeroed), in one locked section,
   and their keys go to ``forgotten``, so a later backfill of a transcript still on disk never
-  brings them back; a whole forgotten session stays forgotten as it grows.
+  brings them back; a whole forgotten session stays forgotten as it grows. So do their numbers:
+  a turn archived later never takes the number of a forgotten one (``SESSION:TURN`` names one turn
+  for good).
 - ``dry_run`` reports what would go and changes nothing. The report names every session and turn.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from quipu.errors import FatalError, NotFound
+from quipu.errors import FatalError, NotFound, UsageError
 from quipu.history import archive, index
 from quipu.history.archive import Layout, Turn
 
@@ -53,7 +55,7 @@ def forget(layout: Layout | None = None, *, session: str | None = None, project:
            before: _dt.datetime | None = None, matching: str | None = None, dry_run: bool = False) -> ForgetReport:
     layout = layout or Layout.default()
     if not any((session, project, before, matching)):
-        raise FatalError("forget needs something to select\n- name a SESSION, or give --project, --before or --matching")
+        raise UsageError("forget needs something to select\n- name a SESSION, or give --project, --before or --matching")
     report = ForgetReport(dry_run=dry_run)
     with layout.lock():
         sid = resolve_session(layout, session) if session else None
@@ -82,7 +84,8 @@ def forget(layout: Layout | None = None, *, session: str | None = None, project:
             report.sessions_whole.append(sid)
         if dry_run or not report.turns:
             return report
-        archive.remember_forgotten(layout, [*(f"{s}/*" for s in report.sessions_whole), *(t.key for t in report.turns)])
+        archive.remember_forgotten(layout, [*(f"{s}/*" for s in report.sessions_whole), *(t.key for t in report.turns),
+                                            *archive.numbered(report.turns)])
         if index.is_current(layout):
             writer = index.Writer(layout)
             try:

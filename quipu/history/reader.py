@@ -16,17 +16,22 @@ Contract:
   predicates: the prompts a person typed (not the environment context and instructions Codex adds),
   the assistant's messages and tool calls; tool output and reasoning are left out. Its session is
   labelled ``agent = "codex"`` (Claude Code's ``"claude"``); a sub-agent's session is ``sidechain``.
+- Only a regular file is read (``open_regular``): it is opened without following a symbolic link
+  and without waiting (a named pipe or a device would never end), and checked before a byte is
+  read; anything else raises ``NotRegular``, an ``OSError``.
 - Nothing here redacts: ``quipu.history.archive`` does, before anything is written.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from quipu.prompt import codex, transcript
 
@@ -58,9 +63,37 @@ class Session:
     agent: str = "claude"  # the client the session ran in: claude or codex
 
 
+class NotRegular(OSError):
+    """A path that is not a regular file (a named pipe, a device, a socket, a folder)."""
+
+
+def kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, for a person."""
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading, if it is a regular file (see the module contract)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(f"not a regular file ({kind(mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _records(path: Path, counter: list[int], skip: tuple[bytes, ...] = (_TOOL_RESULT,)) -> Iterator[dict[str, Any]]:
     skipped = re.compile(b"|".join(map(re.escape, skip))).search  # one search for every marker
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for raw in fh:
             if raw.isspace() or skipped(raw):
                 continue

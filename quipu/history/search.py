@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from quipu.errors import FatalError
+from quipu.errors import UsageError
 from quipu.history.archive import Layout, parse_ts
 from quipu.prompt.query import extract_terms, fts_quote
 
@@ -82,7 +82,8 @@ class Result:
 
 
 def parse_since(text: str, now: _dt.datetime | None = None) -> _dt.datetime:
-    """``2026-05-01``, an ISO time, or an age: ``7d``, ``2w``, ``3m``, ``1y``."""
+    """``2026-05-01``, an ISO time, or an age: ``7d``, ``2w``, ``3m``, ``1y``; anything else, or a time
+    out of a datetime's range, is a ``UsageError`` (exit 2) naming what is accepted."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     m = _RELATIVE.match(text.strip().lower())
     if m:
@@ -92,15 +93,15 @@ def parse_since(text: str, now: _dt.datetime | None = None) -> _dt.datetime:
                 raise OverflowError(text)
             return now - _dt.timedelta(days=days)
         except OverflowError:  # an age from before the year 1
-            raise FatalError(f"the age {text!r} reaches back before the year 1\n- give an age of at most "
+            raise UsageError(f"the age {text!r} reaches back before the year 1\n- give an age of at most "
                              f"{(now - _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)).days:,}d, or a date") from None
     value = parse_ts(text.strip())
     if value is None:
-        raise FatalError(f"cannot read the date {text!r}\n- give a date (2026-05-01), an ISO time, or an age (7d, 2w, 3m, 1y)")
+        raise UsageError(f"cannot read the date {text!r}\n- give a date (2026-05-01), an ISO time, or an age (7d, 2w, 3m, 1y)")
     try:
         return value.astimezone(_dt.timezone.utc)
     except OverflowError:  # 9999-12-31T23:00-05:00 is past the last time a datetime holds
-        raise FatalError(f"the date {text!r} is out of range\n- give a date from 0001-01-02 to 9999-12-30") from None
+        raise UsageError(f"the date {text!r} is out of range\n- give a date from 0001-01-02 to 9999-12-30") from None
 
 
 def _filters(project: str | None, since: _dt.datetime | None, role: str | None) -> tuple[str, list[object]]:
@@ -234,7 +235,7 @@ def search(query: str, *, project: str | None = None, since: str | _dt.datetime 
     """Search the archived turns (see the module contract)."""
     layout = layout or Layout.default()
     if role is not None and role not in ROLES:
-        raise FatalError(f"unknown role {role!r}\n- use --role user or --role assistant")
+        raise UsageError(f"unknown role {role!r}\n- use --role user or --role assistant")
     when = parse_since(since) if isinstance(since, str) else since
     result = Result(query=query)
     from quipu.history import index

@@ -54,12 +54,15 @@ def archive_module() -> ModuleType:
 
 
 def turn_lines(turns: Sequence[dict[str, Any]]) -> list[str]:
+    from quipu.history import one_line  # each field on its own line, whatever the transcript held
+
     lines = []
     for t in turns:
         head = f"[session {t.get('session')} turn {t.get('turn')}] {t.get('role', '')} {t.get('ts', '')}"
         if t.get("project"):
             head += f" ({t['project']})"
-        lines.append(cut_text(f"{head}\n    {' '.join(str(t.get('text', '')).split())}", MAX_HIT_CHARS * 2))
+        text = one_line(" ".join(str(t.get("text", "")).split()))
+        lines.append(cut_text(f"{one_line(head)}\n    {text}", MAX_HIT_CHARS * 2))
     return lines
 
 
