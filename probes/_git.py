@@ -22,6 +22,7 @@ from .base import ToolOutput
 from .base import failed
 from .base import first_line
 from .base import run_tool
+from .base import shown
 from .base import unknown
 
 ROOT = ArgSpec(
@@ -44,8 +45,13 @@ def repo_dir(args: Args, ctx: Context) -> str | ProbeResult:
     except Refused as e:
         return unknown(f'not checked: {e.reason}')
     if not os.path.isdir(path):
-        return failed(f'no directory {args["repo"]} (under {args["root"]})')
+        return failed(f'no directory {where(args)}')
     return path
+
+
+def where(args: Args) -> str:
+    """The claim's repository as a detail names it: never the folder it resolved to here."""
+    return shown(str(args['repo']), str(args['root']))
 
 
 def git(repo: str, args: Sequence[str], ctx: Context) -> ToolOutput | ProbeResult:
@@ -53,13 +59,15 @@ def git(repo: str, args: Sequence[str], ctx: Context) -> ToolOutput | ProbeResul
 
 
 def not_a_repo(out: ToolOutput, repo: str) -> ProbeResult:
+    """``repo`` names the repository for the detail (``where``), not its folder."""
     if any(m in out.stderr for m in ('not a git repository', 'does not appear to be a git repo')):
         return failed(f'{repo} is not a git repository')
     return unknown(f'git could not read {repo}: {first_line(out.stderr)}')
 
 
-def missing_commit(repo: str, commit: str, ctx: Context) -> ProbeResult:
+def missing_commit(repo: str, commit: str, ctx: Context, named: str) -> ProbeResult:
+    """``repo`` is the folder git reads; ``named`` the repository as the detail names it."""
     out = git(repo, ('rev-parse', '--is-shallow-repository'), ctx)
     if isinstance(out, ToolOutput) and out.stdout.strip() == 'false':
-        return failed(f'commit {commit} not found in {repo}')
-    return unknown(f'commit {commit} not found, but {repo} is a shallow clone (or unreadable)')
+        return failed(f'commit {commit} not found in {named}')
+    return unknown(f'commit {commit} not found, but {named} is a shallow clone (or unreadable)')

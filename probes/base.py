@@ -4,6 +4,8 @@ Contract:
 - A probe answers a claim with a ``ProbeResult``: ``pass`` (reality agrees), ``fail`` (reality
   disagrees: evidence the memory is stale) or ``unknown`` (no evidence either way: tool missing,
   not logged in, network down, timeout). Expected outcomes are results, never exceptions.
+- A result's detail names a place as the claim wrote it, and a root by its name (``shown``):
+  never the folder it stands for here, since a detail may be committed to a shared store.
 - ``Refused`` is raised only while validating untrusted arguments, before anything runs.
 - Every subprocess goes through ``run_tool``: an argv list (never a shell) whose first item is one
   of ``TOOLS``, ``stdin=DEVNULL``, a timeout, an environment without inherited ``GIT_*`` state,
@@ -172,6 +174,16 @@ class ToolOutput(NamedTuple):
     returncode: int
     stdout: str
     stderr: str
+
+
+def shown(path: str, root: str) -> str:
+    """A claim's path for a detail: as written when absolute, else with the name of its root
+    (``home``, a project's name, or "the project" for a root that is a folder); the root itself
+    by that name alone."""
+    if os.path.isabs(path):
+        return path
+    name = 'the project' if os.path.isabs(root) else root
+    return name if path == '.' else f'{path} (under {name})'
 
 
 def first_line(text: str) -> str:

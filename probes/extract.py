@@ -2,12 +2,14 @@
 
 Contract: ``extract(body, root=...)`` yields raw extraction dicts, in order of first appearance
 and without duplicates: ``{"probe": "url-alive", "args": {"url": ...}}`` for each http(s) URL
-(bare, in ``<...>``, in a Markdown link or in backticks) and ``{"probe": "path-exists", "args":
-{"root": ..., "path": ...}}`` for each backticked span that looks like a path (``~/...`` becomes
-root "home"; an absolute path is checked only under an allowed root, see path-exists). Fenced code blocks are skipped: they hold commands, not claims. A path the
-sentence says was removed (removed, deleted, dropped, is gone, no longer exists, renamed or moved
-away from) gets ``"expect": "absent"``; the target of a rename or move ("... to `new`") does not. The output is as
-untrusted as the body it came from: pass each item through ``validate_extraction``.
+(bare, in ``<...>``, in a Markdown link or in backticks; a host in brackets, an IPv6 address, is
+taken whole) and ``{"probe": "path-exists", "args": {"root": ..., "path": ...}}`` for each
+backticked span that looks like a path (``~/...`` becomes root "home"; an absolute path is
+checked only under an allowed root, see path-exists). Fenced code blocks are skipped: they hold
+commands, not claims. A path the sentence says was removed (removed, deleted, dropped, is gone,
+no longer exists, renamed or moved away from) gets ``"expect": "absent"``; the target of a
+rename or move ("... to `new`") does not. The output is as untrusted as the body it came from:
+pass each item through ``validate_extraction``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,13 @@ from .base import HOME
 
 _FENCE = re.compile(r'^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$', re.MULTILINE | re.DOTALL)
 _BACKTICKED = re.compile(r'`([^`\n]+)`')
-_URL = re.compile(r'https?://[^\s<>"`\')\]]+', re.IGNORECASE)
+# A URL runs to a space, quote, bracket or parenthesis; a host in brackets (an IPv6 address,
+# ``http://[::1]:8080/``) is taken whole, with any userinfo before it.
+_URL_CHARS = r'[^\s<>"`\')\]]'
+_URL = re.compile(
+    rf'https?://(?:[^\s<>"`\'()\[\]/?#@]*@)?\[[^\s<>"`\'()\[\]/?#]*\]{_URL_CHARS}*|https?://{_URL_CHARS}+',
+    re.IGNORECASE,
+)
 _LINE_SUFFIX = re.compile(r':\d+(?::\d+)?$')
 _PATHY = re.compile(r'/?[\w.@+~-]+(?:/[\w.@+ -]*)*')
 _HAS_EXTENSION = re.compile(r'\.[A-Za-z0-9]{1,8}$')

@@ -39,7 +39,7 @@ def check(args: Args, ctx: Context) -> ProbeResult:
     if isinstance(out, ProbeResult):
         return out
     if out.returncode == 0:
-        return passed(f'branch {args["branch"]} exists in {args["repo"]}')
+        return passed(f'branch {args["branch"]} exists in {_git.where(args)}')
     if out.returncode == 1:
-        return failed(f'no branch {args["branch"]} in {args["repo"]}')
-    return _git.not_a_repo(out, str(args['repo']))
+        return failed(f'no branch {args["branch"]} in {_git.where(args)}')
+    return _git.not_a_repo(out, _git.where(args))

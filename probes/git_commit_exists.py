@@ -29,16 +29,16 @@ def validate(raw_args: object, ctx: Context) -> Args:
     return {**_git.repo_args(raw, ctx), 'commit': v.sha(raw['commit'], 'commit', ctx)}
 
 
-def find_commit(repo: str, commit: str, ctx: Context) -> str | ProbeResult:
-    """The full sha of ``commit`` in ``repo``, or the result explaining why there is none."""
+def find_commit(repo: str, commit: str, ctx: Context, named: str) -> str | ProbeResult:
+    """The full sha of ``commit`` in ``repo`` (``named`` in a detail), or the result explaining why not."""
     out = _git.git(repo, ('rev-parse', '--verify', '--quiet', f'{commit}^{{commit}}'), ctx)
     if isinstance(out, ProbeResult):
         return out
     if out.returncode == 0:
         return out.stdout.strip()
     if out.returncode == 1:
-        return _git.missing_commit(repo, commit, ctx)
-    return _git.not_a_repo(out, repo)
+        return _git.missing_commit(repo, commit, ctx, named)
+    return _git.not_a_repo(out, named)
 
 
 def locate_commit(args: Args, ctx: Context) -> tuple[str, str] | ProbeResult:
@@ -46,7 +46,7 @@ def locate_commit(args: Args, ctx: Context) -> tuple[str, str] | ProbeResult:
     repo = _git.repo_dir(args, ctx)
     if isinstance(repo, ProbeResult):
         return repo
-    found = find_commit(repo, str(args['commit']), ctx)
+    found = find_commit(repo, str(args['commit']), ctx, _git.where(args))
     if isinstance(found, ProbeResult):
         return found
     return repo, found
@@ -56,4 +56,4 @@ def check(args: Args, ctx: Context) -> ProbeResult:
     located = locate_commit(args, ctx)
     if isinstance(located, ProbeResult):
         return located
-    return passed(f'commit {located[1][:12]} exists in {args["repo"]}')
+    return passed(f'commit {located[1][:12]} exists in {_git.where(args)}')

@@ -24,6 +24,7 @@ from .base import failed
 from .base import first_line
 from .base import passed
 from .base import run_tool
+from .base import shown
 from .base import unknown
 
 name = 'git-remote-branch-exists'
@@ -56,7 +57,7 @@ def check(args: Args, ctx: Context) -> ProbeResult:
         except Refused as e:
             return unknown(f'not checked: {e.reason}')
         if not os.path.isdir(remote):
-            return failed(f'no repository at {args["remote_url"]} (under {args["root"]})')
+            return failed(f'no repository at {shown(str(args["remote_url"]), str(args["root"]))}')
     ref = f'refs/heads/{args["branch"]}'
     argv = (
         'git', '-c', 'protocol.allow=never', '-c', f'protocol.{protocol}.allow=always',
@@ -68,7 +69,7 @@ def check(args: Args, ctx: Context) -> ProbeResult:
     })
     if isinstance(out, ProbeResult):
         return out
-    where = args['remote_url']
+    where = remote if protocol == 'https' else shown(str(args['remote_url']), str(args['root']))
     if out.returncode == 0 and any(
             line.split('\t')[-1] == ref for line in out.stdout.splitlines()
     ):
@@ -76,5 +77,5 @@ def check(args: Args, ctx: Context) -> ProbeResult:
     if out.returncode in (0, 2):
         return failed(f'{where} has no branch {args["branch"]}')
     if protocol == 'file':
-        return _git.not_a_repo(out, str(where))
+        return _git.not_a_repo(out, where)
     return unknown(f'could not list {where}: {first_line(out.stderr)}')

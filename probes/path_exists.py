@@ -20,6 +20,7 @@ from .base import Context
 from .base import ProbeResult
 from .base import Refused
 from .base import failed
+from .base import shown
 from .base import passed
 from .base import unknown
 
@@ -52,7 +53,7 @@ def is_rootless(path: object) -> bool:
 
 def check(args: Args, ctx: Context) -> ProbeResult:
     path = str(args['path'])
-    where = path if os.path.isabs(path) else f'{path} (under {args["root"]})'
+    where = shown(path, str(args['root']))
     try:
         real = v.resolve_path(str(args['root']), str(args['path']), ctx)
     except Refused as e:

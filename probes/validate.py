@@ -5,14 +5,20 @@ records the reason in ``ctx.log`` and raises ``Refused``. Nothing here starts a 
 opens a connection; the only filesystem access is ``realpath`` for path confinement.
 
 Rules, all applied before a probe runs:
-- strings: non-empty, bounded, no control characters (NUL, newlines, bidi marks), no shell
-  substitution (``$(``, ``${``, backtick), no leading ``-`` (option injection), no padding;
+- strings: non-empty, bounded, no control characters (NUL, newlines, bidi marks) or lone
+  surrogates, no shell substitution (``$(``, ``${``, backtick), no leading ``-`` (option
+  injection), no padding;
 - identifiers (owner/repo, branches, shas, Doppler names, AWS ids and regions) match a pattern;
 - objects: exactly the schema's fields, each of the schema's JSON type (``true`` is no integer);
 - paths: relative to a named project root or ``~``, ``..`` may not escape, absolute paths only
   under ``ctx.allowed_roots`` or the named root, symlinks resolved before the check;
-- URLs: http(s) only, no userinfo, no link-local, metadata, private or reserved address
-  literal (loopback only when ``ctx.allow_loopback``), no ``localhost`` or metadata host name.
+- URLs: http(s) only, no userinfo, a port in range, no link-local, metadata, private or reserved
+  address literal, IPv4 or IPv6 in brackets (loopback only when ``ctx.allow_loopback``; an IPv6
+  address that carries an IPv4 one, mapped, compatible, 6to4, Teredo or NAT64, is judged by that
+  IPv4 address too), no ``localhost`` (or IPv6 alias) or metadata host name;
+- a claim no parser can read (a URL Python's parser rejects, a number too long to print, a
+  character a path cannot hold) is refused like any other: ``validate_extraction`` turns every
+  error of a probe's validation into ``Refused``, so one claim never stops the others.
 """
 from __future__ import annotations
 
@@ -39,7 +45,9 @@ MAX_LONG_TEXT = 2048  # paths and URLs
 
 # C0/C1 controls (NUL, newlines, ESC), zero-width and bidi marks, line separators, BOM
 _CONTROL = re.compile(r'[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]')
+_SURROGATE = re.compile(r'[\ud800-\udfff]')
 _SHELL_SUBST = ('$(', '${', '`')
+_BRACKETED = re.compile(r'\[[^\[\]]*\](?::[0-9]*)?')  # the whole netloc around an IPv6 address
 _SHELL_META = frozenset(';|&$<>`\\')
 _URL_FORBIDDEN = frozenset(' <>"{}|\\^`')
 
@@ -57,6 +65,16 @@ METADATA_HOSTS = frozenset({
     'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data',
     'instance-data.ec2.internal', 'metadata.azure.com', 'metadata.tencentyun.com',
 })
+LOOPBACK_HOSTS = frozenset({
+    'localhost', 'localhost6', 'ip6-localhost', 'ip6-loopback', 'localhost.localdomain',
+    'localhost6.localdomain6',
+})
+# IPv6 prefixes whose last 32 bits are an IPv4 address a packet may end up at: IPv4-compatible
+# (deprecated), IPv4-translated (SIIT) and the NAT64 prefixes. Mapped, 6to4 and Teredo addresses
+# have their own properties in ``ipaddress``.
+_IPV4_CARRIERS = tuple(
+    ipaddress.IPv6Network(n) for n in ('::/96', '::ffff:0:0:0/96', '64:ff9b::/96', '64:ff9b:1::/48')
+)
 METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a)
     for a in ('169.254.169.254', '169.254.170.2', 'fd00:ec2::254', '100.100.100.200')
@@ -70,8 +88,22 @@ def refuse(ctx: Context, reason: str) -> NoReturn:
 
 def _show(value: object) -> str:
     """A bounded, printable rendering of a hostile value for a refusal reason."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError, MemoryError):  # an integer of 5,000 digits, a deep nest
+        text = f'<{type(value).__name__} too large to show>'
     return text if len(text) <= 60 else f'{text[:57]}...'
+
+
+def _error(exc: BaseException) -> str:
+    """What a parser said about a value, bounded, for a refusal reason."""
+    try:
+        said = str(exc)
+    except Exception:  # noqa: BLE001 - the message itself cannot be made: its kind says enough
+        said = ''
+    said = _SURROGATE.sub(' ', _CONTROL.sub(' ', said))
+    said = said if len(said) <= 120 else f'{said[:117]}...'
+    return f'{type(exc).__name__}: {said}' if said else type(exc).__name__
 
 
 def text(value: object, field: str, ctx: Context, *, max_len: int = MAX_TEXT) -> str:
@@ -83,6 +115,8 @@ def text(value: object, field: str, ctx: Context, *, max_len: int = MAX_TEXT) ->
         refuse(ctx, f'{field}: {len(value)} characters, more than {max_len}')
     if _CONTROL.search(value):
         refuse(ctx, f'{field}: control character (NUL, newline, invisible mark) in {_show(value)}')
+    if _SURROGATE.search(value):
+        refuse(ctx, f'{field}: half of a UTF-16 pair, which is no character, in {_show(value)}')
     if any(s in value for s in _SHELL_SUBST):
         refuse(ctx, f'{field}: shell substitution in {_show(value)}')
     if value.startswith('-'):
@@ -269,7 +303,9 @@ def address_refusal(
     """Why a connection to ``addr`` is not allowed, or ``None``.
 
     ``allow_private`` is for addresses a host *name* resolved to (an intranet wiki is a fair
-    claim); a private address written as a literal is refused.
+    claim); a private address written as a literal is refused, and so is a reserved or
+    site-local IPv6 one. An IPv6 address that carries an IPv4 address (``embedded_ipv4``) is
+    refused when that IPv4 address would be.
     """
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
@@ -281,8 +317,25 @@ def address_refusal(
         return f'{addr} is unspecified (it reaches this machine)'
     if addr.is_loopback:
         return None if ctx.allow_loopback else f'{addr} is loopback'
-    if not addr.is_global and not allow_private:
+    inner = embedded_ipv4(addr) if isinstance(addr, ipaddress.IPv6Address) else None
+    if inner is not None:
+        why = address_refusal(inner, ctx, allow_private=allow_private)
+        if why is not None:
+            return f'{addr} carries the IPv4 address {inner}, and {why}'
+    odd = isinstance(addr, ipaddress.IPv6Address) and (addr.is_reserved or addr.is_site_local)
+    if (not addr.is_global or odd) and not allow_private:
         return f'{addr} is private or reserved'
+    return None
+
+
+def embedded_ipv4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (6to4, Teredo client, compatible, NAT64), or None."""
+    if addr.sixtofour is not None:
+        return addr.sixtofour
+    if addr.teredo is not None:
+        return addr.teredo[1]
+    if any(addr in net for net in _IPV4_CARRIERS):
+        return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
     return None
 
 
@@ -296,7 +349,11 @@ def url(
     v = text(value, field, ctx, max_len=MAX_LONG_TEXT)
     if _URL_FORBIDDEN.intersection(v) or not v.isascii():
         refuse(ctx, f'{field}: characters a URL may not hold unencoded: {_show(v)}')
-    parts = urllib.parse.urlsplit(v)
+    try:
+        parts = urllib.parse.urlsplit(v)
+        parts.hostname  # noqa: B018 - raises ValueError on a malformed host in brackets
+    except ValueError as e:
+        refuse(ctx, f'{field}: not a URL ({_error(e)}): {_show(v)}')
     if parts.scheme.lower() not in schemes:
         scheme = parts.scheme or '(none)'
         refuse(ctx, f'{field}: scheme {scheme!r} not allowed (only {", ".join(schemes)})')
@@ -305,13 +362,16 @@ def url(
     try:
         _ = parts.port  # raises ValueError on a bad port
     except ValueError:
-        refuse(ctx, f'{field}: bad port in {_show(v)}')
+        refuse(ctx, f'{field}: bad port (not a number from 0 to 65535) in {_show(v)}')
     host = (parts.hostname or '').rstrip('.')
     if not host:
         refuse(ctx, f'{field}: no host in {_show(v)}')
     if '%' in host:
         refuse(ctx, f'{field}: zone or encoded host in {_show(v)}')
     addr = _ip_literal(host)
+    bracketed = '[' in parts.netloc or ']' in parts.netloc
+    if bracketed and not (isinstance(addr, ipaddress.IPv6Address) and _BRACKETED.fullmatch(parts.netloc)):
+        refuse(ctx, f'{field}: brackets hold no IPv6 address (and an optional port) in {_show(v)}')
     if addr is not None:
         why = address_refusal(addr, ctx)
         if why is not None:
@@ -321,7 +381,7 @@ def url(
         refuse(ctx, f'{field}: not a host name: {_show(host)}')
     if host in METADATA_HOSTS:
         refuse(ctx, f'{field}: {host} is a cloud metadata host')
-    if (host == 'localhost' or host.endswith('.localhost')) and not ctx.allow_loopback:
+    if (host in LOOPBACK_HOSTS or host.endswith('.localhost')) and not ctx.allow_loopback:
         refuse(ctx, f'{field}: {host} is loopback')
     return v
 
@@ -354,5 +414,10 @@ def validate_extraction(raw: object, ctx: Context) -> ProbeSpec:
         refuse(ctx, f'extraction: unknown probe {_show(name)}')
     if 'args' not in raw:
         refuse(ctx, 'extraction: missing field \'args\'')
-    args = PROBES[name].validate(raw['args'], ctx)
+    try:
+        args = PROBES[name].validate(raw['args'], ctx)
+    except Refused:
+        raise
+    except Exception as e:  # noqa: BLE001 - what a memory says may break a parser; it is refused alone
+        refuse(ctx, f'{name}: its arguments could not be read ({_error(e)})')
     return ProbeSpec(name, MappingProxyType(dict(args)))

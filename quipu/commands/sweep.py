@@ -1,4 +1,9 @@
-"""`quipu sweep`: run the curator once (deterministic pass, then the guarded model pass)."""
+"""`quipu sweep`: run the curator once (deterministic pass, then the guarded model pass).
+
+Relative paths in memories are judged under ``--project-root``, else under the project the store
+sits in (``<project>/.quipu``, as `quipu verify` does); with neither, the sweep says how many it
+could not judge.
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,24 +14,30 @@ from typing import Any
 
 from quipu.store import settings
 from quipu.commands._common import add_json, count, open_store
-from quipu.errors import FatalError
+from quipu.commands.verify import store_project
+from quipu.errors import FatalError, UsageError
 from quipu.model import DEFAULT_TIMEOUT, TIMEOUT_SETTING, Budget, Model, get_model
 from quipu.output import print_json, progress
 from quipu.store.store import Store
 from quipu.curate.sweep import DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS, SweepOptions, SweepReport, run_sweep
 
 
-def add_model_options(p: argparse.ArgumentParser, *, calls: int, chars: int) -> None:
+def add_model_options(
+    p: argparse.ArgumentParser, *, calls: int, chars: int, store_project_default: bool = False
+) -> None:
     p.add_argument("--model", metavar="SPEC",
-                   help="claude (default), claude:<model>, command:<command line> or scripted; for `quipu "
-                        "sweep` also none (the deterministic pass only) (default: $QUIPU_MODEL, else [sweep] model "
-                        "in $QUIPU_HOME/config.toml, else claude; never a store's setting)")
+                   help="claude (default), claude:<model> or command:<command line> (a program that reads the "
+                        "request as JSON on stdin and prints the answer as JSON); for `quipu sweep` also none (the "
+                        "deterministic pass only) (default: $QUIPU_MODEL, else [sweep] model in "
+                        "$QUIPU_HOME/config.toml, else claude; never a store's setting)")
     p.add_argument("--max-calls", type=count(), metavar="N",
                    help=f"at most N model calls in this run (default {calls}; 0 for no limit)")
     p.add_argument("--max-chars", type=count(), metavar="N",
                    help=f"at most N characters sent to the model in this run (default {chars:,}; 0 for no limit)")
+    default = " (default: the project the store sits in, for a store in <project>/.quipu)"
     p.add_argument("--project-root", metavar="PATH",
-                   help="judge relative paths in memories without a project folder against PATH")
+                   help="judge relative paths in memories without a project folder against PATH"
+                        + (default if store_project_default else ""))
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "memory's aliases a commit of its own. Every decision is a commit; undo the whole run with "
         "`quipu undo --sweep ID`. Meant to run daily (see docs/schedule.md).",
     )
-    add_model_options(p, calls=DEFAULT_MAX_CALLS, chars=DEFAULT_MAX_CHARS)
+    add_model_options(p, calls=DEFAULT_MAX_CALLS, chars=DEFAULT_MAX_CHARS, store_project_default=True)
     p.add_argument("--dry-run", action="store_true",
                    help="ask no model and change nothing: list the findings and the pairs that would be sent")
     p.add_argument("--no-enrich", action="store_true",
@@ -78,6 +89,15 @@ def make_model(spec: str | None, store: Store) -> Model:
     except ValueError:
         raise FatalError(f"{TIMEOUT_SETTING} must be a number of seconds\n- fix or unset it") from None
     return get_model(str(chosen), timeout=timeout, use_api_key=use_api_key())
+
+
+def refuse_scripted(spec: str, where: str) -> None:
+    """The scripted model answers only what a Python caller queued (tests): from the command line it has none."""
+    if spec.strip() == "scripted":
+        kind = UsageError if where.startswith("--") else FatalError
+        raise kind(f"{where}: the scripted model answers only from Python (quipu's tests); it has no "
+                         "answers on the command line\n- to script the answers, use command:<command line>: a "
+                         "program that reads the request as JSON on stdin and prints the answer as JSON")
 
 
 def use_api_key() -> bool:
@@ -144,20 +164,51 @@ def print_report(report: SweepReport) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     deterministic_only = (args.model or _setting(store, "model")) == "none"
+    if not (args.dry_run or deterministic_only):
+        refuse_scripted(model_spec(args.model, store), "--model" if args.model else "$QUIPU_MODEL or [sweep] model")
     model = None if args.dry_run or deterministic_only else make_model(args.model, store)
     budget = make_budget(args, store, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS)
     root = Path(args.project_root).expanduser().resolve() if args.project_root else None
     if root is not None and not root.is_dir():
         raise FatalError(f"--project-root {args.project_root} is not a folder\n- pass the root of the project the memories are about")
+    if root is None and (project := store_project(store)) is not None:
+        root = Path(project)
     show = (lambda done, total: progress(done, total, "sweep")) if not (args.json or args.quiet) else None
     enrich = not args.no_enrich and _setting(store, "enrich") is not False
     report = run_sweep(store, model, budget, SweepOptions(project_root=root, dry_run=args.dry_run, progress=show,
                                                           enrich=enrich))
+    unjudged = unjudged_paths(store, root)
     if args.json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "unjudged_paths": unjudged})
     elif not args.quiet:
         print_report(report)
+        if unjudged["paths"]:
+            n, m = unjudged["paths"], unjudged["memories"]
+            print(f"  dead paths: {n} relative path{'s' if n > 1 else ''} in {m} memor{'ies' if m > 1 else 'y'} not "
+                  "judged: no project folder is known for them (pass --project-root PATH, or give each memory "
+                  "its project folder with --project)")
     if report.failed:
         print(f"quipu: error: the model pass stopped: {report.stopped}", file=sys.stderr)
         return 1
     return 0
+
+
+def unjudged_paths(store: Store, root: Path | None) -> dict[str, int]:
+    """Relative paths the dead-path pass could not judge: their memory has no project folder here
+    and the sweep no root (counts of paths and memories)."""
+    if root is not None:
+        return {"paths": 0, "memories": 0}
+    from quipu.curate.corpus import load
+    from quipu.curate.deterministic import path_tokens
+    from quipu.probes.extract import said_removed
+
+    paths = memories = 0
+    for entry in load(store).active():
+        project = os.path.expanduser(entry.memory.project or "")
+        if "dead-path" in entry.labels or (os.path.isabs(project) and os.path.isdir(project)):
+            continue  # flagged already, or judged under its own folder
+        body = entry.memory.body
+        relative = [t for t in path_tokens(body) if not t.startswith(("/", "~/")) and not said_removed(body, t)]
+        paths += len(relative)
+        memories += bool(relative)
+    return {"paths": paths, "memories": memories}

@@ -2,7 +2,8 @@
 
 Reads the options, the user's ``[verify.roots]`` and ``[verify] paths`` settings and the
 environment (home, model timeout, ``QUIPU_VERIFY_PATHS``), then calls ``quipu.verify.verify``
-and prints a summary table (or JSON).
+and prints a summary table, each failed or refused claim and why the unknown ones were not
+checked, with the fix (or JSON). Arguments that do not go together are usage errors (exit 2).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from quipu.prompt import locate
 from quipu.store import settings
 from quipu.verify.claims import DEFAULT_ROOT, ROOT_NAME
 from quipu.commands._common import add_json, amount, count, open_store
-from quipu.errors import FatalError
+from quipu.errors import FatalError, UsageError
 from quipu.output import print_json, progress, table
 from quipu.store.store import Store
 
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 LONG_RUN = 20  # claims or memories; fewer than this shows no progress bar
 PATHS_ENV = "QUIPU_VERIFY_PATHS"
 PATH_SCOPES = ("roots", "any")  # where absolute and ~/ paths are checked: home and the roots, or anywhere
+COMMAND_MODEL = "a program that reads the request as JSON on stdin and prints the answer as JSON"
+SHOWN_UNKNOWN = 5  # reasons for unknown claims printed in text; --json lists every claim
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -38,15 +41,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "fails (a commit; `quipu undo --sweep RUN` reverts a run). A later run that sees every claim "
         "hold clears the label. Claims are cached per memory content.",
     )
-    p.add_argument("ids", nargs="*", metavar="ID", help="memories to verify")
-    p.add_argument("--all", action="store_true", help="verify every active memory")
+    p.add_argument("ids", nargs="*", metavar="ID",
+                   help="memories to verify, whatever their status (a retracted or superseded one too)")
+    p.add_argument("--all", action="store_true",
+                   help="verify every active memory (retracted and superseded ones are left out)")
     p.add_argument("--probe", metavar="NAME", help="check only claims of this probe (e.g. path-exists)")
     p.add_argument(
         "--model",
         default="none",
         metavar="SPEC",
         help="who extracts claims: none (default: backticked paths and URLs, no model), claude, "
-        "claude:<model>, scripted or command:<command line>",
+        f"claude:<model> or command:<command line> ({COMMAND_MODEL})",
     )
     p.add_argument(
         "--root",
@@ -72,9 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def _root(name: str, path: str, where: str, base: Path) -> tuple[str, str]:
+def _root(name: str, path: str, where: str, base: Path, error: type[FatalError] = FatalError) -> tuple[str, str]:
+    """A root's name and folder; ``error`` is the kind raised for a name that is not one."""
     if not ROOT_NAME.fullmatch(name) or name == "home":
-        raise FatalError(
+        raise error(
             f"{where}: {name!r} is not a project name\n"
             "- use letters, digits, '.', '_' and '-' ('home' is reserved for your home folder)"
         )
@@ -84,11 +90,20 @@ def _root(name: str, path: str, where: str, base: Path) -> tuple[str, str]:
     return name, folder
 
 
+def store_project(store: Store) -> str | None:
+    """The folder of the project a store sits in (``<project>/.quipu``): the default root of the
+    relative paths its memories name, for `quipu verify` and `quipu sweep` alike."""
+    if store.root.name == ".quipu" and store.root.parent.is_dir():
+        return str(store.root.parent)
+    return None
+
+
 def project_roots(store: Store, options: list[str]) -> dict[str, str]:
     """Roots from the store location, then the user's [verify.roots], then --root (last wins)."""
     roots: dict[str, str] = {}
-    if store.root.name == ".quipu" and store.root.parent.is_dir():  # a store inside a project
-        roots[DEFAULT_ROOT] = str(store.root.parent)
+    project = store_project(store)
+    if project is not None:
+        roots[DEFAULT_ROOT] = project
     configured = settings.user_setting("verify", "roots")  # paths: never from a store
     if isinstance(configured, dict):
         for name, path in configured.items():
@@ -99,8 +114,8 @@ def project_roots(store: Store, options: list[str]) -> dict[str, str]:
     for option in options:
         name, sep, path = option.partition("=")
         if not sep or not path:
-            raise FatalError(f"--root {option!r}: expected NAME=PATH\n- for example --root shop=~/code/shop")
-        key, folder = _root(name, path, f"--root {option}", Path.cwd())
+            raise UsageError(f"--root {option!r}: expected NAME=PATH\n- for example --root shop=~/code/shop")
+        key, folder = _root(name, path, f"--root {option}", Path.cwd(), UsageError)
         roots[key] = folder
     return roots
 
@@ -127,9 +142,13 @@ def _extractor(spec: str, store: Store) -> Extractor:
     if spec.strip() in ("", "none"):
         return claims.DeterministicExtractor()
     timeout = float(os.environ.get(model.TIMEOUT_SETTING) or model.DEFAULT_TIMEOUT)
-    from quipu.commands.sweep import use_api_key
+    from quipu.commands.sweep import refuse_scripted, use_api_key
 
-    backend = model.get_model(spec, timeout=timeout, use_api_key=use_api_key())
+    refuse_scripted(spec, "--model")
+    try:
+        backend = model.get_model(spec, timeout=timeout, use_api_key=use_api_key())
+    except model.ModelError as exc:  # the spec came from --model: a usage error
+        raise UsageError(str(exc)) from None
     metered = model.MeteredModel(backend, model.Budget(), store.cache_dir / "model-calls.jsonl")
     return claims.ModelExtractor(metered)
 
@@ -140,12 +159,15 @@ def _bar(done: int, total: int, label: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quipu.probes import PROBES
     from quipu.verify import verify as verifier
 
     if not args.ids and not args.all:
-        raise FatalError("name the memories to verify\n- give their ids, or pass --all")
+        raise UsageError("name the memories to verify\n- give their ids, or pass --all")
     if args.ids and args.all:
-        raise FatalError("give ids or --all, not both\n- drop the ids to verify every memory")
+        raise UsageError("give ids or --all, not both\n- drop the ids to verify every active memory")
+    if args.probe is not None and args.probe not in PROBES:
+        raise UsageError(f"--probe: unknown probe {args.probe!r}\n- use one of: {', '.join(PROBES)}")
     store = open_store(args)
     options = verifier.Options(
         home=os.path.expanduser("~"),
@@ -181,5 +203,23 @@ def _print(summary: Summary) -> None:
             print(f"\n{report.id}  {report.title}" + (f"  [{mark}]" if mark else ""))
             for claim in bad:
                 print(f"  {claim.status:<7} {claim.probe}: {claim.detail}")
+    _print_unknown(summary)
     if summary.commits:
         print(f"\nRun {summary.run}: {len(summary.commits)} commit(s); undo with `quipu undo --sweep {summary.run}`")
+
+
+def _print_unknown(summary: Summary) -> None:
+    """Why claims were not checked, most frequent first: each reason says what to do about it."""
+    reasons: dict[str, int] = {}
+    for report in summary.reports:
+        for claim in report.claims:
+            if claim.status == "unknown":
+                reasons[claim.detail] = reasons.get(claim.detail, 0) + 1
+    if not reasons:
+        return
+    print("\nNot checked (unknown):")
+    ranked = sorted(reasons.items(), key=lambda item: -item[1])
+    for detail, n in ranked[:SHOWN_UNKNOWN]:
+        print(f"  {n} claim{'s' if n > 1 else ''}: {detail}")
+    if len(ranked) > SHOWN_UNKNOWN:
+        print(f"  and {len(ranked) - SHOWN_UNKNOWN} more reasons; --json lists every claim")

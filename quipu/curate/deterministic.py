@@ -11,7 +11,9 @@ Contract:
   path is judged only when it is not on a volatile or network mount and the folder two
   levels down (``/home/alice``) exists, so a note written on another machine is never flagged;
   a ``~/`` path is judged under the current home folder. A path the memory says was removed
-  (``probes.extract.said_removed``) is never dead: its absence is the claim.
+  (``probes.extract.said_removed``) is never dead: its absence is the claim. A finding's detail
+  names the paths as the memory writes them (one under the home folder from ``~``) and the root as
+  "the project", never a local folder.
 - A finding is only returned, never applied here: the caller labels it and queues it for review,
   unless a person took the same decision back (``quipu.curate.ledger``). Nothing is ever deleted.
 """
@@ -199,6 +201,16 @@ def find_dead_paths(
                 break
         if not dead or frozenset(dead) in set(flagged_before(entry.id)):
             continue  # nothing missing, or a person already looked at exactly these paths
-        where = f" (under {root})" if root is not None and any(not d.startswith(("/", "~/")) for d in dead) else ""
-        out.append(Finding("dead-path", entry.id, None, "missing: " + ", ".join(dead) + where, tuple(dead)))
+        # The detail is committed and shared: the root by a name, never the folder it is on this machine.
+        where = " (under the project)" if root is not None and any(not d.startswith(("/", "~/")) for d in dead) else ""
+        shown = ", ".join(_home_as_tilde(d, home) for d in dead)
+        out.append(Finding("dead-path", entry.id, None, f"missing: {shown}{where}", tuple(dead)))
     return out
+
+
+def _home_as_tilde(token: str, home: Path) -> str:
+    """An absolute path under the home folder written from ``~``, as a shared detail shows it."""
+    base = os.path.normpath(home)
+    if token.startswith("/") and base != os.sep and (token == base or token.startswith(base + "/")):
+        return "~" + token[len(base):]
+    return token

@@ -33,7 +33,7 @@ from quipu.store.memory import Memory
 CACHE_NAME = "claims.sqlite"
 SCHEMA_VERSION = 1  # PRAGMA user_version; another value means "drop and recreate" (it is a cache)
 # Bump when the deterministic rules or the prompt change: cached extractions then no longer match.
-EXTRACTION_VERSION = 2
+EXTRACTION_VERSION = 3
 DEFAULT_ROOT = "project"
 """The root name of memories without a ``project`` field (``--root project=PATH`` sets it)."""
 ROOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -42,7 +42,8 @@ ROOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_CLAIMS = 100  # items past this in one answer are refused (counted), never run
 MAX_MEMORY_CHARS = 8000  # of the body sent to the model
 MAX_QUOTE = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 RawClaims = list[Any]
 
@@ -62,7 +63,8 @@ def root_name(memory: Memory) -> str:
 
 
 def clean_quote(value: object) -> str:
-    """A quote made safe to print: one line, no control or invisible characters, bounded."""
+    """A quote made safe to print and store: one line, no control, invisible or lone surrogate
+    characters, bounded."""
     if not isinstance(value, str):
         return ""
     text = " ".join(_CONTROL.sub(" ", value).split())
@@ -206,9 +208,12 @@ class ClaimResult(NamedTuple):
     def to_json(self) -> dict[str, Any]:
         out = self._asdict()
         try:
-            out["args"] = json.loads(self.args)
-        except ValueError:
+            args = json.loads(self.args)
+            json.dumps(args, ensure_ascii=False).encode("utf-8")  # a lone surrogate cannot be printed
+        except (ValueError, RecursionError):  # then the JSON text, which escapes it, is shown
             pass
+        else:
+            out["args"] = args
         return out
 
 
@@ -234,6 +239,11 @@ CREATE TABLE IF NOT EXISTS results (
     PRIMARY KEY (memory, sha, idx)
 );
 """
+
+
+def _storable(text: str) -> str:
+    """``text`` as SQLite can hold it: a lone surrogate (no character) becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def now() -> str:
@@ -284,15 +294,19 @@ class ClaimCache:
             return None
         try:
             claims = json.loads(row[0])
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return claims if isinstance(claims, list) else None
 
     def put(self, key: str, memory: str, extractor: str, claims: RawClaims) -> None:
-        # ensure_ascii keeps hostile text (NUL, lone surrogates) storable exactly as it came.
+        """Keep an extraction; one JSON cannot write (a nest too deep, a number too long) is not kept."""
+        try:  # ensure_ascii keeps hostile text (NUL, lone surrogates) storable exactly as it came
+            text = json.dumps(claims, ensure_ascii=True)
+        except (TypeError, ValueError, RecursionError):
+            return
         self.db.execute(
             "INSERT OR REPLACE INTO extractions (key, memory, extractor, claims, created) VALUES (?, ?, ?, ?, ?)",
-            (key, memory, extractor, json.dumps(claims, ensure_ascii=True), now()),
+            (key, memory, extractor, text, now()),
         )
 
     def record(self, memory: str, sha: str, probes_run: Sequence[str] | None, rows: Sequence[ClaimResult]) -> None:
@@ -311,8 +325,8 @@ class ClaimCache:
             self.db.executemany(
                 "INSERT OR REPLACE INTO results (memory, sha, idx, probe, args, quote, status, detail, checked_at, run)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(r.memory, sha, r.idx, r.probe, r.args, r.quote, r.status, r.detail, r.checked_at, r.run)
-                 for r in rows],
+                [(r.memory, sha, r.idx, _storable(r.probe), _storable(r.args), _storable(r.quote), r.status,
+                  _storable(r.detail), r.checked_at, r.run) for r in rows],
             )
 
     @contextlib.contextmanager

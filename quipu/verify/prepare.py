@@ -1,6 +1,12 @@
-"""One memory's claims made ready to probe: each resolved against the run's roots, refused or kept."""
+"""One memory's claims made ready to probe: each resolved against the run's roots, refused or kept.
+
+Contract: ``prepare`` returns one ``Prepared`` per raw item (or fewer, with ``only``) and never
+raises for what an item holds: a claim that breaks a parser, or anything else on the way, is
+refused alone with the reason (and the reason logged), and the other claims go on.
+"""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,7 +16,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from quipu.probes import PROBES, Context, ProbeResult, ProbeSpec, Refused, path_exists, run, validate_extraction
-from quipu.probes.base import HOME
+from quipu.probes.base import HOME, LogEntry
 from quipu.probes.validate import refuse
 from quipu.verify import claims as claims_mod
 
@@ -62,52 +68,78 @@ def _unresolved_root(item: dict[str, Any], ctx: Context) -> str | None:
 def _args_text(value: object) -> str:
     try:
         text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = ascii(value)
+        except (ValueError, RecursionError):  # an integer of 5,000 digits, a nest too deep to print
+            text = f"<{type(value).__name__} too large to show>"
     return text if len(text) <= MAX_ARGS_TEXT else text[: MAX_ARGS_TEXT - 3] + "..."
 
 
 def _placeholder(root: str) -> str:
     """A folder that does not exist, standing in for an unresolved root during validation."""
-    return os.path.join(os.sep, "nonexistent", "quipu-unresolved-root", hashlib.sha256(root.encode()).hexdigest())
+    digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()
+    return os.path.join(os.sep, "nonexistent", "quipu-unresolved-root", digest)
 
 
 def prepare(raw_claims: Sequence[object], ctx: Context, *, only: str | None = None) -> list[Prepared]:
     """Validate each raw item; nothing here starts a process or opens a connection."""
     out: list[Prepared] = []
     for idx, raw in enumerate(raw_claims):
-        item: object = raw
-        quote = ""
-        if isinstance(raw, dict):  # the quote is ours to show, never an argument
-            item = {k: v for k, v in raw.items() if k != "quote"}
-            quote = claims_mod.clean_quote(raw.get("quote"))
-        name = item.get("probe") if isinstance(item, dict) else None
-        probe = claims_mod.clean_quote(name)[:60] or "?"
-        pr_state = is_pr_state_claim(item)
-        if only is not None and probe != only and not (only == "pr-merged" and pr_state):
-            continue
-        args = _args_text(item.get("args") if isinstance(item, dict) else item)
-        root = _unresolved_root(item, ctx) if isinstance(item, dict) else None
-        vctx = ctx if root is None else replace(ctx, roots={**ctx.roots, root: _placeholder(root)})
         try:
-            if idx >= claims_mod.MAX_CLAIMS:
-                refuse(ctx, f"more than {claims_mod.MAX_CLAIMS} claims in one memory")
-            spec = validate_extraction(item, vctx)
-            if pr_state:  # the probe set refuses it already; a mood is never run, whatever the probes say
-                refuse(ctx, "a pull request is checked only as merged")
-        except Refused as exc:
-            out.append(Prepared(idx, probe, args, quote, None, exc.reason, "pr-state" if pr_state else "refused"))
-            continue
-        args = _args_text(dict(spec.args))
-        if root is not None:
-            fix = f"project root {root!r} has no folder in this run: pass --root {root}=PATH"
-            if os.path.isabs(root):
-                fix = (f"project folder {root} is not checked: it does not exist here, or it is outside your "
-                       "home and your verify roots (--check-any-path checks it)")
-            out.append(Prepared(idx, spec.probe, args, quote, None, fix, "unresolved"))
-        else:
-            out.append(Prepared(idx, spec.probe, args, quote, spec, "", "run"))
+            prepared = _prepare_one(idx, raw, ctx, only)
+        except Exception as exc:  # noqa: BLE001 - one claim nothing could read is refused; the others go on
+            prepared = _unreadable(idx, raw, ctx, only, exc)
+        if prepared is not None:
+            out.append(prepared)
     return out
+
+
+def _prepare_one(idx: int, raw: object, ctx: Context, only: str | None) -> Prepared | None:
+    item: object = raw
+    quote = ""
+    if isinstance(raw, dict):  # the quote is ours to show, never an argument
+        item = {k: v for k, v in raw.items() if k != "quote"}
+        quote = claims_mod.clean_quote(raw.get("quote"))
+    name = item.get("probe") if isinstance(item, dict) else None
+    probe = claims_mod.clean_quote(name)[:60] or "?"
+    pr_state = is_pr_state_claim(item)
+    if only is not None and probe != only and not (only == "pr-merged" and pr_state):
+        return None
+    args = _args_text(item.get("args") if isinstance(item, dict) else item)
+    root = _unresolved_root(item, ctx) if isinstance(item, dict) else None
+    vctx = ctx if root is None else replace(ctx, roots={**ctx.roots, root: _placeholder(root)})
+    try:
+        if idx >= claims_mod.MAX_CLAIMS:
+            refuse(ctx, f"more than {claims_mod.MAX_CLAIMS} claims in one memory")
+        spec = validate_extraction(item, vctx)
+        if pr_state:  # the probe set refuses it already; a mood is never run, whatever the probes say
+            refuse(ctx, "a pull request is checked only as merged")
+    except Refused as exc:
+        return Prepared(idx, probe, args, quote, None, exc.reason, "pr-state" if pr_state else "refused")
+    args = _args_text(dict(spec.args))
+    if root is None:
+        return Prepared(idx, spec.probe, args, quote, spec, "", "run")
+    fix = f"project root {root!r} has no folder in this run: pass --root {root}=PATH"
+    if os.path.isabs(root):
+        fix = (f"project folder {root} is not checked: it does not exist here, or it is outside your "
+               "home and your verify roots (--check-any-path checks it)")
+    return Prepared(idx, spec.probe, args, quote, None, fix, "unresolved")
+
+
+def _unreadable(idx: int, raw: object, ctx: Context, only: str | None, exc: Exception) -> Prepared | None:
+    """The refusal of a claim that broke something on its way to validation."""
+    name = raw.get("probe") if isinstance(raw, dict) else None
+    probe = claims_mod.clean_quote(name)[:60] or "?"
+    if only is not None and probe != only:
+        return None
+    quote = claims_mod.clean_quote(raw.get("quote")) if isinstance(raw, dict) else ""
+    said = claims_mod.clean_quote(str(exc))[:120]
+    reason = f"the claim could not be read ({type(exc).__name__}{': ' + said if said else ''})"
+    with contextlib.suppress(Exception):
+        ctx.record(LogEntry("refused", reason))
+    return Prepared(idx, probe, _args_text(raw.get("args") if isinstance(raw, dict) else raw), quote, None,
+                    reason, "refused")
 
 
 def check_claim(spec: ProbeSpec, ctx: Context) -> ProbeResult:

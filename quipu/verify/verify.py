@@ -1,7 +1,8 @@
 """Verification: check what memories claim, and label the ones reality contradicts.
 
 Contract:
-- ``verify(store, extractor, options)`` reads each memory (the given ids, or every active one),
+- ``verify(store, extractor, options)`` reads each memory (the given ids, whatever their status, or
+  every active one: superseded and retracted memories are left out),
   takes its claims from the cache or from the extractor (``quipu.verify.claims``), passes *every* raw
   item, cached or fresh, through ``probes.validate_extraction`` before anything runs, runs the
   accepted ones (in a small thread pool: probes start argv-only subprocesses with timeouts) and
@@ -13,7 +14,8 @@ Contract:
 - A claim whose root (a project name) has no folder in this run is validated against a
   placeholder and, if valid, reported ``unknown`` with the fix; nothing runs for it.
 - Labels: a memory with a failed claim gets the ``unverified`` label (one commit, trailer
-  ``Quipu-Sweep: <run id>``, detail ``<probe>: <detail>``) unless it already has it. A memory
+  ``Quipu-Sweep: <run id>``, detail ``<probe>: <detail>``, where a root is named, never its folder,
+  and the home is ``~``: the detail is shared with the store) unless it already has it. A memory
   whose every claim was checked in this run and passed loses an ``unverified`` label that a
   verify run set (another commit); a label a person set stays. ``unknown`` changes nothing, and
   no commit is written when the state does not change. ``quipu undo --sweep <run id>`` reverts a
@@ -29,6 +31,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -51,6 +54,7 @@ from quipu.verify.prepare import Prepared, check_claim, prepare
 LABEL = "unverified"
 SOURCE = "verify"  # recorded in the label event, so a later run clears only labels a run set
 LOG_NAME = "verify.log"
+INACTIVE = ("superseded", "retracted")  # statuses --all leaves out
 
 Progress = Callable[[int, int, str], None]
 _COUNTER = {"pass": "passed", "fail": "failed", "unknown": "unknown"}
@@ -171,7 +175,25 @@ def label_state(events: Iterable[tuple[str, dict[str, Any]]]) -> tuple[bool, boo
     return on, by_verify
 
 
-def _decide_label(store: Store, report: MemoryReport, complete: bool, run_id: str, indexed_on: bool) -> None:
+def public_detail(detail: str, ctx: Context) -> str:
+    """``detail`` fit for a shared store: each root's folder by the root's name, the home as ``~``.
+
+    The probes already name roots; this holds for any detail, whatever a tool printed into it.
+    """
+    names: dict[str, str] = {}
+    roots = [(folder, "the project" if os.path.isabs(name) else name) for name, folder in ctx.roots.items()]
+    for folder, name in [(ctx.home, "~"), *roots]:
+        for form in {os.path.normpath(folder), os.path.realpath(folder)}:
+            if form != os.sep:
+                names[form] = name
+    for folder in sorted(names, key=len, reverse=True):
+        detail = re.sub(re.escape(folder) + r"(?![^/\s)'\",;:])", names[folder].replace("\\", "\\\\"), detail)
+    return detail
+
+
+def _decide_label(
+    store: Store, report: MemoryReport, complete: bool, run_id: str, indexed_on: bool, ctx: Context
+) -> None:
     """Label, clear or leave alone; ``indexed_on`` (the index's view) only spares reading events."""
     checked = [c for c in report.claims if c.status in ("pass", "fail", "unknown")]
     fails = [c for c in checked if c.status == "fail"]
@@ -180,7 +202,7 @@ def _decide_label(store: Store, report: MemoryReport, complete: bool, run_id: st
         return
     on, by_verify = label_state(store.events(report.id))  # the truth, read only before a change
     if fails and not on:
-        detail = f"{fails[0].probe}: {fails[0].detail}"
+        detail = public_detail(f"{fails[0].probe}: {fails[0].detail}", ctx)
         if len(fails) > 1:
             detail += f" (and {len(fails) - 1} more failed claim{'s' if len(fails) > 2 else ''})"
         report.commit = store.label(report.id, LABEL, True, detail=detail, sweep=run_id, extra={"source": SOURCE})
@@ -205,14 +227,14 @@ def _memories(store: Store, ids: Sequence[str] | None) -> list[tuple[Memory, byt
         return out
     from quipu.index import index
 
-    superseded = {r["id"] for r in index.rows(store, "SELECT id FROM memories WHERE status = 'superseded'")}
+    inactive = {r["id"] for r in index.rows(store, f"SELECT id FROM memories WHERE status IN {INACTIVE!r}")}
     out = []
     for path, data in sorted(store.iter_memory_files()):
         try:
             memory = parse_memory(data, path)
         except InvalidMemory:  # a broken file is `quipu doctor`'s business, not verify's
             continue
-        if memory.id not in superseded:
+        if memory.id not in inactive:
             out.append((memory, data))
     return out
 
@@ -277,6 +299,10 @@ def _gather(
                 report.error = str(exc)
                 summary.extraction_errors += 1
                 summary.reports.append(report)
+            except Exception as exc:  # noqa: BLE001 - what one memory says must not stop the others
+                report.error = f"its claims could not be read: {type(exc).__name__}: {claims_mod.clean_quote(str(exc))}"
+                summary.extraction_errors += 1
+                summary.reports.append(report)
             else:
                 summary.extractions += 1
                 cache.put(key, memory.id, extractor.identity, raw)
@@ -330,7 +356,7 @@ def _settle(
             report.claims.append(
                 ClaimResult(report.id, p.idx, p.probe, p.args, p.quote, status, detail, checked_at, summary.run)
             )
-        _decide_label(store, report, options.probe is None, summary.run, report.id in labelled_now)
+        _decide_label(store, report, options.probe is None, summary.run, report.id in labelled_now, w.ctx)
         summary.labelled += report.label == "labelled"
         summary.cleared += report.label == "cleared"
         probes_run = None if options.probe is None else sorted({c.probe for c in report.claims} | {options.probe})

@@ -60,7 +60,7 @@ def test_branch_in_a_directory_that_is_gone_fails(ctx: Context) -> None:
 def test_branch_in_a_directory_that_is_no_repo_fails(ctx: Context, home: Path) -> None:
     (home / 'plain').mkdir()
     result = _check(ctx, 'git-branch-exists', repo='~/plain', branch='main')
-    assert result == ('fail', 'plain is not a git repository')
+    assert result == ('fail', 'plain (under home) is not a git repository')
 
 
 def test_callers_git_dir_cannot_redirect_the_probe(
@@ -138,3 +138,19 @@ def test_file_at_commit(ctx: Context, repo: dict[str, str]) -> None:
     assert 'src/app.py' in at_first.detail
     no_commit = _check(ctx, 'file-at-commit', root='proj', repo='.', commit='0123456789abc', path='README.md')
     assert no_commit.status == 'fail'
+
+
+def test_a_detail_names_the_repository_as_the_claim_does_never_its_folder(
+        make_ctx: MakeCtx, repo: dict[str, str], project: Path,
+) -> None:
+    """A detail may be committed to a shared store: a root that is a folder is "the project"."""
+    (project / 'plain').mkdir()
+    ctx = make_ctx(roots={str(project): str(project)})
+    missing = _check(ctx, 'git-commit-exists', root=str(project), repo='.', commit='deadbeef' * 5)
+    no_repo = _check(ctx, 'git-commit-exists', root=str(project), repo='plain/..', commit='deadbeef' * 5)
+    branch = _check(ctx, 'git-branch-exists', root=str(project), repo='.', branch='feature/gone')
+    assert missing == ('fail', f'commit {"deadbeef" * 5} not found in the project')
+    assert no_repo.status == 'fail' and str(project) not in no_repo.detail
+    assert branch == ('fail', 'no branch feature/gone in the project')
+    gone = _check(ctx, 'file-at-commit', root=str(project), repo='vanished', commit=repo['first'], path='x')
+    assert gone == ('fail', 'no directory vanished (under the project)')

@@ -105,3 +105,66 @@ def test_pr_state_may_be_omitted_or_merged(ctx: Context) -> None:
     for args in ({'repo': 'a/b', 'number': 7}, {'repo': 'a/b', 'number': 7, 'state': 'MERGED'}):
         spec = validate_extraction({'probe': 'pr-merged', 'args': args}, ctx)
         assert dict(spec.args) == {'repo': 'a/b', 'number': 7}
+
+
+@pytest.mark.parametrize(('url', 'why'), [
+    ('http://[::ffff:127.0.0.1]/', '127.0.0.1 is loopback'),
+    ('http://[::127.0.0.1]/', 'carries the IPv4 address 127.0.0.1'),
+    ('http://[2002:7f00:1::]/', 'carries the IPv4 address 127.0.0.1'),
+    ('http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', 'carries the IPv4 address 127.0.0.1'),
+    ('http://[64:ff9b::a9fe:a9fe]/', '169.254.169.254 is a cloud metadata address'),
+    ('http://[64:ff9b::808:808]/', 'private or reserved'),
+    ('http://[fd00::1]/', 'private or reserved'),
+    ('http://[fec0::1]/', 'private or reserved'),
+    ('http://[::]/', 'unspecified'),
+    ('http://localhost6/', 'loopback'),
+    ('http://ip6-loopback:80/', 'loopback'),
+])
+def test_ipv6_forms_of_this_machine_and_private_networks_are_refused(ctx: Context, url: str, why: str) -> None:
+    with pytest.raises(Refused, match=why):
+        v.url(url, 'url', ctx)
+
+
+def test_a_public_ipv6_literal_is_a_url_like_any_other(ctx: Context) -> None:
+    for url in ('https://[2606:4700:4700::1111]/dns-query', 'http://[::ffff:8.8.8.8]:8080/',
+                'http://[2001:4860::8888]'):
+        assert v.url(url, 'url', ctx) == url
+    assert ctx.log == []
+
+
+@pytest.mark.parametrize(('url', 'why'), [
+    ('http://[::1', 'not a URL'),
+    ('http://[::1]x/', 'brackets hold no IPv6 address'),
+    ('http://[not-an-address]/', 'not a URL'),
+    ('http://[127.0.0.1]/', 'not a URL'),
+    ('http://[v1.x]/', 'brackets hold no IPv6 address'),
+    ('http://example.com:65536/', 'bad port'),
+    ('http://example.com:' + '9' * 60 + '/', 'bad port'),
+    ('http://example.com:-1/', 'bad port'),
+])
+def test_a_url_python_cannot_parse_is_refused_with_the_reason(ctx: Context, url: str, why: str) -> None:
+    with pytest.raises(Refused, match=why):
+        v.url(url, 'url', ctx)
+    assert len(ctx.refusals) == 1
+
+
+def test_a_value_too_large_to_print_is_refused_and_named_by_its_kind(ctx: Context) -> None:
+    with pytest.raises(Refused, match='<int too large to show> outside'):
+        validate_extraction({'probe': 'pr-merged', 'args': {'repo': 'a/b', 'number': 10 ** 5000}}, ctx)
+    with pytest.raises(Refused, match='half of a UTF-16 pair'):
+        validate_extraction({'probe': 'path-exists', 'args': {'root': 'proj', 'path': 'a\udc80.md'}}, ctx)
+
+
+class _Unreadable(str):
+    """A string no parser can read: every question asked of it fails."""
+
+    def startswith(self, *args: object) -> bool:  # type: ignore[override]
+        raise UnicodeError('cannot be read')
+
+
+def test_any_error_of_a_probe_s_validation_becomes_that_claim_s_refusal(ctx: Context) -> None:
+    """A parser a memory's text reaches may raise anything: the claim is refused, never the run ended."""
+    with pytest.raises(Refused) as excinfo:
+        validate_extraction({'probe': 'path-exists', 'args': {'path': _Unreadable('notes.md')}}, ctx)
+    assert excinfo.value.reason == 'path-exists: its arguments could not be read (UnicodeError: cannot be read)'
+    assert ctx.refusals == [excinfo.value.reason]
