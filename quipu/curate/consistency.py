@@ -87,7 +87,7 @@ class Tension:
     against: str     # "profile" or "claude-md"
     claim: str       # the memory's clause
     other: str       # the profile line or the CLAUDE.md clause
-    where: str       # profile.md, or the CLAUDE.md path and line
+    where: str       # profile.md, or the CLAUDE.md file (relative to the project) and line
     why: str         # negation | opposite | number | earlier-value
 
     @property
@@ -188,6 +188,7 @@ def claude_files(project: Path) -> list[Path]:
 def _claude_clauses(project: Path) -> list[tuple[str, Clause]]:
     out: list[tuple[str, Clause]] = []
     for path in claude_files(project):
+        shown = path.relative_to(project).as_posix()  # what reaches the shared store names no local folder
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -199,7 +200,7 @@ def _claude_clauses(project: Path) -> list[tuple[str, Clause]]:
                 continue
             if in_fence or not line.strip() or line.lstrip().startswith("#"):
                 continue
-            out += [(f"{path}:{number}", clause) for clause in clauses(line)]
+            out += [(f"{shown}:{number}", clause) for clause in clauses(line)]
     return out
 
 
