@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "check each draft in code, and commit it to skills/drafts/ or, refused, to the review "
                         "queue with its reasons. Nothing reaches a folder Claude Code loads.")
     d.add_argument("--model", metavar="SPEC",
-                   help="claude (default), claude:<model>, command:<command line> or scripted "
+                   help="claude (default), claude:<model> or command:<command line> "
                         "(default: QUIPU_MODEL, then [sweep] model in $QUIPU_HOME/config.toml, else claude)")
     d.add_argument("--max-calls", type=count(), metavar="N",
                    help=f"at most N model calls in this run (default {DEFAULT_MAX_CALLS}; 0 for no limit)")
