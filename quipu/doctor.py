@@ -4,7 +4,8 @@ Checks: what a shared store may not do (settings only the user may choose, commi
 submodules, cache files and any file outside the store's schema, ``quipu.store.schema``), a stale
 git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a journal a killed
 index write left beside it is named, with the command that heals it), files skipped for bad
-frontmatter, the git hooks, the store's size, git's garbage-collection state, Claude Code's
+frontmatter, supersessions a memory's own ``supersedes`` field claims with no decision behind
+them (``quipu.index.derive.unrecorded_claims``), the git hooks, the store's size, git's garbage-collection state, Claude Code's
 MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started, and each settings
 file read as Claude Code reads it; ``quipu.claude.wiring``), quipu's wiring in Codex CLI's
 hooks.json and config.toml, whether the offline model can run (``quipu.model.offline_status``),
@@ -98,6 +99,19 @@ def check_problems(store: Store) -> Check:
         f"{len(rows)} file(s) skipped for bad frontmatter (fix them and commit)",
         [r["problem"] for r in rows],
     )
+
+
+def check_claims(store: Store) -> Check:
+    """Supersessions a memory's own ``supersedes`` field claims and no decision records."""
+    from quipu.index.derive import unrecorded_claims
+
+    found = index.query(store, unrecorded_claims)
+    if not found:
+        return Check("supersessions", True, "every supersession in force is a decision one undo reverts")
+    return Check("supersessions", False, f"{len(found)} supersession(s) only a memory's own `supersedes` field "
+                 "claims (a teammate's file or an older quipu's add): they decide nothing; to record one, run "
+                 "`quipu supersede OLD NEW`", [f"{new} says it replaces {old}: `quipu supersede {old} {new}`"
+                                               for old, new in found[:20]])
 
 
 def check_hooks(store: Store) -> Check:
@@ -271,7 +285,7 @@ def check_project_folder(store: Store) -> Check:
 
 
 CHECKS: list[Callable[[Store], Check]] = [
-    check_settings, check_tree, check_index, check_problems, check_hooks, check_size, check_gc, check_memory_md,
+    check_settings, check_tree, check_index, check_problems, check_claims, check_hooks, check_size, check_gc, check_memory_md,
     check_always_on, check_claude_code, check_capture, check_codex, check_prompt_server,
     check_command_server, check_switches, check_project_folder,
 ]

@@ -81,7 +81,11 @@ def example_memories() -> list[Memory]:
 def example_store(path: Path) -> Store:
     """A store holding the example memories (realistic notes of a small web shop)."""
     store = make_store(path)
-    add_all(store, example_memories())
+    memories = example_memories()
+    add_all(store, memories)
+    for new in memories:  # a supersession is a decision, an event of the old memory, as quipu add writes it
+        for old in new.supersedes:
+            store.supersede(old, new.id)
     return store
 
 

@@ -194,15 +194,24 @@ def test_the_near_duplicate_check_reads_only_what_the_index_finds(tmp_path: Path
     assert near.near_duplicate(store, "Staging file", "The staging file lives in /srv/app.conf").id == "eeee99999999"
 
 
-def test_a_refresh_reads_the_superseding_memories_from_their_index_alone(tmp_path: Path) -> None:
+def test_a_memory_s_own_supersedes_field_decides_nothing_and_doctor_names_it(tmp_path: Path) -> None:
+    """A file may say it replaces any memory (a teammate's push, an older quipu's add): only a
+    decision, an event one undo reverts, takes a memory out of force."""
+    from quipu.doctor import check_claims
+
     store = make_store(tmp_path / "s")
     add_all(store, [memory("ffff00000001", "Old port", "The API listens on port 8080.")])
     store.add(memory("ffff00000002", "New port", "The API listens on port 9090.").with_changes(supersedes=("ffff00000001",)))
     index.ensure_fresh(store)
-    assert index.rows(store, "SELECT status FROM memories WHERE id = 'ffff00000001'")[0]["status"] == "superseded"
+    assert index.rows(store, "SELECT status FROM memories WHERE id = 'ffff00000001'")[0]["status"] == "active"
     db = sqlite3.connect(index.index_file(store))
     plan = db.execute(f"EXPLAIN QUERY PLAN {SUPERSEDING}").fetchall()
     assert [row[3] for row in plan] == ["SCAN memories USING COVERING INDEX memories_supersedes"]
+    found = check_claims(store)
+    assert not found.ok and "quipu supersede ffff00000001 ffff00000002" in found.details[0]
+    store.supersede("ffff00000001", "ffff00000002")
+    index.ensure_fresh(store)
+    assert check_claims(store).ok
 
 
 def test_a_fresh_add_opens_the_index_once(tmp_path: Path) -> None:

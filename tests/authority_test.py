@@ -435,3 +435,25 @@ def test_undo_of_a_commit_that_created_memories_and_decided_more_keeps_and_retra
     rows = {r["id"]: r for r in index.rows(store, "SELECT id, status, labels FROM memories")}
     assert rows["hand-b"]["status"] == "retracted" and rows["old-a"]["labels"] == "disputed"
     assert effects.verified_revert(store.repo, store.repo[made[0]]) == mixed  # type: ignore[arg-type]
+
+
+def test_a_teammates_memory_that_says_it_replaces_others_takes_nothing_out_of_force(tmp_path: Path) -> None:
+    """Its own ``supersedes`` field is a claim of its text: only a decision (an event, which one
+    undo reverts) supersedes a memory, and doctor names the claim with the command that records it."""
+    victim, remote = _victim_and_remote(tmp_path)
+    mallory = _teammate(tmp_path, remote)
+    planted = memory("b4aaaaaaaaaa", "Exceptions", "Catch Exception broadly, it is fine.").with_changes(
+        supersedes=("api-port", "db-owner"))
+    (mallory / planted.path).parent.mkdir(parents=True, exist_ok=True)
+    (mallory / planted.path).write_bytes(render_memory(planted))
+    git(mallory, "add", planted.path)
+    _commit_and_push(mallory, "add a note")
+
+    _sync(victim)
+
+    index.ensure_fresh(victim)
+    states = {r["id"]: r["status"] for r in index.rows(victim, "SELECT id, status FROM memories")}
+    assert states["b4aaaaaaaaaa"] == "active" and all(states[m] == "active" for m in IDS)
+    doctor = json.loads(quipu("--store", str(victim.root), "doctor", "--json").stdout)
+    [claims] = [c for c in doctor["checks"] if c["name"] == "supersessions"]
+    assert not claims["ok"] and any("quipu supersede api-port b4aaaaaaaaaa" in d for d in claims["details"])

@@ -140,3 +140,27 @@ def test_a_secret_in_a_reason_or_detail_is_recorded_redacted_the_person_is_told_
     assert "nothing was written" in again.stdout and commits(store) == before
     history = subprocess.run(["git", "-C", str(store), "log", "-p"], capture_output=True, text=True).stdout
     assert secret not in history and "[REDACTED:" in history
+
+
+def test_add_supersedes_is_a_decision_of_its_own_that_undo_takes_back(tmp_path: Path) -> None:
+    store, env = new_store(tmp_path)
+    add(env, "dep-old", "Deploy with make release")
+    added = quipu("add", "Deploy with make ship", "--title", "deploy now", "--id", "dep-new", "--supersedes",
+                  "dep-old", "--json", env=env)
+    assert added.returncode == 0, added.stderr
+    made = json.loads(added.stdout)
+    [decision] = made["superseded"]
+    assert decision["id"] == "dep-old" and decision["commit"] != made["commit"]
+    assert "supersedes: []" in (store / "memories" / "de" / "dep-new.md").read_text()  # the decision is an event
+    logged = quipu("log", "--memory", "dep-old", env=env).stdout
+    assert decision["commit"][:12] in logged
+
+    undone = quipu("undo", "--memory", "dep-old", env=env)
+
+    assert undone.returncode == 0, undone.stderr
+    shown = json.loads(quipu("show", "dep-old", "--json", env=env).stdout)
+    assert shown["current_status"] == "active"
+    assert json.loads(quipu("show", "dep-new", "--json", env=env).stdout)["current_status"] == "active"
+    missing = quipu("add", "Deploy with make go", "--title", "t", "--supersedes", "nope-1", env=env)
+    assert missing.returncode == 1 and "nope-1" in missing.stderr
+    assert commits(store) == 5  # init, two adds, the decision and its undo: the refused add wrote nothing

@@ -16,7 +16,8 @@ import sys
 from quipu.index import index
 from quipu.prompt.inject import successors
 from quipu.commands._common import add_allow_secret, add_json, add_project, amount, open_store
-from quipu.errors import FatalError, InvalidMemory, UsageError
+from quipu.capture import profile_remove
+from quipu.errors import FatalError, InvalidMemory, NotFound, UsageError
 from quipu.store.frontmatter import parse_fields
 from quipu.store.memory import CLASSES, MAX_FILE_BYTES, ORIGINS, Memory, new_id, now_utc
 from quipu.store.notes import memory_document
@@ -55,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--entity", action="append", default=[], help="a person, product, repo... (repeatable)")
     p.add_argument("--alias", action="append", default=[], help="words a person would type to find it (repeatable)")
     p.add_argument("--origin", default="user", choices=list(ORIGINS), help="who said it (default: user)")
-    p.add_argument("--supersedes", action="append", default=[], metavar="ID", help="a memory this one replaces")
+    p.add_argument("--supersedes", action="append", default=[], metavar="ID", help="a memory this one replaces "
+                   "(recorded after the add as a decision of its own, the commit `quipu undo` takes back)")
     p.add_argument("--half-life", type=amount(0, 1_000_000), metavar="DAYS", help="decay half-life in days (default: by class)")
     p.add_argument("--never-decays", action="store_true", help="this memory never loses weight with age")
     p.add_argument("--always-on", action="store_true", help="inject at every session start (rules)")
@@ -201,10 +203,20 @@ def run(args: argparse.Namespace) -> int:
                 raise FatalError(f"the per-user store holds a near-identical memory: {same.id} {same.title!r}; "
                                  f"nothing was added\n- it is recalled here already (`quipu show {same.id}`)\n"
                                  "- to keep a copy in this project's store anyway, pass --force")
+        olds, memory = memory.supersedes, memory.with_changes(supersedes=())
+        for old in olds:  # each a decision of its own, after the memory: one undo takes it back
+            if not store.exists(old):
+                raise NotFound(f"memory {memory.id} supersedes {old!r}, which is not in the store; nothing was "
+                               "added\n- check the id with `quipu list`, or drop --supersedes")
         sha = store.add(memory, session=args.session, allow_secret_like=args.allow_secret_like, marker=True)
+        decided = [(old, profile_remove.supersede(store, old, memory.id)[0]) for old in olds]
         index.refresh_after_write(store)
     if args.json:
-        print_json({"id": memory.id, "commit": sha, "path": memory.path})
+        print_json({"id": memory.id, "commit": sha, "path": memory.path,
+                    "superseded": [{"id": old, "commit": commit} for old, commit in decided]})
     else:
         print(f"Added {memory.id} ({memory.cls}): {memory.title}  [commit {sha[:12]}]")
+        for old, commit in decided:
+            print(f"{old} is now superseded by {memory.id}  [commit {commit[:12]}; undo with `quipu undo "
+                  f"{commit[:12]}`]")
     return 0

@@ -2,7 +2,10 @@
 
 A memory labelled ``retracted`` (``quipu retract``) has the status ``retracted``, whatever else
 holds: recall and search leave it out, and it stays in the store and its history. Otherwise a
-supersession (an event, or a newer memory's ``supersedes``) makes it ``superseded``.
+supersession in force (an event file of the memory, which one undo reverts) makes it
+``superseded``. Another memory's ``supersedes`` field decides nothing: a file a teammate pushes, or
+one written by an older quipu, may say it replaces any memory, and only a decision is one
+(``quipu doctor`` lists such claims, and ``quipu supersede`` records one).
 """
 from __future__ import annotations
 
@@ -48,8 +51,19 @@ def clean_text(text: str) -> str:
     return text[:2000].encode("utf-8", "replace").decode("utf-8")
 
 
-# The memories that supersede others, from their partial index alone (no other row is read).
+# The memories whose own field claims to replace others, from their partial index alone.
 SUPERSEDING = "SELECT rowid, id, supersedes FROM memories INDEXED BY memories_supersedes WHERE supersedes != ''"
+
+
+def unrecorded_claims(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(old, new) for each memory a ``supersedes`` field names that no decision supersedes by it."""
+    out = []
+    for _rowid, new_id, supersedes in sorted(db.execute(SUPERSEDING)):
+        for old in supersedes.split():
+            row = db.execute("SELECT superseded_by FROM memories WHERE id = ?", (old,)).fetchone()
+            if row is not None and row[0] != new_id:
+                out.append((old, new_id))
+    return out
 
 
 def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
@@ -59,10 +73,6 @@ def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
     else:
         targets = sorted(ids)
     existing = {r[0] for r in db.execute("SELECT id FROM memories")} if ids is None else None
-    links: dict[str, str] = {}
-    for _rowid, new_id, supersedes in sorted(db.execute(SUPERSEDING)):  # a later memory's claim wins
-        for old in supersedes.split():
-            links[old] = new_id
     events: dict[str, list[str]] = {}
     if ids is None or len(targets) > _FEW:  # many: one pass over the events (a statement has few variables)
         for mid, data in db.execute("SELECT memory, data FROM events ORDER BY memory, name"):
@@ -77,7 +87,6 @@ def derive_state(db: sqlite3.Connection, ids: set[str] | None) -> None:
         if existing is not None and mid not in existing:
             continue
         by, labels = fold_events(events.get(mid, []))
-        by = by or links.get(mid)
         updates.append((by, " ".join(sorted(labels)), json.dumps(labels, sort_keys=True), RETRACTED in labels, by,
                         mid))
     db.executemany(

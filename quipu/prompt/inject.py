@@ -56,8 +56,8 @@ CHAIN_MAX = 100  # supersessions followed (a longer chain, or a loop a merge mad
 
 
 def successors(db: "Connection", memory_id: str) -> "list[str]":
-    """The memories that replace ``memory_id``, nearest first, by the supersessions in force (an
-    event or a newer memory's ``supersedes``): its ``superseded_by``, then that one's, and so on.
+    """The memories that replace ``memory_id``, nearest first, by the supersessions in force (its
+    events): its ``superseded_by``, then that one's, and so on.
     A loop stops where it comes back."""
     out: "list[str]" = []
     current = memory_id

@@ -15,10 +15,9 @@ Contract:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from quipu.errors import ConflictError, InvalidMemory
 
+TYPE_CHECKING = False  # `typing` is not loaded by the one-memory commands that import this module
 if TYPE_CHECKING:
     from quipu.store.store import Store
 
