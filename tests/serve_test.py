@@ -14,8 +14,9 @@ import pytest
 from quipu.curate import review
 from quipu.errors import FatalError
 from quipu.serve import app, guard
+from quipu.store.memory import memory_path
 from quipu.store.store import Store
-from testing.fixtures import git, quipu
+from testing.fixtures import git, hand_commit, make_store, memory, quipu
 from testing.serve import HOSTILE, PAYLOADS, Served, hostile_store, reviewed_store, serving
 
 CSRF = re.compile(r'<meta name="csrf" content="([0-9a-f]+)">')
@@ -233,3 +234,52 @@ def test_the_command_is_documented_and_refuses_a_missing_store(tmp_path: Path) -
     assert done.returncode == 0 and "--port" in done.stdout and "--open" in done.stdout
     missing = quipu("serve", "--port", "0", env={"QUIPU_STORE": str(tmp_path / "nowhere")})
     assert missing.returncode == 1 and "no memory store" in missing.stderr
+
+
+ENTRY = re.compile(r'<li class="entry" data-commit="([0-9a-f]{40})">(.*?)</li>', re.S)
+
+
+def entries(served: Served, path: str) -> dict[str, str]:
+    """Each entry of an audit log page, by its commit's full id."""
+    status, page = served.get(path)
+    assert status == 200, page[-1000:]
+    return dict(ENTRY.findall(page))
+
+
+def test_the_log_shows_each_commit_by_what_it_did_not_by_its_trailers(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "store")
+    added = store.add(memory("api-port", "API port", "The API listens on port 8080"))
+    store.add(memory("db-owner", "DB owner", "Maria owns the database"))
+    store.add(memory("ci-cache", "CI cache", "The CI cache lives in the runner's volume"))
+    honest = store.label("api-port", "reviewed", sweep="sw-honest")
+    claim = ("quipu: label api-port reviewed\n\nQuipu-Action: label\nQuipu-Memory: api-port\nQuipu-Label: reviewed\n"
+             "Quipu-Sweep: sw-forged\n")
+    owner = store.root / memory_path("db-owner")
+    mallory = "Mallory <mallory@example.com>"
+    edit = hand_commit(store.root, claim, {memory_path("db-owner"): owner.read_bytes().replace(b"Maria", b"Ana")},
+                       author=mallory)
+    removal = hand_commit(store.root, claim, {memory_path("ci-cache"): None}, author=mallory)
+    with serving(store) as served:
+        log = entries(served, "/log")
+        by_memory = {m: entries(served, f"/log?memory={m}") for m in ("api-port", "db-owner")}
+        labels, forged_sweep = entries(served, "/log?action=label"), entries(served, "/log?sweep=sw-forged")
+    message = git(store.root, "log", "-1", "--format=%s", honest).strip()
+    shown = html.unescape(log[honest])
+    assert '<span class="action">label</span> <a href="/memories/api-port" class="id">api-port</a>' in shown
+    assert f'labelled api-port reviewed (message: "{message}")' in shown
+    assert "decided by the curator (sweep sw-honest)" in shown and '<span class="k">sweep</span> sw-honest' in shown
+    for forged, did, gone in ((edit, "changed the text of db-owner", "db-owner"), (removal, "removed ci-cache", "ci-cache")):
+        shown = html.unescape(log[forged])
+        assert f"claims label of api-port (reviewed); {did} (not verified)" in shown, shown
+        assert '<span class="action">label</span>' not in shown and "/memories/api-port" not in shown
+        assert f'href="/memories/{gone}"' in shown and "decided by Mallory" in shown
+        assert "curator" not in shown and "sw-forged" not in shown.split("(not verified)")[1]
+        assert 'class="undo"' in shown  # an ordinary commit: it can be undone
+    assert 'class="undo"' in log[added]
+    # The memory's own log lists what changed it; credit and chips follow the same rule.
+    assert honest in by_memory["api-port"] and edit not in by_memory["api-port"] and removal not in by_memory["api-port"]
+    shown = html.unescape(by_memory["db-owner"][edit])
+    assert '<span class="action">edit</span>' in shown and "decided by Mallory" in shown and "sw-forged" not in shown
+    assert "decided by the curator (sweep sw-honest)" in by_memory["api-port"][honest]
+    # A filter by trailer keeps only the commits that did what their trailers say.
+    assert list(labels) == [honest] and forged_sweep == {}

@@ -13,12 +13,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from quipu.commands._common import add_json, count, named, open_store
+from quipu.errors import UnsafeStore
 from quipu.output import print_json
 
 if TYPE_CHECKING:
     from quipu.store.store import Store
-    from quipu.store.trailers import LogEntry
-    from quipu.sync.described import Described
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,22 +34,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def _said(entry: LogEntry, described: Described) -> str:
-    """What the commit did; its message as a note when its trailers agree, its claim when they do not."""
-    did = described.words()
-    if described.agrees is False:
-        return f"{described.claim_words()}; {did} (not verified)"
-    return did + (f' (message: "{entry.summary}")' if described.agrees and entry.summary else "")
-
-
 def _store_log(args: argparse.Namespace, store: Store) -> bool:
     """Print the whole store's log; whether anything more may follow (not with --json)."""
-    from quipu.sync.described import walk
+    from quipu.sync.described import said, walk
     from quipu.sync.policy import shown as printable
 
-    found = walk(store.repo, sweep=args.sweep, action=args.action, limit=args.limit or None)
+    try:
+        cache = store.cache_dir  # what each commit did is kept there between runs; the log is the same without
+    except (OSError, UnsafeStore):
+        cache = None
+    found = walk(store.repo, sweep=args.sweep, action=args.action, limit=args.limit or None, cache=cache)
     if args.json:
-        print_json([{**entry.to_json(), "summary": _said(entry, described), "message": entry.summary,
+        print_json([{**entry.to_json(), "summary": said(entry, described), "message": entry.summary,
                      "did": described.words(), "changes": [c.to_json() for c in described.changes],
                      "agrees": described.agrees, "claims": described.claim_words()} for entry, described in found])
         return False
@@ -58,7 +53,7 @@ def _store_log(args: argparse.Namespace, store: Store) -> bool:
         extras = " ".join(f"{k.removeprefix('Quipu-').lower()}={printable(v)}" for k, v in entry.trailers.items()
                           if k not in ("Quipu-Action", "Quipu-Memory")) if described.agrees else ""
         print(f"{entry.commit[:12]}  {entry.time}  {described.kind() or '-':<10} {described.memory() or '-':<14} "
-              f"{_said(entry, described)}" + (f"  ({extras})" if extras else ""))
+              f"{said(entry, described)}" + (f"  ({extras})" if extras else ""))
     return True
 
 

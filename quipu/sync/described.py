@@ -5,8 +5,8 @@ Contract:
   its message: against its first parent (a root: against nothing). With ``own``, a merge's effect
   is only what it did itself, the paths where it differs from every parent (a change it took from
   one parent is the effect of the commits on that parent's line). Two trees are compared by their
-  entries, and a subtree whose id did not change is not opened (``Trees``; libgit2's diff reads
-  every entry of both trees, milliseconds a commit in a store of 10,000 memories).
+  entries, and a subtree whose id did not change is not opened (``Trees`` and ``tree_changes``,
+  from ``quipu.sync.treediff``).
 - Each change is a ``Change``: a memory added, its text changed or its file removed; a decision
   written (an event file added, its JSON read: a label set or taken off and which, a retraction,
   a supersession and by which memory, a review item) or removed or changed; the profile card, a
@@ -24,9 +24,15 @@ Contract:
 - ``words(changes)`` says them in words: "added a1", "changed the text of a1", "labelled a2
   reviewed", "superseded a3 by a4", "retracted a5", "changed the profile card"; refused changes
   are marked "(refused)". ``Described.claim_words`` says the claim ("claims retract of a2").
-- ``walk(repo, sweep=, action=, limit=)``: the branch's commits newest first, each described; with
-  ``sweep`` or ``action``, only those whose trailers record it and agree with what they did.
-- Only reads objects.
+- ``said(entry, described)``: what the commit did in words, its message's first line following as
+  a note only when its trailers agree, and a claim that disagrees first, marked "(not verified)".
+- ``walk(repo, sweep=, action=, limit=, cache=)``: the branch's commits newest first, each described;
+  with ``sweep`` or ``action``, only those whose trailers record it and agree with what they did.
+  With ``cache`` (the store's cache folder) and no ``limit`` up to ``KEPT_AFTER``, what a commit
+  did is taken from the record a former walk kept there (``quipu.sync.described_cache``), what it
+  claims read again from it, and the records of the commits described anew are kept; a commit
+  whose event file could not be read is not kept. The output is the same with or without it.
+- Only reads objects (and, with ``cache``, that folder's one file).
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import datetime as _dt
 import json
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import NamedTuple
 
 import pygit2
@@ -43,16 +50,19 @@ from quipu.store import effects
 from quipu.store.decisions import plain
 from quipu.store.memory import ID_RE
 from quipu.store.trailers import LogEntry, cut_words, parse_trailers
+from quipu.sync import described_cache
 from quipu.sync.policy import shown
+from quipu.sync.treediff import Trees as Trees  # the names this module has always offered
+from quipu.sync.treediff import tree_changes as tree_changes
 
-TREE = b"40000"
-_ENTRY = re.compile(rb"[0-7]+ [^\0]*\0.{20}", re.S)  # one entry of a tree object
-_PARTS = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)
 _LABEL = re.compile(r"[\w-]{1,64}")
 MAX_EVENT = 1 << 20  # an event file larger than the schema allows is not read
 # The order a commit's changes are named in, and the first of them says what kind of commit it is.
 KINDS = ("undo", "add", "edit", "supersede", "retract", "label", "unlabel", "review", "review-resolved",
          "decision", "remove", "decision-removed", "decision-changed", "profile", "skill", "file")
+_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
+_CHANGES = frozenset(KINDS) - {"undo"}
+KEPT_AFTER = 100  # a walk of at most this many commits (``limit``) neither reads nor keeps records
 DECISIONS = frozenset({"supersede", "retract", "label", "unlabel", "review", "review-resolved", "decision"})
 _SORT = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
 
@@ -116,50 +126,6 @@ class Claim(NamedTuple):
         return said
 
 
-class Trees:
-    """Each tree's entries, each as its bytes in the tree object, the latest read kept (in two
-    generations): a commit's trees are read again as its child's parent's."""
-
-    KEEP = 64
-
-    def __init__(self, repo: pygit2.Repository) -> None:
-        self.repo = repo
-        self.kept: dict[pygit2.Oid, frozenset[bytes]] = {}
-        self.older: dict[pygit2.Oid, frozenset[bytes]] = {}
-
-    def entries(self, tree: pygit2.Oid | None) -> frozenset[bytes]:
-        if tree is None:
-            return frozenset()
-        found = self.kept.get(tree) or self.older.get(tree)
-        if found is None:
-            if len(self.kept) >= self.KEEP:
-                self.older, self.kept = self.kept, {}
-            found = self.kept[tree] = frozenset(_ENTRY.findall(self.repo.odb.read(tree)[1]))
-        return found
-
-
-def tree_changes(trees: Trees, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str = "",
-                 out: effects.Effect | None = None) -> effects.Effect:
-    """Each file path that differs between two trees: (entry before, entry after), None for absent;
-    a subtree whose id is the same on both sides is not read."""
-    out = {} if out is None else out
-    if old == new:
-        return out
-    a, b = trees.entries(old), trees.entries(new)
-    # Whole entries joined are read back entry by entry, so the parts of each are its own.
-    before, after = ({name: (mode, oid) for mode, name, oid in _PARTS.findall(b"".join(side))} for side in (a - b, b - a))
-    for name in sorted(before.keys() | after.keys()):
-        x, y = before.get(name), after.get(name)
-        path = prefix + name.decode("utf-8", "replace")
-        sub = [pygit2.Oid(raw=e[1]) if e is not None and e[0] == TREE else None for e in (x, y)]
-        if sub[0] is not None or sub[1] is not None:
-            tree_changes(trees, sub[0], sub[1], path + "/", out)
-        files = [(e[1].hex(), int(e[0], 8)) if e is not None and e[0] != TREE else None for e in (x, y)]
-        if files[0] is not None or files[1] is not None:
-            out[path] = (files[0], files[1])
-    return out
-
-
 def _event(repo: pygit2.Repository, memory: str, path: str, entry: effects.Entry) -> Change:
     try:
         blob = repo[entry[0]]
@@ -200,7 +166,7 @@ def changes(repo: pygit2.Repository, effect: effects.Effect) -> list[Change]:
             out.append(Change("profile", "profile", path, gone=new is None))
         else:
             out.append(Change("skill" if parts[0] == "skills" else "file", "store", path, shown(path), gone=new is None))
-    return sorted(out, key=lambda c: KINDS.index(c.kind))
+    return sorted(out, key=lambda c: _RANK[c.kind]) if len(out) > 1 else out
 
 
 _VERBS = {"add": "added {m}", "edit": "changed the text of {m}", "remove": "removed {m}",
@@ -283,18 +249,20 @@ class Described(NamedTuple):
     def of(cls, repo: pygit2.Repository, commit: pygit2.Commit, trees: Trees, *, own: bool = False,
            trailers: dict[str, str] | None = None) -> Described:
         parents = commit.parent_ids
-        effect = tree_changes(trees, repo[parents[0]].tree_id if parents else None, commit.tree_id)  # type: ignore[attr-defined]
+        message = commit.message
+        effect = tree_changes(trees, commit.parents[0].tree_id if parents else None, commit.tree_id)
         if own and len(parents) > 1:
             others = [repo[p].tree for p in parents[1:]]
             effect = {p: v for p, v in effect.items() if all(effects.entry_at(t, p) != v[1] for t in others)}
-        reverts = effects.verified_revert(repo, commit) if len(parents) == 1 and effects.named_revert(
-            commit.message) else None
+        # A message can name a commit only in these words (``effects.named_revert``).
+        named = ("Quipu-Reverts" in message or "This reverts commit " in message) and effects.named_revert(message)
+        reverts = effects.verified_revert(repo, commit) if len(parents) == 1 and named else None
         undid = ""
         if reverts is not None:
             target: pygit2.Commit = repo[reverts]  # type: ignore[assignment]
             undid = words(changes(repo, tree_changes(trees, target.parents[0].tree_id, target.tree_id)))
         found = tuple(changes(repo, effect))
-        claim = Claim.of(parse_trailers(commit.message) if trailers is None else trailers)
+        claim = Claim.of(parse_trailers(message) if trailers is None else trailers)
         agreed = None if claim is None else agrees(claim, list(found), merge=len(parents) > 1, reverts=reverts)
         return cls(commit, found, claim, agreed, reverts, undid, own)
 
@@ -330,8 +298,28 @@ class Described(NamedTuple):
         return self.claim.words() if self.claim is not None else ""
 
 
+def said(entry: LogEntry, described: Described) -> str:
+    """What the commit did; its message as a note when its trailers agree, its claim when they do not."""
+    did = described.words()
+    if described.agrees is False:
+        return f"{described.claim_words()}; {did} (not verified)"
+    return did + (f' (message: "{entry.summary}")' if described.agrees and entry.summary else "")
+
+
+def _kept(kept: described_cache.Kept, commit: pygit2.Commit, sha: str, trailers: dict[str, str]) -> Described | None:
+    """The commit described from its record in ``kept`` (its claim read again), or None."""
+    record = described_cache.valid(kept.get(sha), _CHANGES)
+    if record is None:
+        return None
+    found = tuple(Change(*change) for change in record[0])
+    claim = Claim.of(trailers)
+    merge = len(commit.parent_ids) > 1
+    agreed = None if claim is None else agrees(claim, list(found), merge=merge, reverts=record[1])
+    return Described(commit, found, claim, agreed, record[1], record[2], False)
+
+
 def walk(repo: pygit2.Repository, *, sweep: str | None = None, action: str | None = None,
-         limit: int | None = None) -> Iterator[tuple[LogEntry, Described]]:
+         limit: int | None = None, cache: Path | None = None) -> Iterator[tuple[LogEntry, Described]]:
     """The branch's commits, newest first, each with what it did (see the module contract)."""
     from quipu.store import gitstore
 
@@ -340,19 +328,36 @@ def walk(repo: pygit2.Repository, *, sweep: str | None = None, action: str | Non
     except ConflictError:
         tip = repo.head.target
     trees = Trees(repo)
+    # A short log describes its few commits sooner than it reads the records of all.
+    kept = None if cache is None or limit and limit <= KEPT_AFTER else described_cache.Kept(cache, repo.is_shallow)
     shown_so_far = 0
+    seen: set[str] = set()
     for commit in repo.walk(tip, _SORT):
-        trailers = parse_trailers(commit.message)
+        message = commit.message
+        trailers = parse_trailers(message)
         if (sweep and trailers.get("Quipu-Sweep") != sweep) or (action and trailers.get("Quipu-Action") != action):
             continue
-        described = Described.of(repo, commit, trees, trailers=trailers)
+        sha = str(commit.id)
+        described = None if kept is None else _kept(kept, commit, sha, trailers)
+        if described is None:
+            described = Described.of(repo, commit, trees, trailers=trailers)
+            if kept is not None and not any(c.detail == "unreadable" for c in described.changes):
+                kept.put(sha, (tuple((c.kind, c.memory, c.path, c.detail, c.gone) for c in described.changes),
+                               described.reverts, described.undid))
+        seen.add(sha)
         if (sweep or action) and not described.agrees:
             continue
         when = _dt.datetime.fromtimestamp(commit.commit_time, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        yield LogEntry(str(commit.id), when, first_line(commit.message), trailers), described
+        yield LogEntry(sha, when, first_line(message), trailers), described
         shown_so_far += 1
         if limit and shown_so_far >= limit:
-            return
+            break
+    else:
+        if kept is not None:  # the whole branch was read: only its records stay
+            kept.save(None if sweep or action else seen)
+        return
+    if kept is not None:
+        kept.save()
 
 
 class Incoming(NamedTuple):
