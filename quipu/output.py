@@ -21,7 +21,8 @@ def print_json(value: Any) -> None:
     """``value`` as JSON: the exact text, with every character a terminal could act on escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
     if fence.has_unsafe(text):  # C1 controls and invisible characters: json leaves them raw
-        text = "".join(_json_escape(ch) if fence.unsafe(ch) else ch for ch in text)
+        for ch in sorted(ch for ch in set(text) if fence.unsafe(ch)):  # each distinct one, not each character
+            text = text.replace(ch, _json_escape(ch))
     sys.stdout.write(text + "\n")
 
 
