@@ -225,3 +225,17 @@ def test_quipu_add_in_a_project_refuses_a_claim_the_per_user_store_holds(layers:
     other = quipu("add", "--title", "Ledger batch size", "The orbital ledger settles in batches of 500.",
                   cwd=layers.project / "src")
     assert other.returncode == 0, other.stderr
+
+
+def test_two_memories_that_only_share_an_id_are_both_found_and_a_copy_once(layers: Layers) -> None:
+    add_all(layers.inner, [memory("kestrel-keys", "Kestrel keys in this project",
+                                  "This project's kestrel signing keys live in the orbital vault.")])
+    out = quipu("search", "kestrel signing keys", "--json", "--words-only", cwd=layers.project / "src")
+    assert out.returncode == 0, out.stderr
+    found = [(h["id"], h["store"]) for h in json.loads(out.stdout)]
+    assert ("kestrel-keys", "user") in found and ("kestrel-keys", "project") in found
+    add_all(layers.user, [memory("orbital-ledger", "Orbital ledger reconciliation",  # the same memory, copied
+                                 "The orbital ledger reconciles payments nightly in the settlement worker.")])
+    out = quipu("search", "orbital ledger reconciliation", "--json", "--words-only", cwd=layers.project)
+    assert [(h["id"], h["store"]) for h in json.loads(out.stdout)].count(("orbital-ledger", "project")) == 1
+    assert [h["id"] for h in json.loads(out.stdout)].count("orbital-ledger") == 1

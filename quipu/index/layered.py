@@ -1,7 +1,8 @@
 """One deep list from the stores searched together (a project's store and the per-user store).
 
 Contract: ``merge([(label, deep)])`` labels each hit with its store (``Hit.store``), orders
-all by score, the first store (the project's) winning ties, keeps a memory both hold once, and
+all by score, the first store (the project's) winning ties, keeps a memory both hold once (a
+copy: the same id, title and description; two memories that only share an id are both kept), and
 cuts at ``limit``; the list of a store read alone (label '') is returned as it is.
 """
 from __future__ import annotations
@@ -20,9 +21,9 @@ def merge(results: Sequence[tuple[str, Deep]], limit: int) -> Deep:
                   words_alone=first.words_alone)
     pool = [replace(h, store=label) for label, d in results for h in d.hits]
     pool.sort(key=lambda h: -h.score)  # stable: the first store keeps ties
-    once: dict[str, Hit] = {}
+    once: dict[tuple[str, str, str], Hit] = {}
     for hit in pool:
-        once.setdefault(hit.id, hit)  # a memory both stores hold (a copy): the better-ranked
+        once.setdefault((hit.id, hit.title, hit.description), hit)  # a copy both stores hold: the better-ranked
     merged.hits = list(once.values())[:limit]
     if not merged.hits:
         merged.reason = "; ".join(f"{label} store: {d.reason}" for label, d in results if d.reason)

@@ -219,9 +219,9 @@ class Options:
 
 def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int | None" = FACT_SLOTS) -> "Recall":
     """One answer from the recalls of several stores (``[(label, result)]``, the first store
-    first): each hit is labelled with its store, the best scores win, the first store on ties,
-    a memory both hold is shown once, at most ``limit`` hits and ``fact_slots`` fact notes. Each store's own rules (the floor, the
-    evidence, the session) have already decided its hits."""
+    first): each hit is labelled with its store, the best scores win, the first store on ties, a
+    copy both hold (one id, title and description) is shown once, at most ``limit`` hits and
+    ``fact_slots`` fact notes. Each store's rules (the floor, the evidence) decided its hits."""
     if len(results) == 1 and not results[0][0]:  # one store read alone: its answer as it is
         return results[0][1]
     merged = Recall()
@@ -238,11 +238,11 @@ def merge(results: "Sequence[tuple[str, Recall]]", limit: int, fact_slots: "int 
         merged.candidates += result.candidates
     pool.sort(key=lambda h: -h.score)  # stable: the first store keeps ties
     facts = 0
-    taken: set[str] = set()
+    taken: set[tuple[str, str, str]] = set()
     for hit in pool:
-        if hit.id in taken:  # one memory in both stores (a copy): shown once, the better-ranked
+        if (hit.id, hit.title, hit.description) in taken:  # a copy in both stores: shown once, the better-ranked
             continue
-        taken.add(hit.id)
+        taken.add((hit.id, hit.title, hit.description))
         if hit.self_updating and fact_slots is not None and facts >= fact_slots and limit > fact_slots:
             merged.left_out.append(f"{hit.id}: self-updating fact notes may take only {fact_slots} slot(s) ({hit.store} store)")
             continue
