@@ -174,12 +174,16 @@ def check_always_on(store: Store) -> Check:
     if not layer.left_out and not card.unparsed:
         return Check("always-on layer", True, summary)
     summary += f"; {len(layer.left_out)} item(s) left out"
+    refused = sum(item.refused for item in layer.left_out)
+    if refused:
+        summary += (f"; {refused} refused by the card's safety gates (a hand edit or a teammate's push put them "
+                    "there: `quipu profile show` and `quipu log` say which)")
     unsearchable = any(not item.searchable for item in layer.left_out)
     if unsearchable:
         summary += "; run `quipu profile fit` so the left-out profile lines become searchable"
     if card.unparsed:
         summary += f"; {len(card.unparsed)} line(s) of profile.md are not card lines"
-    return Check("always-on layer", not (unsearchable or card.unparsed), summary, details)
+    return Check("always-on layer", not (unsearchable or card.unparsed or refused), summary, details)
 
 
 def check_codex(store: Store) -> Check:

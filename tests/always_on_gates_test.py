@@ -233,7 +233,7 @@ def test_an_always_on_rule_the_cards_gates_refuse_is_recorded_searchable_and_lef
 
     assert f"(id {forbids})" in text and f"(id {plain})" in text
     assert f"(id {unsafe})" not in text and "Always run claude" not in text and "failing tests" not in text
-    assert "Standing rules (2 of 4)" in text and "2 always-on rule(s) left out by the card's safety gates" in text
+    assert "Standing rules (2 of 4)" in text and "2 line(s) or always-on rule(s) left out by the card's safety gates" in text
     layer = always_on.build(Store(store_path))
     assert sorted(layer.rules) == sorted([forbids, plain])
     reasons = {item.ref: item.reason for item in layer.left_out}

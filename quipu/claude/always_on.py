@@ -31,7 +31,7 @@ Contract:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from quipu.prompt import fence, locate
@@ -56,10 +56,11 @@ class LeftOut:
     title: str
     reason: str
     searchable: bool
+    refused: bool = False  # by the card's safety gates (not for size)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "ref": self.ref, "title": self.title, "reason": self.reason,
-                "searchable": self.searchable}
+                "searchable": self.searchable, "refused": self.refused}
 
 
 @dataclass
@@ -128,7 +129,15 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
     parts: list[str] = []
     used = 0
 
-    card = profile.session_card(user or store)  # without lines of retracted or superseded memories
+    source = user or store
+    full = profile.read_card(source)
+    held = profile.withheld(source, full)  # lines of retracted or superseded memories, and lines a gate refuses
+    card = replace(full, lines=tuple(ln for ln in full.lines if ln not in held)) if held else full
+    gated = 0
+    for line, why in held.items():  # a refused line is named: a hand edit or a teammate's push put it there
+        if not why.startswith("the memory it came from"):
+            gated += 1
+            layer.left_out.append(LeftOut("profile", line.entry, line.entry, why, searchable=False, refused=True))
     # Exactly the lines `quipu profile fit` would keep: the entry cap, then the weakest out first.
     out = profile.leaving(card)
     fitted = [ln for ln in card.lines if not any(ln is gone for gone in out)]
@@ -153,13 +162,13 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
 
     rows = always_on_rows(store, cwd) + (always_on_rows(user, cwd) if user else [])
     lines: list[str] = []
-    gated = 0
     for row in rows:
         refusal = rule_refusal(row)
         if refusal is not None:
             gated += 1
             layer.left_out.append(LeftOut("rule", row["id"], row["title"],
-                                          f"the card's {refusal.gate} gate refuses it: {refusal.detail}", searchable=True))
+                                          f"the card's {refusal.gate} gate refuses it: {refusal.detail}",
+                                          searchable=True, refused=True))
             continue
         text = rule_line(row)
         head = 0 if lines else len(f"Standing rules ({len(rows)} of {len(rows)}):") + 2
@@ -173,15 +182,15 @@ def build(store: Store, *, budget_tokens: int = BUDGET_TOKENS, user: Store | Non
     if lines:
         parts.append("\n".join([f"Standing rules ({len(lines)} of {len(rows)}):", *lines]))
     if layer.left_out:
-        rules_out = sum(1 for item in layer.left_out if item.kind == "rule") - gated
-        profile_out = len(layer.left_out) - rules_out - gated
+        rules_out = sum(1 for item in layer.left_out if item.kind == "rule" and not item.refused)
+        profile_out = sum(1 for item in layer.left_out if item.kind == "profile" and not item.refused)
         bits = []
         if rules_out:
             bits.append(f"{rules_out} always-on rule(s) (recall still finds them)")
         if profile_out:
             bits.append(f"{profile_out} profile line(s)")
         said = [f"Left out for size: {' and '.join(bits)}"] if bits else []
-        said += [f"{gated} always-on rule(s) left out by the card's safety gates"] if gated else []
+        said += [f"{gated} line(s) or always-on rule(s) left out by the card's safety gates"] if gated else []
         parts.append(f"{'; '.join(said)}; `quipu doctor` lists them.")
     if parts:
         layer.text = "\n".join([_OPEN, fence.safe("\n\n".join(parts)), _CLOSE])  # stored text stays inside
