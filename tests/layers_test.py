@@ -239,3 +239,11 @@ def test_two_memories_that_only_share_an_id_are_both_found_and_a_copy_once(layer
     out = quipu("search", "orbital ledger reconciliation", "--json", "--words-only", cwd=layers.project)
     assert [(h["id"], h["store"]) for h in json.loads(out.stdout)].count(("orbital-ledger", "project")) == 1
     assert [h["id"] for h in json.loads(out.stdout)].count("orbital-ledger") == 1
+
+
+def test_a_store_is_never_made_inside_another_store(layers: Layers) -> None:
+    inside = layers.user.root / "memories" / "zz" / "proj2" / ".quipu"
+    made = quipu("init", str(inside))
+    assert made.returncode == 1 and f"inside the quipu store {layers.user.root}" in made.stderr
+    assert not inside.exists()
+    assert quipu("init", str(layers.project / "sub" / ".quipu")).returncode == 0  # in a project, beside its store

@@ -69,6 +69,10 @@ def init_refusal(path: Path) -> str | None:
     path = Path(path).expanduser().absolute()
     if path.exists() and not path.is_dir():
         return f"{path} exists and is not a folder\n- choose another path for the store"
+    for above in path.parents:  # a store's files are its memories: another store would be committed into it
+        if locate.is_store(str(above)):
+            return (f"{path} is inside the quipu store {above}, which would commit it as its own files\n"
+                    "- create the store elsewhere: inside a project, `quipu init PROJECT/.quipu`")
     if path.is_dir() and any(p.name != ".git" for p in path.iterdir()):
         inner = path / ".quipu"
         return (f"{path} is not empty and not a quipu store, so quipu will not mix its files with yours\n"
