@@ -25,3 +25,13 @@ def test_a_pattern_the_table_lacks_or_a_table_left_out_gives_the_same_anchors() 
     assert tabled.lowered() == derived.lowered()
     token = "zq9_" + "Ab1" * 8
     assert tabled.for_text(f"key {token} here") is not None and derived.for_text(f"key {token} here") is not None
+
+
+def test_a_provider_token_that_is_a_path_s_segment_is_found_and_a_longer_run_is_not_one() -> None:
+    from quipu.store import secrets_scan
+
+    for text in ("Bucket key at /srv/keys/AKIA4QJX7ZPLM2KD8RTW/creds", "Files read: /home/u/AKIAZ7QWERTYUIOP2345/config",
+                 "clone https://x/ghp_9aZxQ3kLm2PqR7sTuV1wXyZ4bC6dE8fG0hJ2/repo"):
+        assert secrets_scan.find_secrets(text), text
+    blob = "iVBORw0KGgo/AKIA4QJX7ZPLM2KD8RTWxyz/AAAAEUlEQVR42mNk"  # inside a longer run: not a token whole
+    assert "provider-token" not in [s.kind for s in secrets_scan.find_secrets(blob)]

@@ -237,7 +237,8 @@ def _at_least(pattern: str) -> str:
 
 
 PROVIDER_ALTERNATIVES = tuple(map(_at_least, _PREFIXES))
-_PROVIDER = Anchored(r"(?<![\w\-+/.])(?P<value>", PROVIDER_ALTERNATIVES, r")(?![\w\-+/])", secret_literals.LITERALS)
+# A token whole: not inside a longer run of token characters, but it may be a path's segment ("/keys/AKIA…/").
+_PROVIDER = Anchored(r"(?<![\w\-+.])(?P<value>", PROVIDER_ALTERNATIVES, r")(?![\w\-+])", secret_literals.LITERALS)
 
 _PUTTY = Lazy(r"(?i)Private-Lines:[ \t]*\d+[ \t]*\r?\n(?P<value>(?:[A-Za-z0-9+/=]{16,}\r?\n?)+)")
 _PEM = Lazy(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
