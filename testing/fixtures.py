@@ -86,6 +86,7 @@ def example_store(path: Path) -> Store:
     for new in memories:  # a supersession is a decision, an event of the old memory, as quipu add writes it
         for old in new.supersedes:
             store.supersede(old, new.id)
+    index.ensure_fresh(store)
     return store
 
 
