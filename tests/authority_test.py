@@ -257,27 +257,40 @@ def test_superseding_the_same_pair_twice_makes_one_commit(store_path: Path) -> N
     assert store.supersede("old-x", "new-y") != sha
 
 
-def test_undo_of_an_import_names_a_few_of_the_memories_it_keeps_and_counts_the_rest(store_path: Path, tmp_path: Path) -> None:
+def test_undo_of_an_import_retracts_what_it_created_in_one_commit_that_one_undo_takes_back(
+        store_path: Path, tmp_path: Path) -> None:
     store = make_store(store_path)
     notes = tmp_path / "notes"
     notes.mkdir()
     for n in range(40):
         (notes / f"note-{n:02d}.md").write_text(f"# Runbook step {n}\n\nStep {n} of the failover runbook.\n")
     assert quipu("--store", str(store.root), "import", "markdown", str(notes)).returncode == 0
-    refused = quipu("--store", str(store.root), "undo", store.log(limit=1)[0].commit)
-    first = refused.stderr.splitlines()[0]
-    assert refused.returncode == 1 and "created 40 memories (" in first and "and 35 more" in first
-    assert "so they stay" in first and len(first) < 300  # five ids, not forty
+    imported = store.log(limit=1)[0].commit
+
+    undone = quipu("--store", str(store.root), "undo", imported)
+
+    assert undone.returncode == 0, undone.stderr
+    assert "the creation of 40 memories (" in undone.stdout and "and 37 more" in undone.stdout
+    assert "and 30 more (`quipu list --status retracted`)" in undone.stdout and "[1 commit(s)" in undone.stdout
     assert len(list((store.root / "memories").rglob("*.md"))) == 40  # every one of them stays
+    index.ensure_fresh(store)
+    assert {r["status"] for r in index.rows(store, "SELECT status FROM memories")} == {"retracted"}
+    undo_commit = store.log(limit=1)[0].commit
+    assert effects.verified_revert(store.repo, store.repo[undo_commit]) == imported  # type: ignore[arg-type]
+    again = quipu("--store", str(store.root), "undo", imported)
+    assert again.returncode == 1 and "retracted" in again.stderr  # nothing left to take back
+    assert quipu("--store", str(store.root), "undo", undo_commit).returncode == 0
+    index.ensure_fresh(store)
+    assert {r["status"] for r in index.rows(store, "SELECT status FROM memories")} == {"active"}
 
 
 def test_retract_takes_a_memory_out_of_recall_and_search_and_undo_brings_it_back(store_path: Path) -> None:
     store = make_store(store_path)
     store.add(memory("zebra-fact", "Zebra crossing widths", "Zebra crossings here are four metres wide"))
     add = store.log(limit=1)[0].commit
-    refused = quipu("--store", str(store.root), "undo", add)
+    refused = quipu("--store", str(store.root), "undo", "--memory", "zebra-fact")
     assert refused.returncode == 1 and "undo never deletes a memory" in refused.stderr
-    assert "quipu retract zebra-fact" in refused.stderr and store.exists("zebra-fact")
+    assert "quipu retract zebra-fact" in refused.stderr and store.exists("zebra-fact") and add
 
     def found() -> tuple[bool, bool]:
         search = quipu("--store", str(store.root), "search", "zebra crossing widths", "--json")
@@ -426,6 +439,7 @@ def test_undo_of_a_commit_that_created_memories_and_decided_more_keeps_and_retra
     mixed = git(store.root, "rev-parse", "HEAD").strip()
     import_ = [store.add(memory(f"imp-{n}", f"Imported {n}", "x"), action="import") for n in range(2)]
 
+    store.undo(commit=import_[0])  # kept, retracted
     with pytest.raises(ConflictError, match="undo never deletes a memory"):
         store.undo(commit=import_[0])
     made = store.undo(commit=mixed)
@@ -434,6 +448,7 @@ def test_undo_of_a_commit_that_created_memories_and_decided_more_keeps_and_retra
     index.ensure_fresh(store)
     rows = {r["id"]: r for r in index.rows(store, "SELECT id, status, labels FROM memories")}
     assert rows["hand-b"]["status"] == "retracted" and rows["old-a"]["labels"] == "disputed"
+    assert rows["imp-0"]["status"] == "retracted" and rows["imp-1"]["status"] == "active"
     assert effects.verified_revert(store.repo, store.repo[made[0]]) == mixed  # type: ignore[arg-type]
 
 

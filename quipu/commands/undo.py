@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Revert one commit, the latest decision still in force about a memory (--memory: a "
         "supersession, a label, a review, a sweep's verdict, an edit of its text), or every commit of a "
         "sweep (--sweep). Each revert is a commit of its own, so undo can be undone too. Undo never "
-        "deletes a memory: a memory's creation is not undone (exit 1, with how to retract it: "
-        "`quipu retract ID`), and a sweep's or a profile move's new memories stay, retracted. "
+        "deletes a memory: undoing a commit that created memories (an add, an import, a sweep's or a "
+        "profile move's) keeps them, retracted, in one commit that one undo takes back; --memory never "
+        "undoes a memory's creation (exit 1, with how to retract it: `quipu retract ID`). "
         "Whether a commit is already undone is read from what the store holds, not from commit messages.",
     )
     # Exactly one of the three: argparse says which is missing or which clash, and exits 2 (a usage error).
@@ -40,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     for what in done.undid:
         print(f"Undid {what}")
     if done.retracted:
-        print(f"Kept and retracted (undo never deletes a memory): {', '.join(done.retracted)}")
+        kept = done.retracted
+        print(f"Kept and retracted (undo never deletes a memory): {', '.join(kept[:10])}"
+              + (f" and {len(kept) - 10} more (`quipu list --status retracted`)" if len(kept) > 10 else ""))
     if done.commits:
         print(f"  [{len(done.commits)} commit(s): {', '.join(sha[:12] for sha in done.commits)}]")
     if args.memory:

@@ -65,14 +65,14 @@ def is_inverse(a: Mapping[str, tuple[Entry | None, Entry | None]],
 def undoes_keeping(a: Mapping[str, tuple[Entry | None, Entry | None]],
                    b: Mapping[str, tuple[Entry | None, Entry | None]]) -> bool:
     """``a`` is the reverse of ``b`` except that the memories ``b`` created stay, each with new
-    event files of its own (their retraction): how ``quipu undo`` takes back a commit that also
-    created memories, since no command deletes one."""
+    event files of its own (their retraction): how ``quipu undo`` takes back a commit that created
+    memories (and maybe more), since no command deletes one. Something must be taken back."""
     created = created_memories(b)
     kept = {f"memories/{m[:2]}/{m}.md" for m in created}
     rest = {p: v for p, v in b.items() if p not in kept}
     dirs = tuple(f"events/{m[:2]}/{m}/" for m in created)
     extra = {p: v for p, v in a.items() if p not in rest}
-    return (bool(created) and bool(rest) and all(p in a and a[p] == (v[1], v[0]) for p, v in rest.items())
+    return (bool(created) and bool(rest or extra) and all(p in a and a[p] == (v[1], v[0]) for p, v in rest.items())
             and all(p.startswith(dirs) and old is None and new is not None for p, (old, new) in extra.items()))
 
 

@@ -4,9 +4,10 @@ Contract: exactly one of ``commit``, ``memory`` and ``sweep``. What a commit did
 is still in force are read from its trees (``quipu.store.effects``, ``quipu.store.decisions``),
 never from trailers alone: a forged ``Quipu-Reverts`` cannot make a decision look undone.
 
-- No undo deletes a memory. A commit that only created memories is never reverted: ``undo
-  COMMIT`` and ``undo --memory`` refuse and point at ``quipu retract``; ``undo --sweep`` retracts
-  the memories the sweep created instead (kept in history, out of recall and search, undoable).
+- No undo deletes a memory. ``undo COMMIT`` of a commit that only created memories (an import,
+  an add) retracts them instead, in one commit that keeps their files and that one undo takes back;
+  ``undo --memory`` never undoes a creation and points at ``quipu retract``; ``undo --sweep``
+  retracts the memories the sweep created (kept in history, out of recall and search, undoable).
   A commit that created memories and did more (a profile line moved into a memory) is reverted
   except those memories, which stay and are retracted in the same commit.
 - ``--memory X`` undoes X's latest decision still in force (a supersession, a label, a review,
@@ -91,24 +92,26 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
                 "- run `quipu log` to see commits")) from None
         if full not in by_sha:
             raise NotFound(f"commit {commit} is not on the store's branch")
-        if by_sha[full].action == "init":
+        target: pygit2.Commit = repo[full]  # type: ignore[assignment]
+        if not target.parent_ids:  # by what it is, not by what its trailers say
             raise ConflictError("the store's first commit cannot be undone")
         _check(by_sha[full], None)
-        target: pygit2.Commit = repo[full]  # type: ignore[assignment]
         found = decisions.decision(repo, target, tip.tree)
         if found is None:
             raise ConflictError(f"commit {full[:12]} is a merge; quipu undoes the commits it brought in, one by one"
                                 "\n- run `quipu log` to see them" if len(target.parents) > 1 else
                                 f"commit {full[:12]} changed no file, so there is nothing to undo")
-        # What else it did never reached this store (a sync refused it) and no undo took it back:
-        # only its creation is left, which undo never reverts.
-        if found.is_creation or (found.created and found.state == "undone"
-                                 and not _undone_by(store, history, full).startswith("by commit")):
+        # A commit that only created memories (an import, an add) is undone by retracting them, in
+        # one commit that keeps every file; one undo of that brings them all back. One whose other
+        # effects never reached this store (a sync refused them) and no undo took back has only its
+        # creation left, and so has one whose memories are all retracted: nothing to undo.
+        left = found.created and found.state == "undone" and not _undone_by(store, history, full).startswith("by commit")
+        if left or (found.is_creation and all(retracted(store, m) for m in found.created)):
             created = found.created
             names = ", ".join(created[:5]) + (f" and {len(created) - 5} more" if len(created) > 5 else "")
             what = f"{len(created)} memories ({names}); undo never deletes a memory, so they stay" if len(created) > 1 \
                 else f"{names}; undo never deletes a memory, so it stays"
-            raise ConflictError(f"commit {full[:12]} created {what}\n"
+            raise ConflictError(f"commit {full[:12]} created {what}" + ("" if left else ", retracted") + "\n"
                                 + retract_hint(found.created[0] if len(found.created) == 1 else "ID"))
         targets = [found]
     elif memory:
@@ -142,7 +145,7 @@ def undo(store: Store, *, commit: str | None = None, memory: str | None = None, 
             raise NotFound(f"sweep {sweep!r} has no commits left to undo\n- run `quipu log --sweep {sweep}`")
     for chosen in targets:
         _check(by_sha.get(chosen.commit), chosen, lambda sha: _undone_by(store, history, sha))
-    done = _revert(store, targets, by_sha, sweep)
+    done = _revert(store, targets, by_sha, sweep, keep_created=bool(commit))
     if memory:
         after = decisions.about(store, memory, follow_trailer=not store.exists(memory))
         done.left = [d for d in after if d.state != "undone" and not d.is_creation]
@@ -176,9 +179,12 @@ def _check(entry: LogEntry | None, target: Decision | None, undone_by: Callable[
                             f"the store, which a revert cannot take back\n- {fix}")
 
 
-def _revert(store: Store, targets: list[Decision], by_sha: dict[str, LogEntry], sweep: str | None) -> Undone:
+def _revert(store: Store, targets: list[Decision], by_sha: dict[str, LogEntry], sweep: str | None,
+            keep_created: bool = False) -> Undone:
+    """Revert ``targets``; a commit that only created memories is reverted keeping them, retracted,
+    when ``keep_created`` (one named commit), else each of its memories is retracted (a sweep)."""
     done = Undone()
-    reverts = [t for t in targets if not t.is_creation]
+    reverts = [t for t in targets if keep_created or not t.is_creation]
     messages: dict[str, str] = {}
     keep: dict[str, tuple[list[str], dict[str, bytes]]] = {}
     for t in reverts:
@@ -198,10 +204,14 @@ def _revert(store: Store, targets: list[Decision], by_sha: dict[str, LogEntry], 
     if reverts:
         done.commits += gitstore.revert_commits(store.root, [t.commit for t in reverts], messages, keep)
         for t in reverts:
-            done.undid.append(f"{t.words} (commit {t.commit[:12]})")
+            created = t.created
+            said = t.words if not t.is_creation or len(created) < 3 else (
+                f"the creation of {len(created)} memories ({', '.join(created[:3])}"
+                + (f" and {len(created) - 3} more" if len(created) > 3 else "") + ")")
+            done.undid.append(f"{said} (commit {t.commit[:12]})")
             done.retracted += [m for m in t.created]
     for t in targets:
-        if not t.is_creation:
+        if keep_created or not t.is_creation:
             continue
         for memory_id in t.created:
             if retracted(store, memory_id):
