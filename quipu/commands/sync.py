@@ -58,12 +58,14 @@ def _named(result: sync.SyncResult, action: str) -> str:
         return "commit " + ", ".join(i.commit[:12] for i in result.incoming if i.kind == action)
     if action == "put-back":
         names = [r.memory for r in result.restored]
-    elif action == "undo":
-        names = [c.memory for i in result.incoming if i.reverts for c in i.changes if not c.refused]
+    elif action == "undo":  # the memories it took things back from; the retractions it made are counted as such
+        names = [c.memory for i in result.incoming if i.reverts for c in i.changes
+                 if not c.refused and c.kind != "retract"]
     else:
         names = [c.memory + (f" ({'by ' if action == 'supersede' else ''}{c.detail})" if c.detail else "")
                  if c.kind not in ("file", "skill") else c.detail
-                 for i in result.incoming if not i.reverts for c in i.changes if c.kind == action and not c.refused]
+                 for i in result.incoming if not i.reverts or action == "retract"
+                 for c in i.changes if c.kind == action and not c.refused]
     names = sorted(set(names) - {"store"})
     return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
@@ -72,7 +74,7 @@ def print_result(result: sync.SyncResult, *, quiet: bool = False) -> None:
     counts = result.counts()
     came = result.came()
     if not quiet:
-        changes = len(came) + len({r.kept_by for r in result.restored})
+        changes = len(came) + len({r.kept_by for r in result.restored} - {i.commit for i in came})
         line = f"Synced {result.store} with {result.remote} ({result.branch})"
         if changes:
             line += f": {changes} commit(s) came in, by {', '.join(result.authors())}"

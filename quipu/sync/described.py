@@ -22,8 +22,12 @@ Contract:
   fact-set, import, enrich...) that memory's file added or changed and nothing removed, a profile
   or skill action only those files. A claim that disagrees is never taken as what happened.
 - ``words(changes)`` says them in words: "added a1", "changed the text of a1", "labelled a2
-  reviewed", "superseded a3 by a4", "retracted a5", "changed the profile card"; refused changes
-  are marked "(refused)". ``Described.claim_words`` says the claim ("claims retract of a2").
+  reviewed", "superseded a3 by a4", "retracted a5", "changed the profile card"; changes a sync
+  did not take are marked "(refused)", or with what kept them out (``Change.why``, set by
+  ``quipu.sync.landed``). ``Described.words`` says a verified undo by the commit it undid and
+  what that commit did, and the retractions the undo made itself (an undo of a commit that
+  created memories keeps them and retracts them). ``Described.claim_words`` says the claim
+  ("claims retract of a2").
 - ``said(entry, described)``: what the commit did in words, its message's first line following as
   a note only when its trailers agree, and a claim that disagrees first, marked "(not verified)".
 - ``walk(repo, sweep=, action=, limit=, cache=)``: the branch's commits newest first, each described;
@@ -84,7 +88,9 @@ class Change(NamedTuple):
     path: str  # as the tree has it
     detail: str = ""  # the label, the superseding memory, the decision's action; a file's path, printable
     gone: bool = False  # the path is absent after the commit
-    refused: bool = False  # a sync did not take it
+    refused: bool = False  # a sync did not take it: it is not in the store as the commit wrote it
+    why: str = ""  # with ``refused``: what kept it out, in words ('' for the sync's own merge, which lists why)
+    by: str = ""  # with ``refused``: the commit that kept it out
 
     def to_json(self) -> dict[str, str | bool]:
         out: dict[str, str | bool] = {"change": self.kind, "memory": self.memory, "path": shown(self.path)}
@@ -93,6 +99,10 @@ class Change(NamedTuple):
                 = self.detail
         if self.refused:
             out["refused"] = True
+            if self.why:
+                out["why"] = self.why
+            if self.by:
+                out["refused_by"] = self.by
         return out
 
 
@@ -176,23 +186,31 @@ _VERBS = {"add": "added {m}", "edit": "changed the text of {m}", "remove": "remo
           "decision-removed": "removed a decision about {m}", "decision-changed": "changed a decision about {m}",
           "profile": "changed the profile card"}
 SHOWN = 3  # ids named per kind of change; the rest are counted
+_GONE = "not in the store:"  # how a ``Change.why`` of a change kept out of the store begins
 
 
 def words(found: Iterable[Change]) -> str:
     """The changes in words, the same kind of change on several memories said once."""
-    groups: dict[tuple[str, str, bool], list[str]] = {}
+    found = tuple(found)
+    whys = {c.why if c.refused else "" for c in found}
+    once = next(iter(whys)) if len(found) > 1 and len(whys) == 1 else ""
+    once = once if once.startswith(_GONE) else ""  # kept out of the store, all by the same commit: said once
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for change in found:
+        mark = "" if once else f" ({change.why})" if change.refused and change.why else \
+            " (refused)" if change.refused else ""
         if change.kind in ("file", "skill"):
             verb = "removed" if change.gone else "wrote"
-            groups.setdefault((f"{verb} {{m}}", "", change.refused), []).append(change.detail)
+            groups.setdefault((f"{verb} {{m}}", "", mark), []).append(change.detail)
         else:
-            groups.setdefault((_VERBS[change.kind], change.detail, change.refused), []).append(change.memory)
+            groups.setdefault((_VERBS[change.kind], change.detail, mark), []).append(change.memory)
     said = []
-    for (verb, detail, refused), names in groups.items():
+    for (verb, detail, mark), names in groups.items():
         names = list(dict.fromkeys(names))
         listed = ", ".join(names[:SHOWN]) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
-        said.append(verb.format(m=listed, d=detail) + (" (refused)" if refused else ""))
-    return "; ".join(said) or "nothing of its own"
+        said.append(verb.format(m=listed, d=detail) + mark)
+    return "; ".join(said) + (f" (none of it {once.replace(_GONE, 'is in the store:', 1)})" if once else "") \
+        or "nothing of its own"
 
 
 def _decision_of(claim: Claim, change: Change, memories: set[str]) -> bool:
@@ -287,8 +305,13 @@ class Described(NamedTuple):
         """What it did, in words (``found``: those of its changes, marked as refused where they were)."""
         found = self.changes if found is None else tuple(found)
         if self.reverts is not None:
-            return f"undid commit {self.reverts[:12]} ({self.undid})" + (
-                " (refused)" if found and all(c.refused for c in found) else "")
+            # An undo of a commit that created memories keeps them and retracts them: said too.
+            retracted = [c._replace(refused=False) for c in found if c.kind == "retract"]
+            whys = {c.why for c in found if c.refused}
+            kept_out = "" if not found or not all(c.refused for c in found) else \
+                f" ({whys.pop()})" if len(whys) == 1 and "" not in whys else " (refused)"
+            return f"undid commit {self.reverts[:12]} ({self.undid})" + (f"; {words(retracted)}" if retracted else "") \
+                + kept_out
         said = words(found)
         if not self.merge or not found:
             return said
@@ -358,67 +381,3 @@ def walk(repo: pygit2.Repository, *, sweep: str | None = None, action: str | Non
         return
     if kept is not None:
         kept.save()
-
-
-class Incoming(NamedTuple):
-    """A commit a sync brought in, by what it did (see ``incoming``)."""
-
-    commit: str
-    action: str  # what it did: "undo" (verified), the kind of its first change that landed, '' for none
-    memory: str  # the memory of that change ('' for none)
-    author: str
-    summary: str  # what it did, in words; a claim its trailers make and it did not do comes first
-    verified: bool = True  # False: its trailers claim what it did not do
-    changes: tuple[Change, ...] = ()
-    claimed: str = ""  # the action its trailers claim ('' for none)
-    claim: str = ""  # that claim in words
-    reverts: str = ""  # the commit it verifiably undoes
-    message: str = ""  # its message's first line
-
-    @property
-    def kind(self) -> str:
-        return "undo-unverified" if self.claimed == "undo" and not self.verified else self.action
-
-    def counted(self) -> list[str]:
-        """What it adds to a sync's counts: one per change that landed (an undo: one), and a claimed
-        undo that is not one as such."""
-        out = ["undo-unverified"] if self.kind == "undo-unverified" else []
-        landed = [c.kind for c in self.changes if not c.refused]
-        if self.reverts:
-            return out + ["undo"] if landed else out
-        return out + landed
-
-    def to_json(self) -> dict[str, object]:
-        return {"commit": self.commit, "action": self.action, "memory": self.memory, "author": self.author,
-                "summary": self.summary, "verified": self.verified, "changes": [c.to_json() for c in self.changes],
-                "claims": self.claim, "reverts": self.reverts, "message": self.message}
-
-
-def incoming(repo: pygit2.Repository, theirs: pygit2.Oid, hide: pygit2.Oid, refused: Iterable[str] = (),
-             tree: pygit2.Tree | None = None) -> list[Incoming]:
-    """The commits from ``theirs`` (not from ``hide``), oldest first, each by what it did itself (a
-    merge: only the paths where it differs from every parent). A change at a path in ``refused``, or a
-    removal of a path ``tree`` (the merged store) still holds, is marked as refused."""
-    walker = repo.walk(theirs, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-    walker.hide(hide)
-    trees = Trees(repo)
-    found = [Described.of(repo, commit, trees, own=True) for commit in walker]
-    last: dict[str, Change] = {}
-    for described in found:
-        last.update((c.path, c) for c in described.changes)
-    kept = {p for p, c in last.items() if c.gone and tree is not None and effects.entry_at(tree, p) is not None}
-    refused = set(refused) | kept
-    out = []
-    for d in found:
-        marked = tuple(c._replace(refused=True) if c.path in refused else c for c in d.changes)
-        landed = [c for c in marked if not c.refused]
-        action = ("undo" if landed else "") if d.reverts else landed[0].kind if landed else ""
-        said = d.words(marked)
-        if d.agrees is False:
-            said = f"{d.claim_words()}; {said}"
-        author = d.commit.author
-        out.append(Incoming(str(d.commit.id), action, landed[0].memory if landed else "",
-                            f"{author.name} <{author.email}>", said,
-                            d.agrees is not False, marked, d.claim.action if d.claim else "", d.claim_words(),
-                            d.reverts or "", first_line(d.commit.message)))
-    return out

@@ -22,8 +22,9 @@ Contract:
   looked at (a line that leaves them names no commit).
 - ``put_back(repo, before, after)``: the files ``after``'s tree holds and ``before``'s did not
   that a merge between the two (from ``after``, not from ``before``) kept against a removal made
-  on its other parent's line: a removal another clone's sync refused, read from what that merge
-  did, never from its message.
+  on its other parent's line by a commit of ``before``'s history (this store's own removal, not
+  one that came in with the same sync): a removal another clone's sync refused, read from what
+  that merge did, never from its message.
 - Only reads objects (git's fsck too).
 """
 from __future__ import annotations
@@ -222,10 +223,14 @@ def put_back(repo: pygit2.Repository, before: pygit2.Oid, after: pygit2.Oid) -> 
                              and _at(repo[b].tree, path) is not None), None)
                 if base is None:
                     continue  # that line never had it: an ordinary merge of a new file
-                removers = removed_by(repo, lacking.id, base, {path})[path]
+                # Only a removal this store's own history made is one it had: a removal on a line
+                # that came in with this sync (another clone's) put nothing back here.
+                ours = [r for r in removed_by(repo, lacking.id, base, {path})[path]
+                        if r.id == before or repo.descendant_of(before, r.id)]
+                if not ours:
+                    continue
                 out.append(Restored(path, memory_of(path), str(commit.id),
-                                    f"{commit.author.name} <{commit.author.email}>",
-                                    str(removers[0].id) if removers else ""))
+                                    f"{commit.author.name} <{commit.author.email}>", str(ours[0].id)))
                 added.remove(path)
                 break
     return out

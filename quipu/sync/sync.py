@@ -8,14 +8,16 @@ Contract:
   compare-and-swap as every quipu write, so the worktree and git's index stay clean; then the
   branch is pushed. A push the remote rejects because it moved meanwhile starts over (fetch,
   merge, push), up to ``MAX_ATTEMPTS`` times.
-- Nothing a remote says about itself is taken on its word: each incoming commit is listed and
-  counted by what it did to which memories, read from its trees (``quipu.sync.described``); one
-  whose trailers claim something else (an undo that is not the exact inverse of the commit it
-  names, a retraction that edited a text...) is listed with its claim, as not verified
-  (``Incoming.verified``); a removal is applied only as ``quipu.sync.policy`` allows. A file
-  this store lacked that came back because a remote's merge refused its removal is listed
-  (``SyncResult.restored``, read from that merge's effect), and a merge of ours that refuses a
-  removal says so in its first line.
+- Nothing a remote says about itself is taken on its word: each incoming commit is listed by
+  what it did to which memories, read from its trees (``quipu.sync.described``), and counted
+  only for what landed in this store's tree (``quipu.sync.landed``: a change a merge on the way
+  refused, on a fast-forward too, is marked so with that merge, and the merge says what it
+  refused); one whose trailers claim something else (an undo that is not the exact inverse of
+  the commit it names, a retraction that edited a text...) is listed with its claim, as not
+  verified (``Incoming.verified``); a removal is applied only as ``quipu.sync.policy`` allows. A
+  file this store's own history removed that came back because a remote's merge refused the
+  removal is listed (``SyncResult.restored``, read from that merge's effect), and a merge of ours
+  that refuses a removal says so in its first line, as many whole ids as fit and the rest counted.
 - A remote commit whose tree holds a name git itself refuses (``quipu.sync.history``) is not
   taken, nor anything built on it: what came before it merges, nothing is pushed, and
   ``SyncResult.held_back`` names the remote's tip. ``clone`` takes what came before it likewise.
@@ -53,11 +55,11 @@ from quipu.store import schema
 from quipu.store import gitstore
 from quipu.store import gitobj
 from quipu.index import index
-from quipu.sync import described, history, merge as sync_merge
+from quipu.sync import history, landed, merge as sync_merge
 from quipu.errors import ConflictError, FatalError, NoStore
 from quipu.store.store import CONFIG_NAME, Store
 from quipu.store.trailers import format_message
-from quipu.sync.described import Incoming
+from quipu.sync.landed import Incoming
 from quipu.sync.history import Restored
 from quipu.sync.policy import KeptBoth, Refusal
 
@@ -65,6 +67,8 @@ MAX_ATTEMPTS = 20
 INCOMING_PREFIX = "refs/quipu/incoming"
 SYNCED_PREFIX = "refs/quipu/synced"
 DEFAULT_REMOTE = "origin"
+SUBJECT_IDS = 3  # memories a sync merge's first line names at most
+SUBJECT_CHARS = 100  # what `quipu log` shows of a first line (``described.first_line``)
 
 
 class SyncError(ConflictError):
@@ -94,8 +98,9 @@ class SyncResult:
         return dict(out)
 
     def came(self) -> list[Incoming]:
-        """The incoming commits that did something of their own or claim what they did not do."""
-        return [i for i in self.incoming if i.changes or not i.verified]
+        """The incoming commits that did something of their own, refused what others did (a merge),
+        or claim what they did not do."""
+        return [i for i in self.incoming if i.changes or i.refusals or not i.verified]
 
     def authors(self) -> list[str]:
         return sorted({i.author for i in self.came()} | {r.author for r in self.restored})
@@ -245,9 +250,7 @@ def _merge(store: Store, remote: str, theirs_id: pygit2.Oid) -> tuple[list[Incom
         # What this merge keeps that the remote removed, said where `quipu log` shows it on every clone.
         kept = [r.path for r in plan.refused
                 if effects.entry_at(parent.tree, r.path) and not effects.entry_at(theirs.tree, r.path)]
-        ids = sorted({history.memory_of(p) for p in kept})
-        summary = f"quipu: sync from {remote}" + (f"; refused removing {len(kept)} file(s) of " + ", ".join(ids[:3])
-                                                  + (f" and {len(ids) - 3} more" if len(ids) > 3 else "") if kept else "")
+        summary = _subject(remote, len(kept), sorted({history.memory_of(p) for p in kept}))
         message = format_message(summary, {"Quipu-Action": "sync", "Quipu-Memory": "store", "Quipu-Remote": remote},
                                  body=body)
         sig = gitstore.signature(repo)
@@ -256,8 +259,23 @@ def _merge(store: Store, remote: str, theirs_id: pygit2.Oid) -> tuple[list[Incom
     gitstore.land(repo, build, make_commit)
     if merged.plan is None or merged.parent is None:
         return [], None
-    return described.incoming(repo, theirs.id, merged.parent, {r.path for r in merged.plan.refused},
+    return landed.incoming(repo, theirs.id, merged.parent, {r.path for r in merged.plan.refused},
                               repo[merged.plan.tree]), merged.plan  # type: ignore[arg-type]
+
+
+def _subject(remote: str, kept: int, ids: list[str]) -> str:
+    """A sync merge's first line: the remote, and the memories whose removal it refused, as many
+    whole ids as fit in what `quipu log` shows of a line, the rest counted (the body lists each file)."""
+    head = f"quipu: sync from {remote}"
+    if not kept:
+        return head
+    head += f"; refused removing {kept} file(s)"
+    for shown_ids in range(min(len(ids), SUBJECT_IDS), 0, -1):
+        more = len(ids) - shown_ids
+        line = f"{head} of {', '.join(ids[:shown_ids])}" + (f" and {more} more" if more else "")
+        if len(line) <= SUBJECT_CHARS:
+            return line
+    return head
 
 
 def _keep_both(store: Store, remote: str, kept: list[KeptBoth]) -> list[str]:
