@@ -2,16 +2,16 @@
 
 Checks: what a shared store may not do (settings only the user may choose, committed symlinks,
 submodules, cache files and any file outside the store's schema, ``quipu.store.schema``), a stale
-git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed; a journal a killed
-index write left beside it is named, with the command that heals it), files skipped for bad
-frontmatter, supersessions a memory's own ``supersedes`` field claims with no decision behind
-them (``quipu.index.derive.unrecorded_claims``), the git hooks, the store's size, git's garbage-collection state, Claude Code's
-MEMORY.md load limit, quipu's hooks and MCP server in Claude Code (each started, and each settings
-file read as Claude Code reads it; ``quipu.claude.wiring``), quipu's wiring in Codex CLI's
-hooks.json and config.toml, whether the offline model can run (``quipu.model.offline_status``),
-and whether the prompt server answers (``quipu.prompt.server.status``), and which of the
-environment's switches turn memory off for the sessions started from it
-(``locate.switched_on``). A check that meets something quipu refuses
+git lock (``quipu.store.repair``), the index (fresh or not, rebuilt if needed, and why: behind HEAD,
+missing, or damaged; a journal a killed index write left beside it is named, with the command that
+heals it), files skipped for bad frontmatter, supersessions a memory's own ``supersedes`` field
+claims with no decision behind them (``quipu.index.derive.unrecorded_claims``), the git hooks, the
+store's size, git's garbage-collection state, Claude Code's MEMORY.md load limit, quipu's hooks and
+MCP server in Claude Code (each started, and each settings file read as Claude Code reads it;
+``quipu.claude.wiring``), quipu's wiring in Codex CLI's hooks.json and config.toml, whether the
+offline model can run (``quipu.model.offline_status``), and whether the prompt server answers
+(``quipu.prompt.server.status``), and which of the environment's switches turn memory off for the
+sessions started from it (``locate.switched_on``). A check that meets something quipu refuses
 (``UnsafeStore``) reports it.
 """
 from __future__ import annotations
@@ -75,10 +75,49 @@ def check_index(store: Store) -> Check:
     if left:
         return Check("index", False, f"a killed index write left {', '.join(p.name for p in left)} beside the index "
                      "(recall stays off while it is there); run `quipu index --rebuild`")
+    before = _index_before(store)
     was = index.ensure_fresh(store)
     if was.action == "fresh":
         return Check("index", True, f"fresh at {(was.head or '')[:12]}")
-    return Check("index", True, f"was behind HEAD; {was.action} ({was.changed} change(s), {was.seconds * 1000:.0f} ms)")
+    took = f"{was.seconds * 1000:.0f} ms"
+    if was.action != "rebuilt":
+        return Check("index", True, f"was behind HEAD; {was.action} ({was.changed} change(s), {took})")
+    rebuilt = f"rebuilt from git ({was.changed} memories, {took})"
+    if before.startswith("unreadable"):
+        return Check("index", True, f"was damaged ({before}); {rebuilt}")
+    if before in ("missing", "built for another store or by another quipu version"):
+        return Check("index", True, f"was {before}; {rebuilt}")
+    return Check("index", True, f"was {'at HEAD but could not be trusted' if before == was.head else 'behind HEAD'}; "
+                 f"{rebuilt}")
+
+
+def _index_before(store: Store) -> str:
+    """The index file as the refresh will find it: "missing", "unreadable: why", "built for another
+    store or by another quipu version", or the commit it was built at. Read only, on its own connection."""
+    import sqlite3
+
+    from quipu.index.schema import SCHEMA_VERSION, read_meta
+
+    path = index.index_file(store)
+    if not path.is_file():
+        return "missing"
+    try:
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            meta = read_meta(db)
+            found = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)")]
+            check = next((line for text in found for line in text.splitlines() if not line.startswith("***")), "ok")
+            if check == "ok":
+                db.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'quipu'").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return f"unreadable: {exc}"
+    if check != "ok":
+        return f"unreadable: {check[:120]}"
+    if meta.get("schema") != SCHEMA_VERSION or meta.get("store") != str(store.root.resolve()):
+        return "built for another store or by another quipu version"
+    return meta.get("head") or ""
 
 
 def stale_index_files(store: Store) -> list[Path]:

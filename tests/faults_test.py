@@ -319,8 +319,10 @@ def test_a_write_to_a_read_only_mount_is_one_message_exit_1_and_changes_nothing(
 
     store = _store_with_notes(tmp_path)
     head = store.head()
-    args = [part.replace("{elsewhere}", str(tmp_path / "store" / "inner")) for part in command]
-    done = quipu_read_only([store.root], "--store", str(store.root), *args)
+    elsewhere = tmp_path / "elsewhere"  # a read-only folder beside the store (never inside it: init refuses that)
+    elsewhere.mkdir()
+    args = [part.replace("{elsewhere}", str(elsewhere / "inner")) for part in command]
+    done = quipu_read_only([store.root, elsewhere], "--store", str(store.root), *args)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith("quipu: error: cannot write ") and "Read-only file system" in lines[0], lines

@@ -27,7 +27,7 @@ def test_a_topic_file_that_cannot_be_a_note_skips_its_entry_with_the_reason_impo
         tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     _unreadable_notes(folder)
-    os.symlink("/etc/hostname", folder / "link.md")
+    os.symlink("empty.md", folder / "link.md")  # a link that stays in the folder
     (tmp_path / "outside.md").write_text("private words\n")
     (folder / "MEMORY.md").write_text(
         "- [Big](big.md) — big\n- [Latin](latin.md) — l\n- [Gone](gone.md) — g\n- [Empty](empty.md) — e\n"
@@ -131,3 +131,47 @@ def test_a_memory_md_topic_file_keeps_its_own_class_before_claude_codes_type(tmp
     assert done.returncode == 0, done.stderr
     classes = {e["title"]: e["class"] for e in json.loads(done.stdout)["entries"]}
     assert classes == {"Force push": "rule", "Deploys": "reference"}
+
+
+def test_a_memory_md_link_leading_outside_its_folder_is_listed_as_a_topic_file_not_read(tmp_path: Path) -> None:
+    """Whatever file it names (a dotfile, an absolute path, a link in the folder to a file or folder
+    outside it), a link leaving the folder is not followed: its entry is skipped and listed with the
+    link, in the text and in --json, and no memory is made of the entry's line alone."""
+    home = tmp_path / "h1"
+    home.mkdir()
+    (home / ".bashrc").write_text("export SHELL_WORD=zanzibar\n")
+    (home / "topic.md").write_text("---\ntype: feedback\n---\nzanzibar outside words\n")
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "inside.md").write_text("---\ntype: feedback\n---\nReview every migration twice.\n")
+    os.symlink(home / "topic.md", folder / "host.md")
+    os.symlink(home, folder / "shared")
+    (folder / "MEMORY.md").write_text(
+        "- [Inside](inside.md) — the migration rule\n"
+        "- [Escape](../h1/.bashrc) — the shell setup\n"
+        "- [Abs](/etc/hostname) — the host's name\n"
+        "- [Sym](host.md) — a topic file linked out\n"
+        "- [Through](shared/topic.md) — through a linked folder\n"
+        "- [Diagram](diagram.png) — a picture beside the index\n"
+        "- [Docs](https://example.com/guide) — a web page\n", encoding="utf-8")
+    store = make_store(tmp_path / "store")
+    at = ["--store", str(store.root), "import", "memory-md", str(folder / "MEMORY.md")]
+
+    done = quipu(*at, "--json")
+
+    assert done.returncode == 4, done.stderr
+    report = json.loads(done.stdout)
+    assert [e["title"] for e in report["entries"]] == ["Inside", "Diagram", "Docs"]
+    index = folder / "MEMORY.md"
+    listed = [(s["path"], s["topic_file"], s["reason"].split(" (")[0]) for s in report["skipped"]]
+    assert listed == [(f"{index}:{line}", link, f"its link {link} leaves the folder of the MEMORY.md")
+                      for line, link in ((2, "../h1/.bashrc"), (3, "/etc/hostname"), (4, "host.md"),
+                                         (5, "shared/topic.md"))]
+    assert all("that topic file was not read, and the entry was not imported" in s["reason"]
+               for s in report["skipped"])
+    assert "zanzibar" not in git(store.root, "log", "-p", "--all")  # nothing outside was read
+    shown = quipu(*at, "--dry-run")
+    assert f"  skipped {index}:2: its link ../h1/.bashrc leaves the folder of the MEMORY.md (through ..): " \
+           "that topic file was not read" in shown.stdout
+    assert "never followed: the file is not read, and its entry is skipped" in " ".join(
+        quipu("import", "--help").stdout.split())

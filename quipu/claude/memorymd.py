@@ -16,6 +16,9 @@ Contract:
   name one, else ``<claude dir>/projects/<project>/memory/MEMORY.md``, where
   ``<project>`` is the main git work tree's path (shared by all worktrees; the directory itself
   outside git) with every character other than ASCII letters and digits replaced by ``-``.
+- ``parse_entries(text)`` reads the entries of an index for ``quipu import memory-md``, and
+  ``topic_link(folder, link)`` where an entry's link leads: a local file in the index's folder,
+  one outside it (and why), or none (a URL).
 - Only the standard library is used; nothing here raises for a finding.
 """
 from __future__ import annotations
@@ -384,6 +387,37 @@ def parse_entries(text: str) -> tuple[list[Entry], list[Line]]:
         body = "\n".join([first, *_dedent(rest)]).strip("\n")
         entries.append(Entry(block[0].number, block[-1].number, body, title, description, link, _section_name(block[0].section)))
     return entries, others
+
+
+@dataclass(frozen=True)
+class TopicLink:
+    """Where an entry's link leads from the folder of its MEMORY.md (``topic_link``)."""
+
+    target: str  # the link's path as written, its #anchor dropped and its %-escapes decoded
+    path: str  # the file it names, from the index's folder
+    outside: str  # why it leads outside that folder; "" when it stays in
+
+
+def topic_link(folder: str, link: str | None) -> TopicLink | None:
+    """The local file an entry's ``link`` names, from the index's ``folder``; None when it names none
+    (no link, a URL, an anchor alone). It leads outside the folder when it is an absolute path
+    (``/``, ``~``, ``\\``), climbs out through ``..``, or resolves outside it through a symbolic link
+    (the file itself, or a folder on its way). Paths are only resolved here; nothing is read."""
+    from urllib.parse import unquote  # only here: only an import reads an entry's link
+
+    target = unquote((link or "").split("#", 1)[0], errors="surrogateescape")
+    if not target or "://" in target:
+        return None
+    full = os.path.normpath(os.path.join(folder, target))
+    rel = os.path.relpath(full, folder)
+    if target.startswith(("/", "~", "\\")):
+        return TopicLink(target, full, "it starts at the home folder" if target[0] == "~" else "it is an absolute path")
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return TopicLink(target, full, "through ..")
+    real, top = os.path.realpath(full), os.path.realpath(folder)
+    if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+        return TopicLink(target, full, "through a symbolic link")
+    return TopicLink(target, full, "")
 
 
 def _dedent(lines: list[str]) -> list[str]:

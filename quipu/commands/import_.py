@@ -16,9 +16,12 @@ Contract:
   picks it. The section heading becomes a topic. An entry's indented continuation lines stay in
   its body.
 - A topic file is read as ``import markdown`` reads a note (``notes.read_document``): one that is
-  too large, missing, unreadable, not UTF-8, empty or a link skips its entry with that reason, as
-  does a link that leaves the index's folder (it is not followed). A link to no ``.md`` file (a
-  URL, an image) links nothing: the entry's own text is the body.
+  too large, missing, unreadable, not UTF-8, empty or a link skips its entry with that reason. A
+  link that leads outside the index's folder (``memorymd.topic_link``: an absolute path, ``..``, a
+  symbolic link that resolves outside), whatever file it names, is not followed: the file is not
+  read, and the entry is skipped and listed with the link (``topic_file`` in ``--json``); no
+  memory is made of its line alone. A URL, or a file in the folder that is no ``.md`` file (an
+  image), links nothing: the entry's own text is the body.
 - An entry's id is ``mm-``, 12 hex of its key (the topic file it links, else its title) and 12 hex
   of its title and body, so importing the same file again adds nothing (``exists``; so does an
   entry a store holds under the id an earlier quipu gave it, ``mm-`` and 16 hex of title and
@@ -46,7 +49,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from quipu.index import index
 from quipu.index.rebuild import gc_paused
@@ -85,7 +87,7 @@ class Outcome:
             "class": self.memory.cls,
             "status": self.status,
             "past_cut": self.past_cut,
-            "topic_file": self.topic_file,
+            "topic_file": notes.printable_path(self.topic_file) if self.topic_file else None,
             "supersedes": list(self.supersedes),
             "commit": self.commit,
         }
@@ -104,8 +106,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "project becomes a memory, its tags and the #tags of its observations topics. A note's frontmatter class "
         "is kept when it is one of the store's classes. A note that may not enter the store (it looks like it holds "
         "a secret, is too large, unreadable, not UTF-8, empty, a link; for memory-md, a topic file that is any of "
-        "these or is outside FILE's folder) is skipped and listed by its path with the reason, in the normal "
-        "output, --dry-run and --json alike, and the rest is imported. Importing the same input again adds "
+        "these) is skipped and listed by its path with the reason, in the normal output, --dry-run and --json "
+        "alike, and the rest is imported. For memory-md, a link that leads outside FILE's folder (an absolute "
+        "path, .., a symbolic link out) is never followed: the file is not read, and its entry is skipped and "
+        "listed with the link (no memory is made of the entry's line alone). Importing the same input again adds "
         "nothing. A note (by its path in DIR) or an entry (by the topic file it links, else its title) whose text "
         "changed since it was imported becomes a new memory that supersedes its earlier version; nothing is "
         "deleted, and `quipu undo` of the import puts the earlier version back in force (the new one is kept, "
@@ -134,20 +138,22 @@ class Made(NamedTuple):
 
 
 def _read_topic(base: Path, link: str | None, where: str) -> tuple[dict[str, Any], str, float, Path] | notes.Skipped | None:
-    """The topic file an entry links: (fields, body, mtime, its path); Skipped when the link leaves
-    the folder (as the entry, ``where``) or the file cannot be a note (as the file, with
-    ``notes.read_document``'s reasons); None: the entry links no topic file."""
-    target = unquote((link or "").split("#", 1)[0])
-    if not target or "://" in target or not target.lower().endswith(".md"):
+    """The topic file an entry links: (fields, body, mtime, its path); Skipped when the link leads
+    outside the folder (as the entry, ``where``, with the link: the file is not read) or the file
+    cannot be a note (as the file, with ``notes.read_document``'s reasons); None: the entry links
+    no topic file."""
+    found = memorymd.topic_link(str(base), link)
+    if found is not None and found.outside:
+        shown = notes.printable_path(found.target)
+        return notes.Skipped(where, f"its link {shown} leaves the folder of the MEMORY.md ({found.outside}): that "
+                             "topic file was not read, and the entry was not imported (links leaving the folder "
+                             "are not followed)", shown)
+    if found is None or not found.target.lower().endswith(".md"):
         return None
-    full = os.path.normpath(os.path.join(base, target))
-    rel = os.path.relpath(full, base)
-    if target.startswith(("/", "~", "\\")) or rel == ".." or rel.startswith(".." + os.sep):
-        return notes.Skipped(where, f"its link {target} leaves the folder of the MEMORY.md (links leaving it "
-                                    "are not followed)")
+    full, rel = found.path, os.path.relpath(found.path, base)
     if os.path.realpath(os.path.dirname(full)) != os.path.join(os.path.realpath(base), os.path.dirname(rel)).rstrip(os.sep):
-        return notes.Skipped(full, "in a folder reached through a link (links are not followed)")
-    read = notes.read_document(full, full)
+        return notes.Skipped(notes.printable_path(full), "in a folder reached through a link (links are not followed)")
+    read = notes.read_document(full, notes.printable_path(full))
     if isinstance(read, notes.Skipped):
         return read
     fields, body, mtime = read
@@ -178,8 +184,8 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
     """What an entry becomes (Skipped, when its topic file cannot be read): of ``project`` whatever
     its class, else of ``its_project`` (the project whose auto-memory the index is) when it is a
     project note."""
-    base = index_path.parent
-    topic = _read_topic(base, entry.link, f"{index_path}:{entry.line}")
+    base, where = index_path.parent, f"{notes.printable_path(str(index_path))}:{entry.line}"
+    topic = _read_topic(base, entry.link, where)
     if isinstance(topic, notes.Skipped):
         return topic
     fields, body, mtime, source = topic if topic else ({}, "", None, index_path)
@@ -191,7 +197,7 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
     if not description and isinstance(fields.get("description"), str):
         description = memorymd.clip(fields["description"], memorymd.FIELD_CHARS)
     title = entry.title
-    key = source.relative_to(base).as_posix() if topic else title
+    key = notes.printable_path(source.relative_to(base).as_posix()) if topic else title
     memory_id, former = entry_ids(key, title, body)
     section = memorymd.clip(entry.section, 80)
     values: dict[str, Any] = {
@@ -204,7 +210,7 @@ def to_memory(entry: memorymd.Entry, index_path: Path, project: str | None = Non
         "created": notes.created_of(fields, source, mtime),
         "project": project or (its_project if _class(fields, entry.section) == "project-note" else None),
     }
-    memory = Memory.create(values, body + "\n", source=f"{index_path}:{entry.line}")
+    memory = Memory.create(values, body + "\n", source=where)
     return Made(memory, str(source) if topic else None, former)
 
 
@@ -245,7 +251,7 @@ def import_memory_md(
     made: list[tuple[memorymd.Entry, Made]] = []
     skipped: list[notes.Skipped] = []
     for entry in entries:
-        where = f"{path}:{entry.line}"
+        where = f"{notes.printable_path(str(path))}:{entry.line}"
         try:
             got = to_memory(entry, path, project, its_project)
             if isinstance(got, notes.Skipped):
@@ -256,7 +262,7 @@ def import_memory_md(
             skipped.append(notes.Skipped(where, str(exc).split("\n", 1)[0].removeprefix(f"{where}: ")))
             continue
         if reason:
-            skipped.append(notes.Skipped(got.topic or where, reason))
+            skipped.append(notes.Skipped(notes.printable_path(got.topic or where), reason))
         else:
             made.append((entry, got))
     current = {got.memory.id for _, got in made}  # versions the file holds: none of them is superseded
@@ -403,7 +409,8 @@ def run(args: argparse.Namespace) -> int:
                 "project_notes_of": its_project,
                 "entries": [o.to_json() for o in outcomes],
                 "not_imported": [{"line": x.number, "text": x.text} for x in others],
-                "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
+                "skipped": [{"path": s.path, "reason": s.reason, **({"topic_file": s.link} if s.link else {})}
+                            for s in skipped],
             }
         )
         return code

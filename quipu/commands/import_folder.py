@@ -140,7 +140,8 @@ def import_markdown(store: Store, root: Path, *, dry_run: bool = False,
     if not root.is_dir():
         raise FatalError(f"{root} is not a folder\n- give the folder that holds the notes")
     found = notes.scan_folder(root)
-    return import_notes(store, found, root.name, dry_run=dry_run, allow_secret_like=allow_secret_like, project=project)
+    return import_notes(store, found, notes.printable_path(root.name), dry_run=dry_run,
+                        allow_secret_like=allow_secret_like, project=project)
 
 
 class InHead:

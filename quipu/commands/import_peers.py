@@ -20,6 +20,8 @@ Contract:
   commit, each entry that may not enter (no text, a secret, too large, malformed) skipped and
   listed by where it came from (``observations/12``, a note's path), exit code 4 when any was.
 - Ids are derived from where each entry came from and its text: importing again adds nothing.
+- A text of the database that is not UTF-8 (a file's name in ``files_read``, say) is read with each
+  byte that is not UTF-8 written as ``\\xNN``, as a note's file name is (``notes.printable_path``).
 """
 from __future__ import annotations
 
@@ -46,21 +48,28 @@ _TITLE_CHARS = 120
 
 
 def _str(row: sqlite3.Row, name: str) -> str:
+    """A text column; one that is not UTF-8 (a file's name another tool stored) with each byte that
+    is not UTF-8 written as ``\\xNN``, as ``notes.printable_path`` names a file."""
+    return notes.printable_path(_raw(row, name))
+
+
+def _raw(row: sqlite3.Row, name: str) -> str:
+    """A text column as stored (bytes that are not UTF-8 kept as ``surrogateescape`` reads them)."""
     value = row[name] if name in row.keys() else None
     return value.strip() if isinstance(value, str) else ""
 
 
 def _list(row: sqlite3.Row, name: str) -> list[str]:
     """A column holding a JSON list of texts (claude-mem's facts, concepts, files)."""
-    text = _str(row, name)
+    text = _raw(row, name)
     if not text:
         return []
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
-        return [text]
+        return [notes.printable_path(text)]
     items = value if isinstance(value, list) else [value]
-    return [" ".join(v.split()) for v in items if isinstance(v, str) and v.strip()]
+    return [notes.printable_path(" ".join(v.split())) for v in items if isinstance(v, str) and v.strip()]
 
 
 def _topics(values: list[str]) -> list[str]:
@@ -160,6 +169,7 @@ def read_claude_mem(path: Path) -> list[notes.Note | notes.Skipped]:
     found: list[notes.Note | notes.Skipped] = []
     try:
         db.row_factory = sqlite3.Row
+        db.text_factory = lambda data: data.decode("utf-8", "surrogateescape")
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables & {"observations", "session_summaries"}:
             raise FatalError(f"{path} has no observations or session_summaries table\n"
@@ -207,8 +217,8 @@ def read_basic_memory(root: Path) -> list[notes.Note | notes.Skipped]:
 def import_peer(store: Store, kind: str, path: Path, *, dry_run: bool = False,
                 allow_secret_like: tuple[str, ...] = (), project: str | None = None) -> FolderImport:
     found = read_claude_mem(path) if kind == "claude-mem" else read_basic_memory(path)
-    return import_notes(store, found, f"{kind} {path.name}", dry_run=dry_run, allow_secret_like=allow_secret_like,
-                        project=project)
+    return import_notes(store, found, f"{kind} {notes.printable_path(path.name)}", dry_run=dry_run,
+                        allow_secret_like=allow_secret_like, project=project)
 
 
 def run_peer(store: Store, args: argparse.Namespace) -> int:

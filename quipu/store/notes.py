@@ -24,6 +24,10 @@ Contract:
   as a ``Skipped`` with its path in the folder and the reason: a link (to a file or a folder;
   links are never followed), a file too large, unreadable, not UTF-8, empty or without a title.
   One note never stops the scan: whatever goes wrong with one note is that note's reason.
+- A path quipu names a note by (its path in the folder, the folder's name: what its id is made
+  of, and what a report lists) is ``printable_path`` of the name on disk: the name itself when it
+  is UTF-8, else with each byte that is not UTF-8 written as ``\\xNN``. So a file whose name is
+  not UTF-8 is read like any other, named faithfully, and found under the same id next time.
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ _VERSIONED = re.compile(r"\A((?:mm-)?[0-9a-f]{12})[0-9a-f]{12}\Z")
 class Skipped(NamedTuple):
     path: str  # the note's path in the folder
     reason: str
+    link: str | None = None  # a link that was not followed, as written (a MEMORY.md entry's topic file)
 
 
 class Note(NamedTuple):
@@ -131,7 +136,21 @@ def identity(memory_id: str) -> str | None:
 
 def folder_name(root: Path | str) -> str:
     """The name of the imported folder, as a note's id takes it (``notes/..`` is the folder above)."""
-    return os.path.basename(os.path.normpath(os.path.abspath(root)))
+    return printable_path(os.path.basename(os.path.normpath(os.path.abspath(root))))
+
+
+def printable_path(path: str) -> str:
+    """``path`` (a name as the file system gives it) as quipu names it: itself when it is UTF-8, else
+    each byte that is not UTF-8 written as ``\\xNN``; the same bytes give the same text each time."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        pass
+    try:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name's byte stands for
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _text(path: Path | str, rel: str, status: os.stat_result) -> str:
@@ -179,7 +198,7 @@ def read_document(path: Path | str, rel: str) -> tuple[dict[str, Any], str, floa
 def read_note(path: Path | str, root: Path, rel: str | None = None, status: os.stat_result | None = None) -> Note:
     """One note and the memory it becomes; InvalidMemory (naming the file) when it cannot be one.
     ``rel``: the note's path in the folder, when the caller knows it; ``status``: its ``lstat``."""
-    rel = rel or Path(path).relative_to(root).as_posix()
+    rel = rel or printable_path(Path(path).relative_to(root).as_posix())
     status = status or os.stat(path)
     return _note(_text(path, rel, status), os.fspath(path), rel, folder_name(root), status.st_mtime)
 
@@ -188,7 +207,7 @@ def _note(text: str, path: str, rel: str, folder: str, mtime: float) -> Note:
     fields, body = _document(text, rel)
     heading = _HEADING.search(body)
     title = (_one_line(fields.get("title")) or (_one_line(heading.group(1)) if heading else "")
-             or _one_line(os.path.splitext(os.path.basename(path))[0]))
+             or _one_line(os.path.splitext(rel.rsplit("/", 1)[-1])[0]))
     if not title:
         raise InvalidMemory(f"{rel}: no title (no frontmatter title, heading or usable file name)")
     kind = fields.get("class")
@@ -216,13 +235,13 @@ class FolderNotes:
         self.links: set[str] = set()
         self.unreadable: list[OSError] = []
         for base, dirs, files in os.walk(top, onerror=self.unreadable.append):  # follows no symlinked folder
-            prefix = os.path.relpath(base, top).replace(os.sep, "/") + "/" if base != top else ""
+            prefix = printable_path(os.path.relpath(base, top).replace(os.sep, "/")) + "/" if base != top else ""
             for d in dirs:
                 if not d.startswith(".") and os.path.islink(os.path.join(base, d)):
-                    self.links.add(prefix + d)
-                    found.append((prefix + d, os.path.join(base, d)))
+                    self.links.add(prefix + printable_path(d))
+                    found.append((prefix + printable_path(d), os.path.join(base, d)))
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(base, d)))
-            found.extend((prefix + name, os.path.join(base, name)) for name in files
+            found.extend((prefix + printable_path(name), os.path.join(base, name)) for name in files
                          if name.lower().endswith((".md", ".markdown")))
         self.paths = sorted(found, key=lambda item: item[0].split("/"))  # as paths sort: part by part
 
@@ -233,7 +252,7 @@ class FolderNotes:
         root = self.root
         for error in self.unreadable:
             where = Path(error.filename or root)
-            yield Skipped(where.relative_to(root).as_posix() if where != root else ".",
+            yield Skipped(printable_path(where.relative_to(root).as_posix()) if where != root else ".",
                           f"a folder that cannot be read: {error.strerror or error}")
         folder = folder_name(root)
         for rel, full in self.paths:

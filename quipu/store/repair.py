@@ -4,9 +4,10 @@ A power cut during a write can leave files that were never flushed: a loose obje
 empty, an empty branch ref. Another tool can leave a corrupt ``.git/index``. Contract:
 - ``diagnose(root)`` names each such problem (``Finding``); it changes nothing. It runs
   ``git fsck`` for the objects, so it reads every object once. A tree whose entry has a name git
-  refuses (``.git``, ``..``) is a problem only when a branch of the store reaches it; one that
-  only a fetched remote commit holds (``quipu sync`` never takes such a commit) is a note
-  (kind ``outside``), since it is no part of the store.
+  refuses (``.git``, ``..``) is a problem only when a branch of the store reaches it; one outside
+  every branch is no part of the store: a note (kind ``outside``) when a remote commit `quipu
+  sync` fetched and did not take holds it, and nothing at all when it only came with the clone
+  (which said at the time what it did not take).
 - ``repair(root)`` mends what it can, moving nothing out of existence: a damaged file is moved
   aside into ``<gitdir>/quipu-damaged/``, never deleted. An empty or garbled branch ref is set back
   to the newest commit its reflog names that is still whole. A corrupt git index is rebuilt from
@@ -18,7 +19,11 @@ empty, an empty branch ref. Another tool can leave a corrupt ``.git/index``. Con
   with the branch for its paths). A stale git lock (``index.lock``, ``HEAD.lock``, the branch's
   ``.lock``... that no live process holds: on Linux, no process has it open and no git process
   works in the repository, and it is older than ``STALE_SECONDS``; elsewhere, older than
-  ``UNKNOWN_HOLDERS_SECONDS``) is a finding, and moved aside. Returns what it did.
+  ``UNKNOWN_HOLDERS_SECONDS``) is a finding, and moved aside; a lock that is not stale is a note
+  (kind ``busy``: a write in progress, with the lock's age). Each step runs once the steps it needs
+  are done: stale locks first (git's index cannot be rebuilt, nor a write settled, behind one),
+  then the branch ref, the objects, git's index, and last the unfinished write. Returns what it
+  did; a step that could not do its work says so rather than claiming it.
 """
 from __future__ import annotations
 
@@ -37,7 +42,16 @@ _BAD_OBJECT_FILE = re.compile(r"object file (\S+) is empty|(\S+/objects/[0-9a-f]
 
 
 class Finding(NamedTuple):
-    kind: str  # "ref", "index", "objects", "write", "lock"; "outside" is a note, not a problem
+    kind: str  # "ref", "index", "objects", "write", "lock"; a kind in NOTES is a note, not a problem
+    detail: str
+
+
+NOTES = frozenset({"outside", "busy"})
+
+
+class Step(NamedTuple):
+    """One thing ``repair`` did, or tried to do and could not (``done`` False, ``detail`` says why)."""
+    done: bool
     detail: str
 
 
@@ -96,16 +110,20 @@ def diagnose(root: Path) -> list[Finding]:
         lines = [line for line in lines if line not in outside]
         if lines or (fsck.returncode != 0 and not outside):
             found.append(Finding("objects", "; ".join(lines[:5]) + (f" (and {len(lines) - 5} more)" if len(lines) > 5 else "")))
-        if outside:
-            found.append(Finding("outside", f"{len(outside)} tree(s) outside the store's history hold a name git "
+        fetched = _fetched_by_sync(root, outside)  # what a clone brought and did not take is no note
+        if fetched:
+            found.append(Finding("outside", f"{len(fetched)} tree(s) outside the store's history hold a name git "
                                  "refuses (fetched with a remote commit that `quipu sync` did not take); they are "
                                  "no part of the store, and git's gc removes them in time once no fetched branch holds them"))
     unfinished = _unfinished_write(gitdir)
     if unfinished:
         found.append(Finding("write", unfinished))
-    found += [Finding("lock", f"{lock} is stale ({why}); git commands in this store fail while it is there: "
-                              f"run `quipu doctor --repair`, or `rm -- {lock}`")
-              for lock, why in stale_locks(root)]
+    for lock, why, stale in _locks(root):
+        if stale:
+            found.append(Finding("lock", f"{lock} is stale ({why}); git commands in this store fail while it is "
+                                         f"there: run `quipu doctor --repair`, or `rm -- {lock}`"))
+        else:
+            found.append(Finding("busy", f"a write is in progress ({lock.name}, {why})"))
     return found
 
 
@@ -141,6 +159,11 @@ def _holders(lock: Path, root: Path, gitdir: Path) -> list[int] | None:
 
 def stale_locks(root: Path) -> list[tuple[Path, str]]:
     """git lock files in the store's repository that no live process holds: (path, why)."""
+    return [(lock, why) for lock, why, stale in _locks(root) if stale]
+
+
+def _locks(root: Path) -> list[tuple[Path, str, bool]]:
+    """git lock files in the store's repository: (path, its age and holders, whether it is stale)."""
     from quipu.store import journal
 
     gitdir = _gitdir(root)
@@ -154,14 +177,21 @@ def stale_locks(root: Path) -> list[tuple[Path, str]]:
             age = time.time() - lock.lstat().st_mtime
         except OSError:
             continue
+        old = f"{max(age, 0.0):,.0f} s old"
         holders = _holders(lock, root, gitdir)
         if holders:
-            continue
-        if holders is None:
-            if age >= UNKNOWN_HOLDERS_SECONDS:
-                out.append((lock, f"it is {age:,.0f} s old"))
-        elif age >= STALE_SECONDS and not writer:
-            out.append((lock, f"it is {age:,.0f} s old and no process holds it"))
+            held = ", ".join(map(str, holders[:3])) + (" ..." if len(holders) > 3 else "")
+            out.append((lock, f"{old}, held by process {held}", False))
+        elif holders is None:
+            stale = age >= UNKNOWN_HOLDERS_SECONDS
+            out.append((lock, f"it is {old}" if stale else
+                        f"{old}; stale once {UNKNOWN_HOLDERS_SECONDS:.0f} s old", stale))
+        elif writer:
+            out.append((lock, f"{old}, taken by a quipu write still running", False))
+        elif age >= STALE_SECONDS:
+            out.append((lock, f"it is {old} and no process holds it", True))
+        else:
+            out.append((lock, f"{old}; no process holds it, so it is stale once {STALE_SECONDS:.0f} s old", False))
     return out
 
 
@@ -180,6 +210,17 @@ def _outside_history(root: Path, lines: list[str]) -> set[str]:
         return set()
     reachable = set(listed.stdout.split())
     return {line for line, oid in named.items() if oid not in reachable}
+
+
+def _fetched_by_sync(root: Path, outside: set[str]) -> set[str]:
+    """Of the fsck lines ``outside`` names, those whose tree a fetch of `quipu sync` holds
+    (``refs/quipu/incoming/``) beyond what the branches hold."""
+    if not outside:
+        return set()
+    listed = _git(root, "rev-list", "--objects", "--no-object-names", "--glob=refs/quipu/incoming/*", "--not",
+                  "--branches")
+    fetched = set(listed.stdout.split()) if listed.returncode == 0 else set()
+    return {line for line in outside if (m := NAME_FINDING.match(line)) and m.group(1) in fetched}
 
 
 def _unfinished_write(gitdir: Path) -> str | None:
@@ -201,7 +242,7 @@ def _aside(gitdir: Path, path: Path) -> None:
     shutil.move(str(path), str(target))
 
 
-def _repair_ref(root: Path, gitdir: Path) -> str:
+def _repair_ref(root: Path, gitdir: Path) -> Step:
     ref = _branch_ref(gitdir)
     assert ref is not None
     try:
@@ -215,19 +256,19 @@ def _repair_ref(root: Path, gitdir: Path) -> str:
                     and _git(root, "rev-parse", "--verify", "-q", f"{oid}^{{tree}}").returncode == 0:
                 _aside(gitdir, gitdir / ref)
                 (gitdir / ref).write_text(oid + "\n", encoding="ascii")
-                return f"{ref} set back to {oid[:12]}, the newest whole commit its reflog names"
-    return f"{ref} could not be restored: no whole commit in its reflog"
+                return Step(True, f"{ref} set back to {oid[:12]}, the newest whole commit its reflog names")
+    return Step(False, f"{ref} could not be restored: no whole commit in its reflog")
 
 
-def _repair_index(root: Path, gitdir: Path) -> str:
+def _repair_index(root: Path, gitdir: Path) -> Step:
     if os.path.lexists(gitdir / "index"):
         _aside(gitdir, gitdir / "index")
     _git(root, "read-tree", "HEAD")
     _git(root, "update-index", "-q", "--refresh")
-    return "git's index rebuilt from HEAD (the damaged one is kept in quipu-damaged/)"
+    return Step(True, "git's index rebuilt from HEAD (the damaged one is kept in quipu-damaged/)")
 
 
-def _repair_objects(root: Path, gitdir: Path, detail: str) -> str:
+def _repair_objects(root: Path, gitdir: Path, detail: str) -> Step:
     fsck = _git(root, "fsck", "--no-dangling", "--no-progress")
     moved = 0
     for match in _BAD_OBJECT_FILE.finditer(fsck.stdout + fsck.stderr):
@@ -250,12 +291,16 @@ def _repair_objects(root: Path, gitdir: Path, detail: str) -> str:
     finally:
         if scratch.exists():
             scratch.unlink()
-    return f"{moved} damaged object file(s) moved aside; objects written again from the worktree"
+    return Step(True, f"{moved} damaged object file(s) moved aside; objects written again from the worktree")
 
 
-def repair(root: Path) -> list[str]:
+def repair(root: Path) -> list[Step]:
     gitdir = _gitdir(root)
     done = []
+    # Stale locks first: behind one, git's index can be neither rebuilt nor brought in line.
+    for lock, why in stale_locks(root):
+        _aside(gitdir, lock)
+        done.append(Step(True, f"the stale {lock.name} moved aside into quipu-damaged/ ({why})"))
     for finding in diagnose(root):
         if finding.kind == "ref":
             done.append(_repair_ref(root, gitdir))
@@ -265,16 +310,19 @@ def repair(root: Path) -> list[str]:
             done.append(_repair_objects(root, gitdir, finding.detail))
         elif finding.kind == "index":
             done.append(_repair_index(root, gitdir))
+    # Last: settling a write brings the worktree and git's index in line with the branch as repaired.
     if any(finding.kind == "write" for finding in diagnose(root)):
-        done.append(_finish_write(root))
-    for lock, why in stale_locks(root):
-        _aside(gitdir, lock)
-        done.append(f"the stale {lock.name} moved aside into quipu-damaged/ ({why})")
+        done.append(_finish_write(root, gitdir))
     return done
 
 
-def _finish_write(root: Path) -> str:
+def _finish_write(root: Path, gitdir: Path) -> Step:
     from quipu.store import gitstore
 
     paths = gitstore.finish_unfinished_write(root)
-    return f"the unfinished write was settled: {len(paths)} path(s) brought in line with HEAD"
+    if _unfinished_write(gitdir) is None:
+        return Step(True, f"the unfinished write was settled: {len(paths)} path(s) brought in line with HEAD")
+    held = [f"{lock.name}, {why}" for lock, why, _stale in _locks(root) if lock.name == "index.lock"]
+    return Step(False, "the unfinished write could not be settled: " +
+                (f"git's index is locked ({held[0]}); run `quipu doctor --repair` again once it is gone" if held
+                 else "its journal is still there; run `quipu doctor --repair` again"))
