@@ -253,3 +253,35 @@ def hand_commit(root: Path, message: str, files: dict[str, bytes | None], author
         git(root, "add", rel)
     git(root, "commit", "-q", "--no-verify", *([f"--author={author}"] if author else []), "-m", message)
     return git(root, "rev-parse", "HEAD").strip()
+
+
+def plain_clone(tmp_path: Path, remote: Path, name: str = "mallory") -> Path:
+    """A person's plain git clone of a shared store (no quipu), committing as ``name``."""
+    clone = tmp_path / name
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
+    git(clone, "config", "user.name", name)
+    git(clone, "config", "user.email", f"{name}@example.com")
+    return clone
+
+
+def mcp_calls(store: Path, cwd: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
+    """The MCP server as `quipu install claude` registers it, each tool called in one session:
+    (is_error, text) for each."""
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CODE_SESSION_ID"}
+    env["QUIPU_STORE"] = str(store)
+    params = StdioServerParameters(command=sys.executable, args=["-I", str(REPO_ROOT / "hooks" / "quipu_mcp.py")],
+                                   env=env, cwd=str(cwd))
+
+    async def talk() -> list[tuple[bool, str]]:
+        async with Client(params) as client:
+            out = []
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                out.append((bool(result.is_error), "".join(c.text for c in result.content if c.type == "text")))
+            return out
+
+    return asyncio.run(talk())

@@ -13,13 +13,11 @@ only its bracket changed, so a test that saw nothing cannot pass.
 """
 from __future__ import annotations
 
-import asyncio
 import html
 import itertools
 import json
 import re
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -27,12 +25,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp import Client, StdioServerParameters
 
 from quipu.prompt import fence
 from quipu.prompt.inject import FENCE_CLOSE, FENCE_OPEN
 from quipu.store.store import Store
-from testing.fixtures import REPO_ROOT, add_all, git, make_store, memory, quipu, real_python, run_prompt_hook
+from testing.fixtures import REPO_ROOT, add_all, git, make_store, mcp_calls, memory, quipu, real_python, run_prompt_hook
 from testing.transcripts import Transcript
 
 BRACKETS = ["<", "\uff1c", "\ufe64", "\u2039", "\u276e", "\u02c2", "\u1438", "\u300a", "\u27ea", "\u3008", "\u2329",
@@ -186,23 +183,6 @@ def test_no_lookalike_survives_the_session_start_card(store: Store, tmp_path: Pa
         assert_carried(card, looks[:3])  # the card's line is the title (and the description, when it fits)
 
 
-def _mcp(store: Store, cwd: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
-    env = {k: v for k, v in __import__("os").environ.items() if k != "CLAUDE_CODE_SESSION_ID"}
-    env["QUIPU_STORE"] = str(store.root)
-    params = StdioServerParameters(command=sys.executable, args=["-I", str(REPO_ROOT / "hooks" / "quipu_mcp.py")],
-                                   env=env, cwd=str(cwd))
-
-    async def run() -> list[tuple[bool, str]]:
-        async with Client(params) as client:
-            out = []
-            for name, arguments in calls:
-                result = await client.call_tool(name, arguments)
-                out.append((bool(result.is_error), "".join(c.text for c in result.content if c.type == "text")))
-            return out
-
-    return asyncio.run(run())
-
-
 def test_no_lookalike_survives_an_mcp_answer_and_remember_refuses_every_one(store: Store, tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     claude = tmp_path / "claude"
@@ -222,7 +202,7 @@ def test_no_lookalike_survives_an_mcp_answer_and_remember_refuses_every_one(stor
                   ("search_history", {"query": f"{CODEWORDS[n]} ferry timetable", "limit": 1})]
     calls += [("remember", {"title": "Harbour ferry timetable", "class": "reference",
                             "body": f"The harbour ferry timetable is posted at the pier {look}"}) for look in LOOKALIKES]
-    answers = _mcp(store, tmp_path, calls)
+    answers = mcp_calls(store.root, tmp_path, calls)
 
     for n, looks in enumerate(GROUPS):
         (e1, found), (e2, whole), (e3, said) = answers[3 * n: 3 * n + 3]

@@ -6,7 +6,6 @@ token); bench/bench_secrets.py measures the same corpus in full.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -17,7 +16,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcp import Client, StdioServerParameters
 
 from quipu.capture import gates
 from quipu.curate import review
@@ -25,7 +23,7 @@ from quipu.errors import SecretRefused
 from quipu.skills import gate as skills_gate
 from quipu.store import secrets_scan
 from quipu.store.store import Store
-from testing.fixtures import REPO_ROOT, git, make_store, memory, quipu
+from testing.fixtures import git, make_store, mcp_calls, memory, quipu
 from testing.secret_corpus import Case, benign_cases, secret_cases
 from testing.transcripts import Transcript
 
@@ -209,23 +207,6 @@ def test_quipu_import_markdown_refuses_every_family_in_every_field(tmp_path: Pat
     assert leaked(everything_in(store.root), forms) == []
 
 
-def _remember(store_root: Path, cwd: Path, calls: list[dict[str, Any]]) -> list[tuple[bool, str]]:
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CODE_SESSION_ID"}
-    env["QUIPU_STORE"] = str(store_root)
-    params = StdioServerParameters(command=sys.executable, args=["-I", str(REPO_ROOT / "hooks" / "quipu_mcp.py")],
-                                   env=env, cwd=str(cwd))
-
-    async def run() -> list[tuple[bool, str]]:
-        async with Client(params) as client:
-            out = []
-            for arguments in calls:
-                result = await client.call_tool("remember", arguments)
-                out.append((bool(result.is_error), result.content[0].text))  # type: ignore[union-attr]
-            return out
-
-    return asyncio.run(run())
-
-
 def test_mcp_remember_refuses_every_family_in_every_field(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     forms = sample(2, offset=1)
@@ -237,7 +218,7 @@ def test_mcp_remember_refuses_every_family_in_every_field(tmp_path: Path) -> Non
         arguments[field] = [flat(case.text)[:80]] if field == "topics" else (
             flat(case.text)[:120] if field == "title" else case.text)
         calls.append(arguments)
-    answers = _remember(store.root, tmp_path, calls)
+    answers = mcp_calls(store.root, tmp_path, [("remember", arguments) for arguments in calls])
     for case, (error, text) in zip(forms, answers, strict=True):
         assert error and "refused by the secret gate" in text, (case.text, text)
         assert not any(v in text for v in case.values if len(v) >= 6)

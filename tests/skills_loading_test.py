@@ -8,7 +8,6 @@ run the skill as a sub-agent. A draft comes from a model or from a teammate's st
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,39 +21,11 @@ from quipu.skills import gate, queue
 from quipu.skills.detect import Candidate
 from quipu.store.store import Store
 from testing.fixtures import git
+from testing import skills
+from testing.skills import ANSWER, BODY, FAILURE
 from testing.transcripts import Transcript
 
-FAILURE = "error: cannot pull with rebase: You have unstaged changes."
-BODY = """Use this when `git pull --rebase` stops with "error: cannot pull with rebase: You have unstaged changes."
-
-1. Put the local changes aside: `git stash`
-2. Bring the branch up to date: `git pull --rebase origin main`
-3. Take the changes back: `git stash pop`
-4. Run the project's checks before going on: `scripts/check.sh`
-
-If `git stash pop` reports a conflict, resolve the files it names, then `git add` them.
-"""
-ANSWER = {"name": "rebase-with-local-changes", "description": "Pull with rebase when the work tree has local changes.",
-          "failure": FAILURE, "body": BODY}
-
-
-@pytest.fixture(autouse=True)
-def person(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.delenv("CLAUDECODE", raising=False)
-    monkeypatch.delenv("QUIPU_CHILD", raising=False)
-    claude = tmp_path / "claude"
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
-    return claude
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    (root / "scripts").mkdir(parents=True)
-    (root / "scripts" / "check.sh").write_text("#!/bin/sh\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
-
+person, project = skills.person, skills.project  # the shared fixtures
 
 def candidate(project: Path) -> Candidate:
     return Candidate(("git stash", "git pull --rebase <arg>", "git stash pop"), ("s0", "s1", "s2"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,41 +23,16 @@ from quipu.skills.draft import draft_all
 from quipu.model import ScriptedModel
 from quipu.store.store import Store
 from testing.fixtures import git
+from testing import skills
+from testing.skills import ANSWER, FAILURE
 from testing.transcripts import Transcript, project_slug
 
-FAILURE = "error: cannot pull with rebase: You have unstaged changes."
+person, project = skills.person, skills.project  # the shared fixtures
 PROCEDURE = ("git stash", "git pull --rebase <arg>", "git stash pop")
-BODY = """Use this when `git pull --rebase` stops with "error: cannot pull with rebase: You have unstaged changes."
 
-1. Put the local changes aside: `git stash`
-2. Bring the branch up to date: `git pull --rebase origin main`
-3. Take the changes back: `git stash pop`
-4. Run the project's checks before going on: `scripts/check.sh`
-
-If `git stash pop` reports a conflict, resolve the files it names, then `git add` them.
-"""
-ANSWER = {"name": "rebase-with-local-changes", "description": "Pull with rebase when the work tree has local changes.",
-          "failure": FAILURE, "body": BODY}
 DAY = [dt.datetime(2026, 5, d, 10, 0, tzinfo=dt.timezone.utc) for d in (4, 5, 6)]
 A, B, C = ("aaaa0000-0000-4000-8000-00000000000a", "bbbb0000-0000-4000-8000-00000000000b",
            "cccc0000-0000-4000-8000-00000000000c")
-
-
-@pytest.fixture(autouse=True)
-def person(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.delenv("CLAUDECODE", raising=False)
-    claude = tmp_path / "claude"
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
-    return claude
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    (root / "scripts").mkdir(parents=True)
-    (root / "scripts" / "check.sh").write_text("#!/bin/sh\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
 
 
 def rebase(t: Transcript, prompt: str, n: int) -> None:

@@ -19,37 +19,13 @@ from quipu.skills.draft import draft_all
 from quipu.skills.promote import demote, promote
 from quipu.store.store import Store
 from testing.fixtures import git
+from testing import skills
+from testing.skills import ANSWER, BODY, FAILURE
 from testing.transcripts import Transcript
 
-FAILURE = "error: cannot pull with rebase: You have unstaged changes."
-VALID_BODY = """Use this when `git pull --rebase` stops with "error: cannot pull with rebase: You have unstaged changes."
+person, project = skills.person, skills.project  # the shared fixtures
 
-1. Put the local changes aside: `git stash`
-2. Bring the branch up to date: `git pull --rebase origin main`
-3. Take the changes back: `git stash pop`
-4. Run the project's checks before going on: `scripts/check.sh`
-
-If `git stash pop` reports a conflict, resolve the files it names, then `git add` them.
-"""
-VALID = {"name": "rebase-with-local-changes", "description": "Pull with rebase when the work tree has local changes.",
-         "failure": FAILURE, "body": VALID_BODY}
-
-
-@pytest.fixture(autouse=True)
-def person(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.delenv("CLAUDECODE", raising=False)
-    claude = tmp_path / "claude"
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
-    return claude
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    (root / "scripts").mkdir(parents=True)
-    (root / "scripts" / "check.sh").write_text("#!/bin/sh\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
+VALID_BODY, VALID = BODY, ANSWER
 
 
 def rebase_session(projects: Path, sid: str, cwd: Path, day: int, *, error: bool = True) -> None:

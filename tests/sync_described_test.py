@@ -19,7 +19,7 @@ from quipu.store import effects
 from quipu.store.memory import memory_path, render_memory
 from quipu.store.store import Store
 from quipu.sync import described, sync
-from testing.fixtures import git, hand_commit, make_store, memory, quipu
+from testing.fixtures import git, hand_commit, make_store, memory, plain_clone, quipu
 
 A1, A2 = "api-port", "db-owner"
 
@@ -33,14 +33,6 @@ def _remote_with(tmp_path: Path) -> tuple[Store, Path]:
     sync.set_remote(victim, str(remote))
     sync.sync(victim)
     return victim, remote
-
-
-def _plain_clone(tmp_path: Path, remote: Path, name: str = "mallory") -> Path:
-    clone = tmp_path / name
-    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
-    git(clone, "config", "user.name", name)
-    git(clone, "config", "user.email", f"{name}@example.com")
-    return clone
 
 
 def _commit(clone: Path, message: str, files: dict[str, bytes | None] | None = None, push: bool = True) -> str:
@@ -73,7 +65,7 @@ def test_a_text_edit_under_a_false_trailer_is_listed_as_the_edit_it_is(tmp_path:
     what was an edit of A1's text, pushed from a plain clone."""
     victim, remote = _remote_with(tmp_path)
     other = sync.clone(str(remote), tmp_path / "other")[0]  # a second quipu clone, for the text summary
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     forged = _commit(mallory, f"quipu: {claimed} {A2}\n\nQuipu-Memory: {A2}\nQuipu-Action: {claimed}\n",
                      _edit(mallory, A1, "8080", "9090"))
 
@@ -141,7 +133,7 @@ def test_each_kind_of_change_a_teammate_makes_is_read_from_its_commit(tmp_path: 
 
 def test_a_decision_about_another_memory_than_claimed_and_merges_are_read_from_their_trees(tmp_path: Path) -> None:
     victim, remote = _remote_with(tmp_path)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     event = json.dumps({"action": "label", "label": "unverified", "set": True, "memory": A2}).encode()
     wrong = _commit(mallory, f"quipu: label {A1} unverified\n\nQuipu-Action: label\nQuipu-Memory: {A1}\n"
                     "Quipu-Label: unverified\n", {f"events/db/{A2}/20260101T000000000000Z-abcdef.json": event},
@@ -182,7 +174,7 @@ def test_the_text_summary_lists_the_first_commits_and_every_false_claim(tmp_path
     for n in range(12):
         right.add(memory(f"note-{n:02d}", f"Note {n}", f"text {n}"))
     sync.sync(right)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     forged = _commit(mallory, f"quipu: undo\n\nQuipu-Action: undo\nQuipu-Memory: {A2}\n", _edit(mallory, A2, "Maria", "Eve"))
 
     out = _sync(victim)
@@ -238,7 +230,7 @@ def test_the_tree_comparison_finds_what_a_full_diff_finds(tmp_path: Path) -> Non
 
 def test_changes_the_sync_did_not_take_are_listed_as_refused_and_not_counted(tmp_path: Path) -> None:
     victim, remote = _remote_with(tmp_path)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     tidy = _commit(mallory, "tidy up", {memory_path(A2): None, "notes.txt": b"outside the schema\n"})
 
     result = json.loads(_sync(victim, "--json"))

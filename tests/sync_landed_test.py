@@ -17,17 +17,9 @@ from typing import Any
 from quipu.store.memory import memory_path, render_memory
 from quipu.store.store import Store
 from quipu.sync import sync
-from testing.fixtures import git, hand_commit, memory, quipu, synced_clones
+from testing.fixtures import git, hand_commit, memory, plain_clone, quipu, synced_clones
 
 EVIL = "eeaaaaaaaaaaaaaaaaaaaaaa"
-
-
-def _plain_clone(tmp_path: Path, remote: Path, name: str = "mallory") -> Path:
-    clone = tmp_path / name
-    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
-    git(clone, "config", "user.name", name)
-    git(clone, "config", "user.email", f"{name}@example.com")
-    return clone
 
 
 def _push(clone: Path, message: str, files: dict[str, bytes | None]) -> str:
@@ -62,7 +54,7 @@ def test_a_fast_forward_to_a_merge_that_refused_reports_only_what_landed(tmp_pat
     fast-forwarding to A's merge, are not told the refused files came in, and are told which merge
     refused them."""
     remote, (a, b, third) = synced_clones(tmp_path, 3)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     (mallory / "memories" / "ee").mkdir(parents=True)
     (mallory / memory_path(EVIL)).symlink_to("/etc/passwd")
     (mallory / "quipu.toml").write_bytes((mallory / "quipu.toml").read_bytes() + b"\n# changed by mallory\n")
@@ -112,7 +104,7 @@ def test_a_memory_this_store_never_had_is_no_put_back_and_its_add_is_what_came_i
     remote, (a, b) = synced_clones(tmp_path, 2)
     added = a.add(memory("pg-port", "staging db port", "5433"))
     sync.sync(a)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     removal = _push(mallory, "drop it", {memory_path("pg-port"): None})
     assert [r.path for r in sync.sync(a).refused] == [memory_path("pg-port")]
     merge = _head(a)
@@ -140,7 +132,7 @@ def test_a_legitimate_change_is_not_marked_refused_when_a_later_removal_of_it_is
     added = a.add(memory("lint", "Linter", "flake8"))
     again = a.add(a.get("lint").with_changes(body="ruff\n"), action="fact-set", overwrite=True)
     sync.sync(a)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     removal = _push(mallory, "drop it", {memory_path("pg-port"): None})
     b.add(memory("b-own", "B's own", "so that B's sync merges"))
 
@@ -193,7 +185,7 @@ def test_a_sync_merge_first_line_names_whole_ids_and_counts_the_rest(tmp_path: P
     for memory_id in ids:
         a.add(memory(memory_id, f"Note {memory_id}", "kept"))
     sync.sync(a)
-    mallory = _plain_clone(tmp_path, remote)
+    mallory = plain_clone(tmp_path, remote)
     _push(mallory, "drop them", {memory_path(memory_id): None for memory_id in ids})
 
     assert len(sync.sync(a).refused) == len(ids)
