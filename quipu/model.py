@@ -391,7 +391,7 @@ def get_model(spec: str, *, timeout: float = DEFAULT_TIMEOUT, use_api_key: bool 
     if kind == "scripted" and not arg:
         return ScriptedModel()
     raise ModelError(f"unknown model {spec!r}\n"
-                     "- use `claude`, `claude:<model>`, `command:<command line>` or `scripted`")
+                     "- use `claude`, `claude:<model>` or `command:<command line>`")
 
 
 # --- can the offline model run? ---------------------------------------------------------------

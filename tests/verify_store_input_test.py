@@ -371,3 +371,17 @@ def test_sweep_says_how_many_relative_paths_it_could_not_judge(tmp_path: Path, p
     assert json.loads(data.stdout)["unjudged_paths"] == {"paths": 2, "memories": 1}
     assert json.loads(rooted.stdout)["unjudged_paths"] == {"paths": 0, "memories": 0}
     assert {f["memory"] for f in json.loads(rooted.stdout)["findings"]} == {"no-root", "own-root"}
+
+
+def test_session_end_judges_the_session_s_paths_under_the_project_as_sweep_does(project: Path) -> None:
+    (project / "src").mkdir(exist_ok=True)
+    (project / "src" / "app.py").write_text("")
+    store = make_store(project / ".quipu")
+    add_all(store, [memory("entry-point", "Entry point", "Start at `src/app.py`; the old `src/gone.py` too.\n",
+                           session="sess-9")])
+
+    done = quipu("session-end", "--session", "sess-9", "--model", "command:/bin/false", "--json", cwd=project)
+
+    assert done.returncode == 0, done.stderr
+    assert [(f["memory"], f["detail"]) for f in json.loads(done.stdout)["findings"]] == [
+        ("entry-point", "missing: src/gone.py (under the project)")]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from quipu.prompt import locate
 from quipu.commands._common import add_json, open_store
-from quipu.commands.sweep import add_model_options, make_budget, make_model, print_report
+from quipu.commands.sweep import add_model_options, make_budget, make_model, print_report, project_root
 from quipu.model import CHILD_ENV
 from quipu.output import print_json
 from quipu.store.store import Store, is_store
@@ -72,7 +72,7 @@ def register_hook_command(sub: argparse._SubParsersAction, name: str, event: str
     p.add_argument("--reason", default="", help=argparse.SUPPRESS)
     p.add_argument("--sync", action="store_true",
                    help="after the work, run `quipu sync` with the store's remote (off unless given)")
-    add_model_options(p, calls=SESSION_MAX_CALLS, chars=SESSION_MAX_CHARS)
+    add_model_options(p, calls=SESSION_MAX_CALLS, chars=SESSION_MAX_CHARS, store_project_default=True)
     add_json(p)
     p.set_defaults(func=lambda args: run_hook_command(args, name, event))
 
@@ -169,8 +169,8 @@ def _work(args: argparse.Namespace, event_name: str, *, wait: float) -> int:
     event = SessionEvent(event_name, args.session or "", args.transcript or "", args.cwd or "", args.reason or "")
     model = make_model(args.model, store)
     budget = make_budget(args, store, SESSION_MAX_CALLS, SESSION_MAX_CHARS)
-    root = Path(args.project_root).expanduser().resolve() if args.project_root else None
-    report = per_session_work(store, event, model=model, budget=budget, project_root=root, lock_wait=wait)
+    report = per_session_work(store, event, model=model, budget=budget, project_root=project_root(args, store),
+                              lock_wait=wait)
     if args.worker:
         log(event_name, f"sweep {report.sweep_id} done: {len(report.applied)} applied, {len(report.queued)} queued, "
                         f"{len(report.findings)} findings, {len(report.skipped)} skipped"

@@ -40,6 +40,17 @@ def add_model_options(
                         + (default if store_project_default else ""))
 
 
+def project_root(args: argparse.Namespace, store: Store) -> Path | None:
+    """The root relative paths in memories are judged against: --project-root, else the project
+    the store sits in (``<project>/.quipu``), else none."""
+    root = Path(args.project_root).expanduser().resolve() if args.project_root else None
+    if root is not None and not root.is_dir():
+        raise FatalError(f"--project-root {args.project_root} is not a folder\n- pass the root of the project the memories are about")
+    if root is None and (project := store_project(store)) is not None:
+        root = Path(project)
+    return root
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "sweep",
@@ -168,11 +179,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_scripted(model_spec(args.model, store), "--model" if args.model else "$QUIPU_MODEL or [sweep] model")
     model = None if args.dry_run or deterministic_only else make_model(args.model, store)
     budget = make_budget(args, store, DEFAULT_MAX_CALLS, DEFAULT_MAX_CHARS)
-    root = Path(args.project_root).expanduser().resolve() if args.project_root else None
-    if root is not None and not root.is_dir():
-        raise FatalError(f"--project-root {args.project_root} is not a folder\n- pass the root of the project the memories are about")
-    if root is None and (project := store_project(store)) is not None:
-        root = Path(project)
+    root = project_root(args, store)
     show = (lambda done, total: progress(done, total, "sweep")) if not (args.json or args.quiet) else None
     enrich = not args.no_enrich and _setting(store, "enrich") is not False
     report = run_sweep(store, model, budget, SweepOptions(project_root=root, dry_run=args.dry_run, progress=show,
