@@ -36,6 +36,7 @@ from typing import Any
 
 from quipu.claude import mcp_config
 from quipu.claude import settings as claude_settings
+from quipu.errors import FatalError
 
 HOOK_SECONDS = 20.0
 MCP_SECONDS = 30.0  # an MCP server takes 2-3 s to start on a loaded machine; Claude Code waits 30 s
@@ -86,25 +87,19 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _unreadable(path: Path, scope: str) -> str | None:
-    """Why Claude Code cannot read a settings file that is there, and the fix (None: it can, or there is none)."""
+    """Why Claude Code cannot read a settings file that is there, and the fix (None: it can, or there
+    is none): what ``quipu install`` refuses it for (``settings.load``)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        claude_settings.load(path)
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        text, why, fix = "", f"cannot be read ({exc})", "check the file's permissions and encoding"
-    else:
-        try:
-            json.loads(text or "{}")
-            return None
-        except json.JSONDecodeError as exc:
-            if not text.strip():
-                return None
-            why = f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-            fix = f"fix the file by hand; `quipu install claude --{scope}` refuses to change it until it parses"
-    ours = " (quipu's among them)" if claude_settings.MARKER in text else ""
-    return (f"{path} {why}: Claude Code ignores the whole file, so none of its hooks run{ours} and none of its "
-            f"settings apply\n- {fix}")
+    except FatalError as exc:
+        why = str(exc).splitlines()[0]
+    try:
+        ours = " (quipu's among them)" if claude_settings.MARKER in path.read_text(encoding="utf-8", errors="replace") else ""
+    except OSError:
+        ours = ""
+    return (f"{why}: Claude Code ignores the whole file, so none of its hooks run{ours} and none of its settings "
+            f"apply\n- fix the file by hand; `quipu install claude --{scope}` refuses to change it until it parses")
 
 
 def _settings_files(root: Path) -> list[tuple[str, Path]]:

@@ -78,16 +78,17 @@ def newest(db: "Connection", memory_id: str) -> str:
 
 def with_successors(db: "Connection", hits: "Sequence[Hit]", limit: int,
                     exclude: "frozenset[str]" = frozenset()) -> "list[Hit]":
-    """The hits, each superseded one preceded by the newest memory that replaces it when that one
-    is in force and not shown already (nor in ``exclude``, shown earlier in the session): a memory
-    known to be outdated is never shown without what replaced it, whatever words the prompt shares
-    with that. At most ``limit``: what passes it leaves from the end, never a successor."""
+    """The hits, each superseded one naming the newest memory that replaces it (``newest``: "superseded
+    by B" would send the reader to B, itself replaced by C) and preceded by it when that one is in
+    force and not shown already (nor in ``exclude``, shown earlier in the session): a memory known
+    to be outdated is never shown without what replaced it, whatever words the prompt shares with
+    that. At most ``limit``: what passes it leaves from the end, never a successor."""
     out = list(hits)
     added: "list[Hit]" = []
     for hit in hits:
         if hit.status != "superseded" or not hit.superseded_by:
             continue
-        new = newest(db, hit.superseded_by)
+        new = hit.superseded_by = newest(db, hit.superseded_by)
         if new in exclude or any(h.id == new for h in out):
             continue
         row = db.execute("SELECT rowid, id, title, description, class, status, superseded_by, labels FROM memories"
@@ -103,13 +104,10 @@ def with_successors(db: "Connection", hits: "Sequence[Hit]", limit: int,
 
 
 def show(db: "Connection", hits: "Sequence[Hit]", stems: "Sequence[str]") -> None:
-    """What is shown of each hit: its excerpt, and for a superseded one, the newest memory that
-    replaces it (``newest``)."""
+    """What is shown of each hit: its excerpt."""
     shown = excerpts_of(db, [h.rowid for h in hits], stems)
     for hit in hits:
         hit.snippet = shown.get(hit.rowid, "")
-        if hit.superseded_by:
-            hit.superseded_by = newest(db, hit.superseded_by)
 
 
 # The fence around recalled text; the MCP server's answers use the same one.
